@@ -1,0 +1,61 @@
+// base/error.cpp — rendering of diagnostics and "did you mean" suggestions.
+#include "base/error.hpp"
+
+#include <algorithm>
+
+namespace sheaf {
+
+std::string render_error(const SheafError& e, bool color) {
+  const char* red = color ? "\033[1;31m" : "";
+  const char* blue = color ? "\033[1;34m" : "";
+  const char* off = color ? "\033[0m" : "";
+  std::string s = fmt::format("{}error{}: {}\n", red, off, e.what());
+  if (e.loc.valid()) {
+    s += fmt::format("{} -->{} {}\n", blue, off, sources::describe(e.loc));
+    std::string_view text = sources::line_text(e.loc.file, e.loc.line);
+    if (!text.empty() && e.loc.col > 0 && text.size() < 400) {
+      std::string num = std::to_string(e.loc.line);
+      std::string pad(num.size(), ' ');
+      size_t col = e.loc.col - 1;
+      size_t len = std::max<size_t>(1, std::min<size_t>(e.loc.len, text.size() > col ? text.size() - col : 1));
+      std::string under;
+      for (size_t i = 0; i < col && i < text.size(); ++i) under += text[i] == '\t' ? '\t' : ' ';
+      s += fmt::format("{} {} |{}\n", blue, pad, off);
+      s += fmt::format("{} {} |{} {}\n", blue, num, off, text);
+      s += fmt::format("{} {} |{} {}{}{}{}\n", blue, pad, off, under, red, std::string(len, '^'), off);
+    }
+  }
+  for (const auto& n : e.notes) s += fmt::format(" = {}\n", n);
+  if (!e.hint.empty()) s += fmt::format(" = hint: {}\n", e.hint);
+  return s;
+}
+
+static size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::vector<std::string> suggest_names(const std::string& name,
+                                       const std::vector<std::string>& candidates) {
+  std::vector<std::pair<size_t, std::string>> hits;
+  for (const auto& c : candidates) {
+    if (c == name || c.rfind("__", 0) == 0) continue;
+    if (c.size() > name.size() + 2 || name.size() > c.size() + 2) continue;
+    size_t d = edit_distance(name, c);
+    if (d <= 2) hits.emplace_back(d, c);
+  }
+  std::sort(hits.begin(), hits.end());
+  hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
+  std::vector<std::string> out;
+  for (size_t i = 0; i < hits.size() && i < 3; ++i) out.push_back(hits[i].second);
+  return out;
+}
+
+}  // namespace sheaf

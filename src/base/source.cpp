@@ -1,0 +1,62 @@
+// base/source.cpp — the process-wide registry of source texts behind SrcLoc.
+#include "base/source.hpp"
+
+#include <deque>
+#include <mutex>
+
+namespace sheaf::sources {
+namespace {
+struct File {
+  std::string path, text;
+  bool bundled;
+};
+std::deque<File>& files() {
+  static std::deque<File> f;  // deque: references stay valid while files are added
+  return f;
+}
+std::mutex& lock() {
+  static std::mutex m;
+  return m;
+}
+const std::string kUnknown = "<unknown>";
+}  // namespace
+
+uint32_t add(std::string path, std::string text, bool bundled) {
+  std::lock_guard g(lock());
+  files().push_back({std::move(path), std::move(text), bundled});
+  return static_cast<uint32_t>(files().size());
+}
+
+const std::string& path(uint32_t file) {
+  std::lock_guard g(lock());
+  return file == 0 || file > files().size() ? kUnknown : files()[file - 1].path;
+}
+
+bool bundled(uint32_t file) {
+  std::lock_guard g(lock());
+  return file != 0 && file <= files().size() && files()[file - 1].bundled;
+}
+
+std::string_view line_text(uint32_t file, uint32_t line) {
+  std::lock_guard g(lock());
+  if (file == 0 || file > files().size() || line == 0) return {};
+  std::string_view t = files()[file - 1].text;
+  for (uint32_t l = 1; l < line; ++l) {
+    size_t nl = t.find('\n');
+    if (nl == std::string_view::npos) return {};
+    t.remove_prefix(nl + 1);
+  }
+  size_t nl = t.find('\n');
+  if (nl != std::string_view::npos) t = t.substr(0, nl);
+  if (!t.empty() && t.back() == '\r') t.remove_suffix(1);
+  return t;
+}
+
+std::string describe(const SrcLoc& loc) {
+  std::string s = path(loc.file);
+  if (loc.line) s += ":" + std::to_string(loc.line);
+  if (loc.col) s += ":" + std::to_string(loc.col);
+  return s;
+}
+
+}  // namespace sheaf::sources

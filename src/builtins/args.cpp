@@ -1,0 +1,66 @@
+// builtins/args.cpp — argument helpers for builtins.
+#include "builtins/args.hpp"
+
+#include <cmath>
+
+#include "value/printer.hpp"
+
+namespace sheaf {
+
+void type_error(const CallArgs& a, size_t i, std::string_view expected) {
+  const Value& v = a[i];
+  std::string got = v.is(Kind::Tensor) ? fmt::format("{}[{}] tensor", dtype_name(v.as_tensor().dtype()), fmt::join(v.as_tensor().shape(), "x"))
+                                       : std::string(kind_name(v.kind()));
+  throw SheafError(fmt::format("{}: argument {} must be {}, got {}", a.name, i + 1, expected, got), a.site);
+}
+
+double arg_number(const CallArgs& a, size_t i) {
+  if (a[i].is(Kind::Bool)) return a[i].as_bool();
+  auto d = number_of(a[i]);
+  if (!d) type_error(a, i, "a number");
+  return *d;
+}
+
+int64_t arg_int(const CallArgs& a, size_t i) {
+  if (a[i].is(Kind::Int)) return a[i].as_int();
+  auto d = number_of(a[i]);
+  if (!d || std::trunc(*d) != *d || std::fabs(*d) > 9.2e18) type_error(a, i, "an integer");
+  return static_cast<int64_t>(*d);
+}
+
+const std::string& arg_string(const CallArgs& a, size_t i) {
+  if (!a[i].is(Kind::Str) && !a[i].is(Kind::Symbol)) type_error(a, i, "a string");
+  return a[i].as_str();
+}
+
+const Value& arg_callable(const CallArgs& a, size_t i) {
+  if (!a[i].is_callable()) type_error(a, i, "a function");
+  return a[i];
+}
+
+Options parse_options(const CallArgs& a, std::initializer_list<std::string_view> known) {
+  Options o;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Value& v = a[i];
+    if (!v.is(Kind::Keyword)) {
+      o.positional.push_back(v);
+      continue;
+    }
+    const std::string& k = v.as_str();
+    bool is_known = false;
+    for (auto n : known) is_known = is_known || n == k;
+    if (!is_known) {
+      o.positional.push_back(v);  // keywords are ordinary values unless declared options
+      continue;
+    }
+    if (i + 1 >= a.size() || a[i + 1].is(Kind::Keyword)) {
+      o.kw[k] = Value::boolean(true);
+    } else {
+      o.kw[k] = a[i + 1];
+      ++i;
+    }
+  }
+  return o;
+}
+
+}  // namespace sheaf

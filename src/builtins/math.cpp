@@ -1,0 +1,261 @@
+// builtins/math.cpp — arithmetic and elementwise math on host scalars (SPEC §5.1).
+#include <cmath>
+#include <limits>
+
+#include "builtins/args.hpp"
+#include "builtins/registry.hpp"
+#include "builtins/scalar.hpp"
+#include "value/printer.hpp"
+
+namespace sheaf {
+
+std::optional<Num> to_num(const Value& v) {
+  switch (v.kind()) {
+    case Kind::Int: return Num{true, v.as_int(), 0};
+    case Kind::Float: return Num{false, 0, v.as_float()};
+    case Kind::Tensor: {
+      const Tensor& t = v.as_tensor();
+      if (t.rank() != 0 || t.dtype() == DType::Bool) return std::nullopt;
+      if (is_float(t.dtype())) return Num{false, 0, static_cast<float>(t.get(0))};
+      return Num{true, static_cast<int64_t>(t.get(0)), 0};
+    }
+    default: return std::nullopt;
+  }
+}
+
+bool any_tensor(const CallArgs& a) {
+  for (const Value& v : a.args)
+    if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return true;
+  return false;
+}
+
+void tensor_unavailable(const CallArgs& a) {
+  throw SheafError(fmt::format("{}: tensor operands are not supported in this build yet", a.name), a.site);
+}
+
+Num num_arg(const CallArgs& a, size_t i) {
+  if (auto n = to_num(a[i])) return *n;
+  if (a[i].is(Kind::Tensor)) tensor_unavailable(a);
+  std::string kinds;
+  for (size_t j = 0; j < a.size(); ++j) kinds += (j ? " and " : "") + std::string(kind_name(a[j].kind()));
+  throw SheafError(fmt::format("{}: Expected numeric values, got {}", a.name, kinds), a.site);
+}
+
+namespace {
+
+int64_t wrap_add(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); }
+int64_t wrap_sub(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); }
+int64_t wrap_mul(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); }
+
+template <typename IntOp, typename FloatOp>
+Value fold(const CallArgs& a, Num init, size_t start, IntOp iop, FloatOp fop) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num acc = init;
+  for (size_t i = start; i < a.size(); ++i) {
+    Num x = num_arg(a, i);
+    if (acc.is_int && x.is_int) acc.i = iop(acc.i, x.i);
+    else acc = Num{false, 0, fop(static_cast<float>(acc.d()), static_cast<float>(x.d()))};
+  }
+  return acc.value();
+}
+
+Value b_add(Interp&, const CallArgs& a) {
+  if (a.size() == 0) return Value::integer(0);
+  return fold(a, num_arg(a, 0), 1, wrap_add, [](float x, float y) { return x + y; });
+}
+Value b_mul(Interp&, const CallArgs& a) {
+  if (a.size() == 0) return Value::integer(1);
+  return fold(a, num_arg(a, 0), 1, wrap_mul, [](float x, float y) { return x * y; });
+}
+Value b_sub(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  if (a.size() == 1) {
+    Num x = num_arg(a, 0);
+    return x.is_int ? Value::integer(wrap_sub(0, x.i)) : Value::real(-x.f);
+  }
+  return fold(a, num_arg(a, 0), 1, wrap_sub, [](float x, float y) { return x - y; });
+}
+Value b_div(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  float acc = a.size() == 1 ? 1.0f : static_cast<float>(num_arg(a, 0).d());
+  for (size_t i = a.size() == 1 ? 0 : 1; i < a.size(); ++i) acc = acc / static_cast<float>(num_arg(a, i).d());
+  return Value::real(acc);
+}
+
+Value b_floordiv(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num x = num_arg(a, 0), y = num_arg(a, 1);
+  if (x.is_int && y.is_int) {
+    if (y.i == 0) throw SheafError("//: integer division by zero", a.site);
+    if (y.i == -1) return Value::integer(wrap_sub(0, x.i));
+    int64_t q = x.i / y.i;
+    if ((x.i % y.i != 0) && ((x.i < 0) != (y.i < 0))) --q;
+    return Value::integer(q);
+  }
+  return Value::real(std::floor(static_cast<float>(x.d()) / static_cast<float>(y.d())));
+}
+
+Value b_mod(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num x = num_arg(a, 0), y = num_arg(a, 1);
+  if (x.is_int && y.is_int) {
+    if (y.i == 0) throw SheafError(fmt::format("{}: integer modulo by zero", a.name), a.site);
+    if (y.i == -1) return Value::integer(0);
+    int64_t r = x.i % y.i;
+    if (r != 0 && ((r < 0) != (y.i < 0))) r += y.i;
+    return Value::integer(r);
+  }
+  float fx = static_cast<float>(x.d()), fy = static_cast<float>(y.d());
+  float r = std::fmod(fx, fy);
+  if (r != 0 && ((r < 0) != (fy < 0))) r += fy;
+  return Value::real(r);
+}
+
+Value b_pow(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num x = num_arg(a, 0), y = num_arg(a, 1);
+  if (x.is_int && y.is_int && y.i >= 0) {
+    uint64_t base = static_cast<uint64_t>(x.i), r = 1;
+    for (int64_t e = y.i; e > 0; e >>= 1, base *= base)
+      if (e & 1) r *= base;
+    return Value::integer(static_cast<int64_t>(r));
+  }
+  return Value::real(std::pow(static_cast<float>(x.d()), static_cast<float>(y.d())));
+}
+
+template <typename IntOp, typename FloatOp>
+Value unary(const CallArgs& a, IntOp iop, FloatOp fop) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num x = num_arg(a, 0);
+  return x.is_int ? Value::integer(iop(x.i)) : Value::real(fop(x.f));
+}
+
+template <float (*F)(float)>
+Value float_fn(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  return Value::real(F(static_cast<float>(num_arg(a, 0).d())));
+}
+float f_exp(float x) { return std::exp(x); }
+float f_log(float x) { return std::log(x); }
+float f_sqrt(float x) { return std::sqrt(x); }
+float f_sin(float x) { return std::sin(x); }
+float f_cos(float x) { return std::cos(x); }
+float f_tan(float x) { return std::tan(x); }
+float f_round(float x) { return std::round(x); }  // ties away from zero
+float f_ceil(float x) { return std::ceil(x); }
+float f_floor(float x) { return std::floor(x); }
+
+Value b_abs(Interp&, const CallArgs& a) {
+  return unary(a, [](int64_t i) { return i < 0 ? wrap_sub(0, i) : i; }, [](float f) { return std::fabs(f); });
+}
+Value b_neg(Interp&, const CallArgs& a) {
+  return unary(a, [](int64_t i) { return wrap_sub(0, i); }, [](float f) { return -f; });
+}
+Value b_inc(Interp&, const CallArgs& a) {
+  return unary(a, [](int64_t i) { return wrap_add(i, 1); }, [](float f) { return f + 1; });
+}
+Value b_dec(Interp&, const CallArgs& a) {
+  return unary(a, [](int64_t i) { return wrap_sub(i, 1); }, [](float f) { return f - 1; });
+}
+
+Value b_ash(Interp&, const CallArgs& a) {
+  int64_t v = arg_int(a, 0), s = arg_int(a, 1);
+  if (s >= 0) return Value::integer(s >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(v) << s));
+  return Value::integer(s <= -64 ? (v < 0 ? -1 : 0) : v >> (-s));  // arithmetic shift = floor division
+}
+
+Value b_minmax(const CallArgs& a, bool want_max) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num best = num_arg(a, 0);
+  bool all_int = best.is_int;
+  for (size_t i = 1; i < a.size(); ++i) {
+    Num x = num_arg(a, i);
+    all_int = all_int && x.is_int;
+    bool better = want_max ? x.d() > best.d() : x.d() < best.d();
+    if (better || std::isnan(x.d())) best = x;
+  }
+  if (!all_int && best.is_int) best = Num{false, 0, static_cast<float>(best.i)};
+  return best.value();
+}
+Value b_max(Interp&, const CallArgs& a) { return b_minmax(a, true); }
+Value b_min(Interp&, const CallArgs& a) { return b_minmax(a, false); }
+
+Value b_clamp(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num x = num_arg(a, 0), lo = num_arg(a, 1), hi = num_arg(a, 2);
+  if (x.is_int && lo.is_int && hi.is_int) return Value::integer(std::min(std::max(x.i, lo.i), hi.i));
+  return Value::real(std::min(std::max(static_cast<float>(x.d()), static_cast<float>(lo.d())), static_cast<float>(hi.d())));
+}
+
+Value b_int(Interp&, const CallArgs& a) {
+  const Value& v = a[0];
+  if (v.is(Kind::Str)) {
+    try {
+      size_t used = 0;
+      long long r = std::stoll(v.as_str(), &used);
+      if (used == v.as_str().size()) return Value::integer(r);
+    } catch (...) {
+    }
+    throw SheafError("int: cannot convert '" + v.as_str() + "' to an integer", a.site);
+  }
+  if (v.is(Kind::Bool)) return Value::integer(v.as_bool());
+  if (any_tensor(a)) tensor_unavailable(a);
+  Num x = num_arg(a, 0);
+  if (x.is_int) return Value::integer(x.i);
+  if (!std::isfinite(x.f)) throw SheafError("int: cannot convert " + format_float(x.f) + " to an integer", a.site);
+  return Value::integer(static_cast<int64_t>(std::trunc(x.f)));
+}
+
+Value b_float(Interp&, const CallArgs& a) {
+  const Value& v = a[0];
+  if (v.is(Kind::Str)) {
+    try {
+      size_t used = 0;
+      float r = std::stof(v.as_str(), &used);
+      if (used == v.as_str().size()) return Value::real(r);
+    } catch (...) {
+    }
+    throw SheafError("float: cannot convert '" + v.as_str() + "' to a float", a.site);
+  }
+  if (v.is(Kind::Bool)) return Value::real(v.as_bool());
+  if (any_tensor(a)) tensor_unavailable(a);
+  return Value::real(static_cast<float>(num_arg(a, 0).d()));
+}
+
+const BuiltinDef kMath[] = {
+    {"+", "(+ a b ...)", "Sum; (+) is 0. int + int stays int.", b_add, 0, -1},
+    {"-", "(- a) / (- a b ...)", "Negation, or left-fold subtraction.", b_sub, 1, -1},
+    {"*", "(* a b ...)", "Element-wise product; (*) is 1. Matrix product is @.", b_mul, 0, -1},
+    {"/", "(/ a b ...)", "True division; always floating.", b_div, 1, -1},
+    {"//", "(// a b)", "Floor division toward -inf; int for integer inputs.", b_floordiv, 2, 2},
+    {"mod", "(mod a b)", "Remainder with the sign of the divisor: (mod -7 3) is 2.", b_mod, 2, 2},
+    {"%", "(% a b)", "Alias of mod.", b_mod, 2, 2},
+    {"**", "(** base exp)", "Power; int ** non-negative int stays int.", b_pow, 2, 2},
+    {"abs", "(abs x)", "Absolute value.", b_abs, 1, 1},
+    {"neg", "(neg x)", "Unary minus.", b_neg, 1, 1},
+    {"inc", "(inc x)", "x + 1.", b_inc, 1, 1},
+    {"dec", "(dec x)", "x - 1.", b_dec, 1, 1},
+    {"ash", "(ash v shift)", "Arithmetic shift: shift > 0 multiplies by 2^shift, < 0 floor-divides.", b_ash, 2, 2},
+    {"exp", "(exp x)", "e^x.", float_fn<f_exp>, 1, 1},
+    {"log", "(log x)", "Natural logarithm (nan outside the domain, -inf at 0).", float_fn<f_log>, 1, 1},
+    {"sqrt", "(sqrt x)", "Square root.", float_fn<f_sqrt>, 1, 1},
+    {"sin", "(sin x)", "Sine.", float_fn<f_sin>, 1, 1},
+    {"cos", "(cos x)", "Cosine.", float_fn<f_cos>, 1, 1},
+    {"tan", "(tan x)", "Tangent.", float_fn<f_tan>, 1, 1},
+    {"round", "(round x)", "Round half away from zero; float result.", float_fn<f_round>, 1, 1},
+    {"ceil", "(ceil x)", "Ceiling; float result.", float_fn<f_ceil>, 1, 1},
+    {"floor", "(floor x)", "Floor; float result.", float_fn<f_floor>, 1, 1},
+    {"clamp", "(clamp x lo hi)", "Clip x to [lo, hi].", b_clamp, 3, 3},
+    {"minimum", "(minimum a b)", "Element-wise minimum of two values.", b_min, 2, 2},
+    {"maximum", "(maximum a b)", "Element-wise maximum of two values.", b_max, 2, 2},
+    {"min", "(min x ...)", "Smallest value; with several arguments an element-wise fold.", b_min, 1, -1},
+    {"max", "(max x ...)", "Largest value; with several arguments an element-wise fold.", b_max, 1, -1},
+    {"int", "(int x)", "To integer (truncation toward zero); parses strings.", b_int, 1, 1},
+    {"float", "(float x)", "To float; parses strings.", b_float, 1, 1},
+};
+
+}  // namespace
+
+std::span<const BuiltinDef> math_builtins() { return kMath; }
+
+}  // namespace sheaf

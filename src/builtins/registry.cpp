@@ -1,0 +1,16 @@
+// builtins/registry.cpp — concatenates the family tables into the builtin table.
+#include "builtins/registry.hpp"
+
+namespace sheaf {
+
+const std::vector<const BuiltinDef*>& builtin_table() {
+  static const std::vector<const BuiltinDef*> table = [] {
+    std::vector<const BuiltinDef*> t;
+    for (auto family : {math_builtins(), compare_builtins(), list_builtins(), dict_builtins(), string_builtins()})
+      for (const BuiltinDef& d : family) t.push_back(&d);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace sheaf

@@ -1,0 +1,26 @@
+// builtins/scalar.hpp — host-scalar numerics shared by math and comparison builtins.
+// SPEC §2.3: int ⊕ int → int (64-bit, wrapping), anything with a float → f32; `/` always
+// floats. A rank-0 tensor is accepted wherever a number is.
+#pragma once
+#include <optional>
+
+#include "value/function.hpp"
+
+namespace sheaf {
+
+struct Num {
+  bool is_int;
+  int64_t i;
+  float f;
+  double d() const { return is_int ? static_cast<double>(i) : f; }
+  Value value() const { return is_int ? Value::integer(i) : Value::real(f); }
+};
+
+std::optional<Num> to_num(const Value& v);
+// Numeric argument i, or the error "Expected numeric values, got int and function".
+Num num_arg(const CallArgs& a, size_t i);
+// True when any argument is a tensor of rank ≥ 1 (handled by tensor kernels).
+bool any_tensor(const CallArgs& a);
+[[noreturn]] void tensor_unavailable(const CallArgs& a);
+
+}  // namespace sheaf

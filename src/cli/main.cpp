@@ -1,0 +1,108 @@
+// cli/main.cpp — the `sheaf` command line (SPEC §8): run a file, -c EXPR, or the REPL.
+// The interpreter runs on a thread with a large stack so that deep (bounded) recursion in
+// user programs reports "Maximum recursion depth exceeded" instead of overflowing.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "base/error.hpp"
+#include "cli/repl.hpp"
+#include "eval/interp.hpp"
+#include "value/printer.hpp"
+
+namespace sheaf {
+namespace {
+
+struct Cli {
+  std::string file;
+  std::string expr;
+  bool has_expr = false;
+  std::vector<std::string> program_args;
+  std::string device = "cpu";
+  bool no_jit = false, no_progress = false;
+  int status = 0;
+};
+
+bool prints_final(const Value& v) {
+  if (v.is_nil()) return false;
+  if (v.is_list() && !v.as_list().items.empty()) {
+    for (const Value& x : v.as_list().items)
+      if (!x.is_nil()) return true;
+    return false;
+  }
+  return true;
+}
+
+int run(Cli& cli) {
+  bool color = isatty(2) && !std::getenv("NO_COLOR");
+  Interp in(std::cout);
+  try {
+    Value v;
+    if (cli.has_expr) {
+      in.current_dir = std::filesystem::current_path().string();
+      v = in.run_text(cli.expr, "<eval>");
+    } else if (!cli.file.empty()) {
+      std::filesystem::path p(cli.file);
+      if (p.extension() != ".shf") std::cerr << "warning: '" << cli.file << "' does not have the .shf extension\n";
+      v = in.run_file(cli.file);
+    } else {
+      return run_repl(in);
+    }
+    if (prints_final(v)) std::cout << print_value(v) << "\n";
+    std::cout.flush();
+    return 0;
+  } catch (const SheafError& e) {
+    std::cout.flush();
+    std::cerr << render_error(e, color);
+    return 1;
+  }
+}
+
+void* run_thread(void* arg) {
+  Cli* cli = static_cast<Cli*>(arg);
+  cli->status = run(*cli);
+  return nullptr;
+}
+
+int run_on_big_stack(Cli& cli) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t{1} << 30);  // virtual; pages are committed on use
+  pthread_t t;
+  if (pthread_create(&t, &attr, run_thread, &cli) != 0) return run(cli);
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+  return cli.status;
+}
+
+}  // namespace
+}  // namespace sheaf
+
+int main(int argc, char** argv) {
+  using namespace sheaf;
+  Cli cli;
+  CLI::App app{"Sheaf — a Lisp for writing and training neural networks as plain math.", "sheaf"};
+  app.set_version_flag("--version", std::string("Sheaf ") + SHEAF_VERSION);
+  auto* c = app.add_option("-c", cli.expr, "Evaluate the forms in EXPR and print the final value")->type_name("EXPR");
+  app.add_option("file", cli.file, "Program to run (.shf)");
+  app.add_option("args", cli.program_args, "Arguments for the program");
+  app.add_option("--device", cli.device, "Backend (cpu)")->check(CLI::IsMember({"cpu", "ref"}));
+  app.add_flag("--no-jit", cli.no_jit, "Interpret everything");
+  app.add_flag("--no-progress", cli.no_progress, "Disable progress bars");
+  app.positionals_at_end(false);
+  app.footer("With no FILE and no -c, starts the interactive REPL.");
+  try {
+    app.parse(argc, argv);
+    cli.has_expr = c->count() > 0;
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  return run_on_big_stack(cli);
+}

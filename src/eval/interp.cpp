@@ -1,0 +1,336 @@
+// eval/interp.cpp — evaluation of forms, calls, globals and the top-level driver.
+#include "eval/interp.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "builtins/registry.hpp"
+#include "reader/reader.hpp"
+#include "value/printer.hpp"
+#include "value/tensor_value.hpp"
+
+namespace sheaf {
+
+DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
+  if (++in.depth_ > in.limits_.max_depth) {
+    --in.depth_;
+    throw SheafError("Maximum recursion depth exceeded (" + std::to_string(in.limits_.max_depth) + " nested calls)", loc);
+  }
+  if (in.limits_.max_steps && ++in.steps_ > in.limits_.max_steps) {
+    --in.depth_;
+    throw SheafError("Evaluation step limit exceeded", loc);
+  }
+}
+
+Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
+  for (const SpecialForm& sf : special_forms()) {
+    int id = symbols::intern(sf.name);
+    if (special_.size() <= static_cast<size_t>(id)) special_.resize(static_cast<size_t>(id) + 1, nullptr);
+    special_[static_cast<size_t>(id)] = &sf;
+  }
+  for (const BuiltinDef* d : builtin_table())
+    builtins_[symbols::intern(d->name)] = Value::object(Kind::Builtin, std::make_shared<BuiltinObj>(d));
+  use_module("macros", {});  // preloaded standard macros (SPEC §4.7)
+}
+
+Interp::~Interp() = default;
+
+void Interp::check_elements(int64_t n, SrcLoc loc) const {
+  if (n > limits_.max_elements)
+    throw SheafError(fmt::format("cannot create {} elements (limit {})", n, limits_.max_elements), loc);
+}
+
+Value Interp::run_text(std::string_view text, const std::string& path, bool bundled) {
+  uint32_t file = sources::add(path, std::string(text), bundled);
+  std::vector<Value> forms = read_all(text, file);
+  Value last;
+  for (const Value& f : forms) last = eval_toplevel(f);
+  return last;
+}
+
+Value Interp::run_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SheafError("cannot open file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string saved = current_dir;
+  current_dir = std::filesystem::absolute(path).parent_path().string();
+  loaded_paths_.insert(std::filesystem::weakly_canonical(path).string());
+  try {
+    Value v = run_text(ss.str(), path);
+    current_dir = saved;
+    return v;
+  } catch (...) {
+    current_dir = saved;
+    throw;
+  }
+}
+
+Value Interp::eval_toplevel(const Value& form) {
+  Value expanded = expand(form);
+  auto env = std::make_shared<Env>();
+  Value v = eval(expanded, env);
+  if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", form.loc());
+  return v;
+}
+
+const Interp::Global* Interp::global(int id) const {
+  auto it = globals_.find(id);
+  return it == globals_.end() ? nullptr : &it->second;
+}
+
+void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
+  const std::string& name = symbols::name(id);
+  if (is_reserved_name(name)) throw SheafError("Cannot shadow special form '" + name + "'", loc);
+  if (globals_.count(id)) throw SheafError("Redefinition of '" + name + "' is not allowed.", loc);
+  globals_[id] = Global{type, std::move(v), module_name};
+}
+
+void Interp::clear_user_definitions() {
+  for (auto it = globals_.begin(); it != globals_.end();)
+    it = it->second.module.empty() ? globals_.erase(it) : std::next(it);
+}
+
+const BuiltinDef* Interp::builtin_def(std::string_view name) const {
+  auto it = builtins_.find(symbols::intern(name));
+  return it == builtins_.end() ? nullptr : it->second.as<BuiltinObj>().def;
+}
+
+std::vector<std::string> Interp::all_names() const {
+  std::vector<std::string> names;
+  for (const auto& [id, v] : builtins_) names.push_back(symbols::name(id));
+  for (const auto& [id, g] : globals_) names.push_back(symbols::name(id));
+  for (const SpecialForm& sf : special_forms()) names.emplace_back(sf.name);
+  return names;
+}
+
+Value Interp::lookup(const Value& sym, const EnvPtr& env, bool call_position) {
+  int id = sym.symbol();
+  if (const Value* v = env->find(id)) return *v;
+  if (auto it = globals_.find(id); it != globals_.end()) return it->second.value;
+  if (auto it = builtins_.find(id); it != builtins_.end()) return it->second;
+  const std::string& name = symbols::name(id);
+  std::vector<std::string> names = all_names();
+  for (const Env* e = env.get(); e; e = e->parent.get())
+    for (const auto& [vid, _] : e->vars) names.push_back(symbols::name(vid));
+  SheafError err((call_position ? "Unknown function: " : "Undefined symbol: ") + name, sym.loc());
+  if (name == "import") {
+    err.hint = "Sheaf loads modules with (use name)";
+  } else if (special_form(id)) {
+    err.hint = "'" + name + "' is a special form and cannot be used as a value";
+  } else if (auto s = suggest_names(name, names); !s.empty()) {
+    err.hint = "did you mean " + fmt::format("{}", fmt::join(s, ", ")) + "?";
+  } else {
+    err.hint = "nothing named '" + name + "' is defined here: define it with (defn " + name +
+               " ...) or (def " + name + " ...) before this use, or load its module with (use ...)";
+  }
+  throw err;
+}
+
+Value Interp::eval(const Value& form, const EnvPtr& env) {
+  switch (form.kind()) {
+    case Kind::Symbol: return lookup(form, env);
+    case Kind::List: break;
+    default: return form;
+  }
+  const ListObj& l = form.as_list();
+  switch (l.kind) {
+    case ListKind::Bracket: return eval_vector(l, env);
+    case ListKind::Tuple: return form;
+    case ListKind::Brace: {
+      std::vector<std::pair<std::string, Value>> entries;
+      for (size_t i = 0; i + 1 < l.items.size(); i += 2) {
+        Value k = eval(l.items[i], env);
+        auto name = key_name(k);
+        if (!name) throw SheafError("dict keys must be keywords or strings, got " + std::string(kind_name(k.kind())), l.items[i].loc().valid() ? l.items[i].loc() : l.loc);
+        entries.emplace_back(*name, eval(l.items[i + 1], env));
+      }
+      return make_dict(std::move(entries));
+    }
+    case ListKind::Paren: return eval_call(l, env);
+  }
+  return form;
+}
+
+Value Interp::eval_call(const ListObj& l, const EnvPtr& env) {
+  if (l.items.empty()) throw SheafError("Cannot compile empty list", l.loc, "use '[] for an empty list");
+  DepthGuard guard(*this, l.loc);
+  const Value& head = l.items[0];
+  Value f;
+  if (head.is(Kind::Symbol)) {
+    if (const SpecialForm* sf = special_form(head.symbol()); sf)
+      return sf->fn(*this, l, env);
+    f = lookup(head, env, true);
+  } else {
+    f = eval(head, env);
+  }
+  if (f.is(Kind::Fn) && f.as<FnObj>().is_macro) {  // a macro defined after this form was expanded
+    Value form = Value::list(l.items, ListKind::Paren, l.loc);
+    return eval(expand(form), env);
+  }
+  if (!f.is_callable()) {
+    SheafError err(fmt::format("Cannot call {} {}", kind_name(f.kind()), print_value(f, false)), head.loc().valid() ? head.loc() : l.loc);
+    if (f.is_number()) err.hint = "data literals use square brackets: [" + print_value(f) + " ...]";
+    throw err;
+  }
+  std::vector<Value> args;
+  args.reserve(l.items.size() - 1);
+  for (size_t i = 1; i < l.items.size(); ++i) {
+    args.push_back(eval(l.items[i], env));
+    if (args.back().is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", l.items[i].loc());
+  }
+  return call(f, args, l.loc);
+}
+
+// SPEC §2.5: numbers → 1-D f32 tensor; literal vectors of equal-shape tensors → stacked;
+// anything else → list. A dtype suffix converts the result.
+Value Interp::eval_vector(const ListObj& l, const EnvPtr& env) {
+  std::vector<Value> items;
+  items.reserve(l.items.size());
+  for (const Value& f : l.items) items.push_back(eval(f, env));
+  if (items.empty()) return Value::list({}, ListKind::Bracket);
+  bool numbers = true, nested = true;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Value& v = items[i];
+    bool scalar = v.is_number() || (v.is(Kind::Tensor) && v.as_tensor().rank() == 0) || (l.suffix && v.is(Kind::Bool));
+    numbers = numbers && scalar;
+    bool literal_vec = l.items[i].is_list() && l.items[i].as_list().kind == ListKind::Bracket;
+    nested = nested && literal_vec && v.is(Kind::Tensor) && v.as_tensor().shape() == items[0].as_tensor().shape() &&
+             items[0].is(Kind::Tensor);
+  }
+  DType dt = l.suffix.value_or(DType::F32);
+  if (numbers) {
+    std::vector<double> vals;
+    for (const Value& v : items) vals.push_back(v.is(Kind::Bool) ? v.as_bool() : *number_of(v));
+    return Value::tensor(make_tensor(dt, {static_cast<int64_t>(items.size())}, vals));
+  }
+  if (nested) {
+    const Tensor& first = items[0].as_tensor();
+    Shape shape{static_cast<int64_t>(items.size())};
+    shape.insert(shape.end(), first.shape().begin(), first.shape().end());
+    check_elements(shape_numel(shape), l.loc);
+    std::vector<double> vals;
+    vals.reserve(static_cast<size_t>(shape_numel(shape)));
+    for (const Value& v : items)
+      for (int64_t i = 0; i < v.as_tensor().numel(); ++i) vals.push_back(v.as_tensor().get(i));
+    return Value::tensor(make_tensor(l.suffix ? dt : first.dtype(), shape, vals));
+  }
+  if (l.suffix) throw SheafError(fmt::format("dtype suffix :{} needs numeric elements", dtype_name(dt)), l.loc);
+  return Value::list(std::move(items), ListKind::Bracket);
+}
+
+Value Interp::eval_body(std::span<const Value> body, const EnvPtr& env) {
+  Value last;
+  for (const Value& f : body) last = eval(f, env);
+  return last;
+}
+
+Value Interp::call(const Value& f, std::span<const Value> args, SrcLoc site) {
+  if (f.is(Kind::Builtin)) {
+    const BuiltinDef& d = *f.as<BuiltinObj>().def;
+    int n = static_cast<int>(args.size());
+    if (n < d.min_args || (d.max_args >= 0 && n > d.max_args)) {
+      std::string expected = d.max_args < 0 ? fmt::format("at least {}", d.min_args)
+                             : d.min_args == d.max_args ? std::to_string(d.min_args)
+                                                        : fmt::format("{} to {}", d.min_args, d.max_args);
+      throw SheafError(fmt::format("{}: expected {} argument{}, got {}; usage: {}", d.name, expected,
+                                   d.max_args == 1 && d.min_args == 1 ? "" : "s", n, d.signature),
+                       site);
+    }
+    try {
+      return d.fn(*this, CallArgs{args, site, d.name});
+    } catch (SheafError& e) {
+      if (!e.loc.valid()) e.loc = site;
+      throw;
+    }
+  }
+  if (f.is(Kind::Fn)) return call_fn(f, args, site);
+  throw SheafError(fmt::format("Cannot call {} {}", kind_name(f.kind()), print_value(f, false)), site);
+}
+
+static std::string describe_args(std::span<const Value> args) {
+  std::vector<std::string> parts;
+  for (const Value& a : args) {
+    if (a.is(Kind::Tensor)) {
+      const Tensor& t = a.as_tensor();
+      parts.push_back(fmt::format("{}[{}]", dtype_name(t.dtype()), fmt::join(t.shape(), "x")));
+    } else {
+      parts.emplace_back(kind_name(a.kind()));
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site, bool allow_macro) {
+  const FnObj& fn = fv.as<FnObj>();
+  if (fn.is_macro && !allow_macro) throw SheafError("Cannot call macro '" + fn.name + "' as a function", site);
+  const Params& p = fn.params;
+  size_t n = p.patterns.size();
+  if (args.size() < n || (p.rest.is_nil() && args.size() > n)) {
+    std::string name = fn.name.empty() ? "<lambda>" : fn.name;
+    throw SheafError(fmt::format("{}: expected {}{} argument{} {}, got {}{}{}", name, p.rest.is_nil() ? "" : "at least ", n,
+                                 n == 1 ? "" : "s", p.describe(), args.size(), args.empty() ? "" : ": ", describe_args(args)),
+                     site);
+  }
+  auto env = std::make_shared<Env>(fn.env);
+  env->vars.reserve(n + 1);
+  DepthGuard guard(*this, site);
+  try {
+    for (size_t i = 0; i < n; ++i) bind_pattern(*this, *env, p.patterns[i], args[i], fn.loc);
+    if (!p.rest.is_nil())
+      bind_pattern(*this, *env, p.rest, Value::list({args.begin() + static_cast<std::ptrdiff_t>(n), args.end()}, ListKind::Bracket), fn.loc);
+    Value r = eval_body(fn.body, env);
+    if (r.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", fn.loc);
+    return r;
+  } catch (SheafError& e) {
+    // Errors inside bundled modules are reported at the user's call site (SPEC §9.6).
+    if (sources::bundled(fn.loc.file) && site.valid() && !sources::bundled(site.file) && !e.located_by_user_frame) {
+      std::string msg = (fn.name.empty() ? "<lambda>" : fn.name) + " -> " + e.what();
+      SheafError wrapped(msg, site, e.hint);
+      wrapped.notes = e.notes;
+      wrapped.notes.push_back("called from " + sources::describe(site));
+      wrapped.located_by_user_frame = true;
+      throw wrapped;
+    }
+    if (!fn.name.empty() && site.valid() && e.notes.size() < 8 && !sources::bundled(fn.loc.file))
+      e.notes.push_back("in " + fn.name + ", called from " + sources::describe(site));
+    throw;
+  }
+}
+
+std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who) {
+  if (v.is_list()) return v.as_list().items;
+  if (v.is(Kind::Tensor)) {
+    const Tensor& t = v.as_tensor();
+    if (t.rank() == 0) throw SheafError(fmt::format("{}: cannot iterate a scalar tensor", who), loc);
+    std::vector<Value> rows;
+    rows.reserve(static_cast<size_t>(t.shape()[0]));
+    for (int64_t i = 0; i < t.shape()[0]; ++i) rows.push_back(row_value(t, i));
+    return rows;
+  }
+  if (v.is(Kind::Str)) {
+    std::vector<Value> chars;
+    const std::string& s = v.as_str();
+    for (size_t i = 0; i < s.size();) {
+      size_t len = 1;
+      unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c >= 0xF0) len = 4;
+      else if (c >= 0xE0) len = 3;
+      else if (c >= 0xC0) len = 2;
+      len = std::min(len, s.size() - i);
+      chars.push_back(Value::string(s.substr(i, len)));
+      i += len;
+    }
+    return chars;
+  }
+  if (v.is_nil()) return {};
+  if (v.is(Kind::Dict)) {
+    std::vector<Value> pairs;
+    for (const auto& [k, x] : v.as_dict().entries) pairs.push_back(Value::list({Value::keyword(k), x}, ListKind::Bracket));
+    return pairs;
+  }
+  throw SheafError(fmt::format("{}: expected a list, tuple or tensor, got {}", who, kind_name(v.kind())), loc);
+}
+
+}  // namespace sheaf

@@ -1,0 +1,121 @@
+// eval/interp.hpp — the evaluator (SPEC §4, §6.1–6.2): global namespace, special-form
+// dispatch, calls, recursion and step limits. Top-level forms are read, macro-expanded
+// (eval/expander.cpp) and evaluated in order.
+#pragma once
+#include <iosfwd>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.hpp"
+#include "value/function.hpp"
+
+namespace sheaf {
+
+struct ListObj;
+class Interp;
+
+// A special form receives its unevaluated form. Its table row also feeds `:help`.
+struct SpecialForm {
+  std::string_view name, signature, doc;
+  Value (*fn)(Interp&, const ListObj& form, const EnvPtr& env);
+};
+std::span<const SpecialForm> special_forms();
+bool is_reserved_name(std::string_view name);  // special forms (SPEC §4) cannot be shadowed
+
+struct Limits {
+  size_t max_depth = 20000;  // nested evaluation depth (runs on a large stack, see cli/main)
+  uint64_t max_steps = 0;    // 0 = unlimited; the fuzzer bounds evaluation with this
+  int64_t max_elements = int64_t{1} << 31;  // largest tensor or list a builtin may create
+};
+
+class Interp {
+ public:
+  struct Global {
+    enum class Type { Def, Defn, Macro } type;
+    Value value;
+    std::string module;  // "" for the main program, else the module name
+  };
+
+  explicit Interp(std::ostream& out, Limits limits = {});
+  ~Interp();
+
+  // Registers the text as a source file, then reads, expands and evaluates every form.
+  // Returns the value of the last form (nil for an empty text).
+  Value run_text(std::string_view text, const std::string& path, bool bundled = false);
+  Value run_file(const std::string& path);
+  Value eval_toplevel(const Value& form);
+
+  Value eval(const Value& form, const EnvPtr& env);
+  Value eval_body(std::span<const Value> body, const EnvPtr& env);  // implicit do
+  Value call(const Value& f, std::span<const Value> args, SrcLoc site);
+  Value expand(const Value& form);
+
+  // Globals and builtins.
+  const Global* global(int id) const;
+  void define(int id, Value v, Global::Type type, SrcLoc loc);
+  Value lookup(const Value& sym, const EnvPtr& env, bool call_position = false);
+  const BuiltinDef* builtin_def(std::string_view name) const;
+  std::vector<std::string> all_names() const;  // builtins, special forms, user names
+  const std::unordered_map<int, Global>& globals() const { return globals_; }
+  void clear_user_definitions();
+  const SpecialForm* special_form(int id) const {
+    return id >= 0 && static_cast<size_t>(id) < special_.size() ? special_[static_cast<size_t>(id)] : nullptr;
+  }
+
+  std::ostream& out() { return out_; }
+  const Limits& limits() const { return limits_; }
+  void check_elements(int64_t n, SrcLoc loc) const;
+
+  // Module loading (eval/modules.cpp).
+  void use_module(const std::string& name, SrcLoc loc);
+  const std::vector<std::string>& loaded_modules() const { return loaded_module_names_; }
+  std::string current_dir;  // directory of the file being evaluated (for `use`)
+  std::string module_name;  // module whose forms are being evaluated ("" = main program)
+
+  // REPL-wide flags.
+  bool warned_lambda = false;
+
+ private:
+  friend struct DepthGuard;
+  std::ostream& out_;
+  Limits limits_;
+  size_t depth_ = 0;
+  uint64_t steps_ = 0;
+  std::unordered_map<int, Global> globals_;
+  std::unordered_map<int, Value> builtins_;
+  std::vector<const SpecialForm*> special_;
+  std::set<std::string> loaded_paths_;
+  std::vector<std::string> loaded_module_names_;
+
+  Value eval_call(const ListObj& l, const EnvPtr& env);
+  Value eval_vector(const ListObj& l, const EnvPtr& env);
+  Value call_fn(const Value& f, std::span<const Value> args, SrcLoc site, bool allow_macro = false);
+  Value expand_qq(const Value& form, int level);
+};
+
+// RAII nesting counter: errors when the evaluation depth limit is exceeded.
+struct DepthGuard {
+  Interp& in;
+  DepthGuard(Interp& i, SrcLoc loc);
+  ~DepthGuard() { --in.depth_; }
+};
+
+// Binds a destructuring pattern (symbol, [a [b c] & r], {:keys [h c]}) to a value.
+void bind_pattern(Interp& in, Env& env, const Value& pattern, const Value& v, SrcLoc loc);
+// Validates a parameter/binding pattern at definition time (no special-form names).
+void check_pattern(const Value& pattern, SrcLoc loc);
+Params parse_params(const Value& vec, SrcLoc loc);
+
+// Quasiquote template evaluation (eval/quasiquote.cpp).
+Value eval_quasiquote(Interp& in, const Value& tmpl, const EnvPtr& env);
+// Quote: forms as data ({…} forms become dicts).
+Value quote_data(const Value& form);
+
+// The i-th element of a sequence (list/tuple/tensor axis 0); used by destructuring and builtins.
+std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who);
+
+}  // namespace sheaf

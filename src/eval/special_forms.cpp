@@ -1,0 +1,389 @@
+// eval/special_forms.cpp — the special forms of SPEC §4, one handler each, and their table.
+// A handler receives the unevaluated form; the table row also feeds `:help` and the docs.
+#include <algorithm>
+
+#include "base/error.hpp"
+#include "eval/interp.hpp"
+#include "value/printer.hpp"
+#include "value/tensor_value.hpp"
+
+namespace sheaf {
+namespace {
+
+
+std::string head(const ListObj& f) { return f.items[0].as_str(); }
+SrcLoc at(const Value& v, const ListObj& f) { return v.loc().valid() ? v.loc() : f.loc; }
+
+void need(const ListObj& f, size_t min_items, const char* usage) {
+  if (f.items.size() < min_items) throw SheafError(head(f) + ": expected " + usage, f.loc);
+}
+
+const ListObj& binding_vector(const Value& v, const ListObj& f) {
+  if (!v.is_list() || v.as_list().kind != ListKind::Bracket) {
+    SheafError err(head(f) + ": expected a binding vector, got " + print_value(v, false), at(v, f));
+    if (v.is_list() && v.as_list().kind == ListKind::Paren) err.hint = "bindings are written in square brackets: [x 1 y 2]";
+    throw err;
+  }
+  return v.as_list();
+}
+
+int64_t count_value(Interp& in, const Value& form, const EnvPtr& env, const ListObj& f) {
+  Value n = in.eval(form, env);
+  auto d = number_of(n);
+  if (!d || *d != static_cast<double>(static_cast<int64_t>(*d)) || *d < 0)
+    throw SheafError(head(f) + ": count must be a non-negative integer, got " + print_value(n, false), at(form, f));
+  return static_cast<int64_t>(*d);
+}
+
+// ---- definitions -------------------------------------------------------------------------
+
+Value sf_def(Interp& in, const ListObj& f, const EnvPtr& env) {
+  if (f.items.size() != 3 || !f.items[1].is(Kind::Symbol)) throw SheafError("def: expected (def name expr)", f.loc);
+  int id = f.items[1].symbol();
+  if (is_reserved_name(f.items[1].as_str())) throw SheafError("Cannot shadow special form '" + f.items[1].as_str() + "'", at(f.items[1], f));
+  if (in.global(id)) throw SheafError("Redefinition of '" + f.items[1].as_str() + "' is not allowed.", at(f.items[1], f));
+  Value v = in.eval(f.items[2], env);
+  in.define(id, v, Interp::Global::Type::Def, at(f.items[1], f));
+  return v;
+}
+
+// (fn [params] body...), (fn name [params] body...); defn/defmacro share the tail parsing.
+Value make_fn(Interp& in, const ListObj& f, size_t start, std::string name, const EnvPtr& env, bool macro) {
+  size_t i = start;
+  std::string doc;
+  auto skip_jit = [&] {
+    while (i < f.items.size() && f.items[i].is(Kind::Keyword) && f.items[i].as_str() == "jit") ++i;
+  };
+  skip_jit();
+  if (i + 1 < f.items.size() && f.items[i].is(Kind::Str)) doc = f.items[i++].as_str();
+  skip_jit();
+  if (i >= f.items.size()) throw SheafError(head(f) + ": missing parameter vector", f.loc);
+  auto fn = std::make_shared<FnObj>();
+  fn->params = parse_params(f.items[i], f.loc);
+  size_t end = f.items.size();
+  while (end > i + 1 && f.items[end - 1].is(Kind::Keyword) && f.items[end - 1].as_str() == "jit") --end;  // legacy
+  fn->body.assign(f.items.begin() + static_cast<std::ptrdiff_t>(i + 1), f.items.begin() + static_cast<std::ptrdiff_t>(end));
+  fn->name = std::move(name);
+  fn->env = env;
+  fn->loc = f.loc;
+  fn->is_macro = macro;
+  fn->doc = std::move(doc);
+  fn->source = Value::list(f.items, f.kind, f.loc);
+  return Value::object(Kind::Fn, std::move(fn));
+}
+
+Value sf_defn_like(Interp& in, const ListObj& f, const EnvPtr& env, bool macro) {
+  need(f, 3, macro ? "(defmacro name [params] body...)" : "(defn name [params] body...)");
+  const Value& name = f.items[1];
+  if (!name.is(Kind::Symbol)) throw SheafError(head(f) + ": expected a name, got " + print_value(name, false), at(name, f));
+  if (is_reserved_name(name.as_str())) throw SheafError("Cannot shadow special form '" + name.as_str() + "'", at(name, f));
+  if (in.global(name.symbol())) throw SheafError("Redefinition of '" + name.as_str() + "' is not allowed.", at(name, f));
+  Value fn = make_fn(in, f, 2, name.as_str(), env, macro);
+  in.define(name.symbol(), fn, macro ? Interp::Global::Type::Macro : Interp::Global::Type::Defn, at(name, f));
+  return fn;
+}
+
+Value sf_defn(Interp& in, const ListObj& f, const EnvPtr& env) { return sf_defn_like(in, f, env, false); }
+Value sf_defmacro(Interp& in, const ListObj& f, const EnvPtr& env) { return sf_defn_like(in, f, env, true); }
+
+Value sf_fn(Interp& in, const ListObj& f, const EnvPtr& env) {
+  need(f, 2, "(fn [params] body...)");
+  if (head(f) == "lambda" && !in.warned_lambda) {
+    in.warned_lambda = true;
+    fmt::print(stderr, "warning: 'lambda' is deprecated, use 'fn'\n");
+  }
+  if (f.items[1].is(Kind::Symbol)) {  // (fn name [params] body...)
+    Value fn = make_fn(in, f, 2, f.items[1].as_str(), env, false);
+    return fn;
+  }
+  return make_fn(in, f, 1, "", env, false);
+}
+
+// ---- binding -----------------------------------------------------------------------------
+
+Value sf_let(Interp& in, const ListObj& f, const EnvPtr& env) {
+  need(f, 2, "(let [name value ...] body...)");
+  const ListObj& b = binding_vector(f.items[1], f);
+  if (b.items.size() % 2 != 0) throw SheafError("let: binding vector needs an even number of forms (name value pairs)", b.loc);
+  auto local = std::make_shared<Env>(env);
+  for (size_t i = 0; i < b.items.size(); i += 2) {
+    check_pattern(b.items[i], b.loc);
+    Value v = in.eval(b.items[i + 1], local);
+    if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", at(b.items[i + 1], f));
+    bind_pattern(in, *local, b.items[i], v, at(b.items[i], f));
+  }
+  return in.eval_body({f.items.begin() + 2, f.items.end()}, local);
+}
+
+Value sf_with_params(Interp& in, const ListObj& f, const EnvPtr& env) {
+  need(f, 2, "(with-params [dict] body...)");
+  Value d;
+  const Value& spec = f.items[1];
+  if (spec.is_list() && spec.as_list().kind == ListKind::Bracket) {
+    const auto& s = spec.as_list().items;
+    if (s.empty() || s.size() > 2) throw SheafError("with-params: expected [dict] or [dict :key]", at(spec, f));
+    d = in.eval(s[0], env);
+    if (s.size() == 2) {
+      Value k = in.eval(s[1], env);
+      auto name = key_name(k);
+      const Value* sub = name && d.is(Kind::Dict) ? d.as_dict().find(*name) : nullptr;
+      if (!sub) throw SheafError("with-params: key " + print_value(k, false) + " not found", at(spec, f));
+      d = *sub;
+    }
+  } else {
+    d = in.eval(spec, env);
+  }
+  if (!d.is(Kind::Dict)) throw SheafError("with-params: expected a dict, got " + std::string(kind_name(d.kind())), at(spec, f));
+  auto local = std::make_shared<Env>(env);
+  for (const auto& [k, v] : d.as_dict().entries) local->bind(symbols::intern(k), v);
+  return in.eval_body({f.items.begin() + 2, f.items.end()}, local);
+}
+
+// ---- control flow ------------------------------------------------------------------------
+
+Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
+  if (f.items.size() < 3 || f.items.size() > 4) throw SheafError("if: expected (if cond then [else])", f.loc);
+  if (in.eval(f.items[1], env).truthy()) return in.eval(f.items[2], env);
+  return f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
+}
+
+Value sf_do(Interp& in, const ListObj& f, const EnvPtr& env) { return in.eval_body({f.items.begin() + 1, f.items.end()}, env); }
+
+Value sf_case(Interp& in, const ListObj& f, const EnvPtr& env) {
+  need(f, 2, "(case x v1 r1 ... [default])");
+  Value x = in.eval(f.items[1], env);
+  size_t n = f.items.size() - 2;
+  for (size_t i = 2; i + 1 < f.items.size(); i += 2)
+    if (equal(x, quote_data(f.items[i]))) return in.eval(f.items[i + 1], env);
+  if (n % 2 == 1) return in.eval(f.items.back(), env);
+  return Value();
+}
+
+Value sf_and(Interp& in, const ListObj& f, const EnvPtr& env) {
+  Value v = Value::boolean(true);
+  for (size_t i = 1; i < f.items.size(); ++i) {
+    v = in.eval(f.items[i], env);
+    if (!v.truthy()) return v;
+  }
+  return v;
+}
+
+Value sf_or(Interp& in, const ListObj& f, const EnvPtr& env) {
+  Value v = Value::boolean(false);
+  for (size_t i = 1; i < f.items.size(); ++i) {
+    v = in.eval(f.items[i], env);
+    if (v.truthy()) return v;
+  }
+  return v;
+}
+
+// An accumulator clause [acc init] (acc may be a pattern), present when a body follows it.
+bool is_acc_clause(const ListObj& f, size_t i) {
+  if (i + 1 >= f.items.size()) return false;
+  const Value& v = f.items[i];
+  if (!v.is_list() || v.as_list().kind != ListKind::Bracket || v.as_list().items.size() != 2) return false;
+  const Value& target = v.as_list().items[0];
+  return target.is(Kind::Symbol) || (target.is_list() && target.as_list().kind == ListKind::Bracket);
+}
+
+// (repeat [i n] [acc init] body...) or (repeat n [acc init] body...)
+Value sf_repeat(Interp& in, const ListObj& f, const EnvPtr& env) {
+  need(f, 2, "(repeat [i n] [acc init] body...)");
+  const Value& counter = f.items[1];
+  int index_id = -1;
+  int64_t n;
+  if (counter.is_list() && counter.as_list().kind == ListKind::Bracket && counter.as_list().items.size() == 2 &&
+      counter.as_list().items[0].is(Kind::Symbol)) {
+    check_pattern(counter.as_list().items[0], f.loc);
+    index_id = counter.as_list().items[0].symbol();
+    n = count_value(in, counter.as_list().items[1], env, f);
+  } else {
+    n = count_value(in, counter, env, f);
+  }
+  size_t body_start = 2;
+  Value acc_pattern, acc;
+  if (is_acc_clause(f, 2)) {
+    acc_pattern = f.items[2].as_list().items[0];
+    check_pattern(acc_pattern, f.loc);
+    acc = in.eval(f.items[2].as_list().items[1], env);
+    body_start = 3;
+  }
+  std::span<const Value> body{f.items.begin() + static_cast<std::ptrdiff_t>(body_start), f.items.end()};
+  for (int64_t i = 0; i < n; ++i) {
+    auto local = std::make_shared<Env>(env);
+    if (index_id >= 0) local->bind(index_id, Value::integer(i));
+    if (!acc_pattern.is_nil()) bind_pattern(in, *local, acc_pattern, acc, f.loc);
+    Value r = in.eval_body(body, local);
+    if (!acc_pattern.is_nil()) acc = std::move(r);
+  }
+  return acc;
+}
+
+// (while cond [acc init] body...)
+Value sf_while(Interp& in, const ListObj& f, const EnvPtr& env) {
+  need(f, 2, "(while cond [acc init] body...)");
+  size_t body_start = 2;
+  Value acc_pattern, acc;
+  if (is_acc_clause(f, 2)) {
+    acc_pattern = f.items[2].as_list().items[0];
+    check_pattern(acc_pattern, f.loc);
+    acc = in.eval(f.items[2].as_list().items[1], env);
+    body_start = 3;
+  }
+  std::span<const Value> body{f.items.begin() + static_cast<std::ptrdiff_t>(body_start), f.items.end()};
+  for (;;) {
+    auto local = std::make_shared<Env>(env);
+    if (!acc_pattern.is_nil()) bind_pattern(in, *local, acc_pattern, acc, f.loc);
+    DepthGuard step(in, f.loc);  // counts steps for the evaluation limit
+    if (!in.eval(f.items[1], local).truthy()) break;
+    Value r = in.eval_body(body, local);
+    if (!acc_pattern.is_nil()) acc = std::move(r);
+  }
+  return acc;
+}
+
+// recur may appear only in tail position of the loop body: checked before the loop runs.
+void check_tail(const Value& form, bool tail) {
+  if (!form.is_list()) return;
+  const ListObj& l = form.as_list();
+  if (l.kind != ListKind::Paren) {
+    for (const Value& x : l.items) check_tail(x, false);
+    return;
+  }
+  if (l.items.empty()) return;
+  std::string h = l.items[0].is(Kind::Symbol) ? l.items[0].as_str() : "";
+  if (h == "quote" || h == "quasiquote" || h == "fn" || h == "lambda" || h == "loop" || h == "defn" || h == "defmacro") return;
+  if (h == "recur") {
+    if (!tail) throw SheafError("recur must be in tail position of a loop", l.loc);
+    for (size_t i = 1; i < l.items.size(); ++i) check_tail(l.items[i], false);
+    return;
+  }
+  size_t first_tail = l.items.size();  // items at index ≥ first_tail inherit `tail`
+  if (h == "if") first_tail = 2;
+  else if (h == "do" || h == "and" || h == "or") first_tail = l.items.size() - 1;
+  else if (h == "let" || h == "with-params") first_tail = l.items.size() - 1;
+  for (size_t i = 1; i < l.items.size(); ++i) {
+    bool t = tail && i >= first_tail;
+    if (h == "case") t = tail && i >= 2 && (i % 2 == 1 || i == l.items.size() - 1);
+    check_tail(l.items[i], t);
+  }
+}
+
+Value sf_loop(Interp& in, const ListObj& f, const EnvPtr& env) {
+  need(f, 2, "(loop [name init ...] body...)");
+  const ListObj& b = binding_vector(f.items[1], f);
+  if (b.items.size() % 2 != 0) throw SheafError("loop: binding vector needs an even number of forms", b.loc);
+  std::span<const Value> body{f.items.begin() + 2, f.items.end()};
+  for (size_t i = 0; i < body.size(); ++i) check_tail(body[i], i + 1 == body.size());
+  std::vector<Value> patterns, vals;
+  auto init = std::make_shared<Env>(env);
+  for (size_t i = 0; i < b.items.size(); i += 2) {
+    check_pattern(b.items[i], b.loc);
+    patterns.push_back(b.items[i]);
+    vals.push_back(in.eval(b.items[i + 1], init));
+    bind_pattern(in, *init, b.items[i], vals.back(), b.loc);
+  }
+  for (;;) {
+    auto local = std::make_shared<Env>(env);
+    for (size_t i = 0; i < patterns.size(); ++i) bind_pattern(in, *local, patterns[i], vals[i], b.loc);
+    DepthGuard step(in, f.loc);
+    Value r = in.eval_body(body, local);
+    if (!r.is(Kind::Recur)) return r;
+    auto& args = static_cast<const RecurObj&>(*r.raw()).args;
+    if (args.size() != patterns.size())
+      throw SheafError(fmt::format("recur: expected {} value{} (one per loop binding), got {}", patterns.size(),
+                                   patterns.size() == 1 ? "" : "s", args.size()),
+                       f.loc);
+    vals = args;
+  }
+}
+
+Value sf_recur(Interp& in, const ListObj& f, const EnvPtr& env) {
+  auto r = std::make_shared<RecurObj>();
+  for (size_t i = 1; i < f.items.size(); ++i) r->args.push_back(in.eval(f.items[i], env));
+  return Value::object(Kind::Recur, std::move(r));
+}
+
+// ---- quoting, threading, modules ---------------------------------------------------------
+
+Value sf_quote(Interp&, const ListObj& f, const EnvPtr&) {
+  if (f.items.size() != 2) throw SheafError("quote: expected one form", f.loc);
+  return quote_data(f.items[1]);
+}
+
+Value sf_quasiquote(Interp& in, const ListObj& f, const EnvPtr& env) {
+  if (f.items.size() != 2) throw SheafError("quasiquote: expected one form", f.loc);
+  return eval_quasiquote(in, f.items[1], env);
+}
+
+Value sf_unquote(Interp&, const ListObj& f, const EnvPtr&) {
+  throw SheafError(head(f) == "unquote" ? "Unquote (~) outside of quasiquote" : "Unquote-splicing (~@) outside of quasiquote", f.loc);
+}
+
+Value sf_expand_then_eval(Interp& in, const ListObj& f, const EnvPtr& env) {
+  return in.eval(in.expand(Value::list(f.items, f.kind, f.loc)), env);
+}
+
+Value sf_use(Interp& in, const ListObj& f, const EnvPtr&) {
+  if (f.items.size() != 2) throw SheafError("use: expected (use module-name)", f.loc);
+  const Value& m = f.items[1];
+  std::string name;
+  if (m.is(Kind::Symbol) || m.is(Kind::Str) || m.is(Kind::Keyword)) name = m.as_str();
+  else if (m.is_list() && m.as_list().items.size() == 2 && m.as_list().items[1].is(Kind::Symbol)) name = m.as_list().items[1].as_str();
+  else throw SheafError("use: expected a module name, got " + print_value(m, false), at(m, f));
+  in.use_module(name, f.loc);
+  return Value();
+}
+
+Value sf_static(Interp& in, const ListObj& f, const EnvPtr& env) {
+  if (f.items.size() != 2) throw SheafError("static: expected one form", f.loc);
+  return in.eval(f.items[1], env);
+}
+
+Value sf_not_yet(Interp&, const ListObj& f, const EnvPtr&) {
+  throw SheafError("'" + head(f) + "' is not available in this build yet", f.loc);
+}
+
+const SpecialForm kSpecialForms[] = {
+    {"def", "(def name expr)", "Global immutable constant, evaluated once.", sf_def},
+    {"defn", "(defn name [params] body...)", "Global named function; `& rest` collects extra arguments.", sf_defn},
+    {"fn", "(fn [params] body...)", "Anonymous function closing over the enclosing locals.", sf_fn},
+    {"lambda", "(lambda [params] body...)", "Deprecated alias of fn.", sf_fn},
+    {"let", "(let [n1 e1 n2 e2 ...] body...)", "Sequential local bindings with destructuring.", sf_let},
+    {"if", "(if c then [else])", "Branch on truthiness (only false and nil are falsy).", sf_if},
+    {"case", "(case x v1 r1 ... [default])", "Compare x with unevaluated literals using =.", sf_case},
+    {"do", "(do e1 ... en)", "Evaluate in order, return the last.", sf_do},
+    {"repeat", "(repeat [i n] [acc init] body...)", "Counted loop rebinding acc to the body's value.", sf_repeat},
+    {"while", "(while cond [acc init] body...)", "Loop while cond (which sees acc) is truthy.", sf_while},
+    {"loop", "(loop [n1 e1 ...] body...)", "Tail-recursive loop; see recur.", sf_loop},
+    {"recur", "(recur v1 ...)", "Restart the enclosing loop with new values (tail position only).", sf_recur},
+    {"and", "(and e...)", "Short-circuit: first falsy value or the last value; (and) is true.", sf_and},
+    {"or", "(or e...)", "Short-circuit: first truthy value or the last value; (or) is false.", sf_or},
+    {"guard", "(guard :no-nan e)", "Runtime assertion returning e unchanged.", sf_not_yet},
+    {"->", "(-> x f (g a) ...)", "Thread-first: x becomes the first argument of each step.", sf_expand_then_eval},
+    {"->>", "(->> x (f a) ...)", "Thread-last: x becomes the last argument of each step.", sf_expand_then_eval},
+    {"as->", "(as-> x name step...)", "Bind the running value to name in each step.", sf_expand_then_eval},
+    {"use", "(use name)", "Load name.shf once and import its definitions and macros.", sf_use},
+    {"defmacro", "(defmacro name [params] body...)", "Define a macro: receives forms, returns a form.", sf_defmacro},
+    {"quote", "(quote x) or 'x", "The form as data.", sf_quote},
+    {"quasiquote", "`form", "Template with ~x (unquote) and ~@xs (splice).", sf_quasiquote},
+    {"unquote", "~x", "Insert a value inside a quasiquote.", sf_unquote},
+    {"unquote-splicing", "~@xs", "Splice a list inside a quasiquote.", sf_unquote},
+    {"with-params", "(with-params [d] body...) / (with-params [d :k] body...)", "Bind every key of dict d as a local.",
+     sf_with_params},
+    {"value-and-grad", "(value-and-grad f)", "Function returning (value grads) of f at its first argument.", sf_not_yet},
+    {"static", "(static e)", "Legacy; evaluates to e.", sf_static},
+};
+
+}  // namespace
+
+std::span<const SpecialForm> special_forms() { return kSpecialForms; }
+
+bool is_reserved_name(std::string_view name) {
+  static const std::string_view kExtra[] = {"dict", "get", "get-in", "assoc", "last"};
+  for (const SpecialForm& sf : kSpecialForms)
+    if (sf.name == name) return true;
+  return std::find(std::begin(kExtra), std::end(kExtra), name) != std::end(kExtra);
+}
+
+}  // namespace sheaf

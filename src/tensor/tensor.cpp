@@ -1,0 +1,116 @@
+// tensor/tensor.cpp — host tensor storage and element conversion.
+#include "tensor/tensor.hpp"
+
+#include <bit>
+#include <algorithm>
+#include <cmath>
+
+namespace sheaf {
+
+std::string_view dtype_name(DType d) {
+  switch (d) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+    case DType::U32: return "u32";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> dtype_from_name(std::string_view n) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::U32, DType::Bool})
+    if (dtype_name(d) == n) return d;
+  return std::nullopt;
+}
+
+size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::Bool: return 1;
+    default: return 4;
+  }
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)), numel_(shape_numel(shape_)),
+      data_(std::make_shared<std::vector<std::byte>>(nbytes())) {}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 0) {
+    float v = std::ldexp(static_cast<float>(man), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  float a = std::fabs(f);
+  if (std::isnan(f)) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00;
+  if (a < 6.103515625e-05f) {  // subnormal: round a * 2^24 to nearest even
+    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
+  }
+  uint32_t ax = std::bit_cast<uint32_t>(a);
+  uint32_t exp = (ax >> 23) - 112, man = ax & 0x7fffff;
+  uint32_t h = (exp << 10) | (man >> 13);
+  uint32_t rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+float bf16_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+uint16_t float_to_bf16(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+double Tensor::get(int64_t i) const {
+  const std::byte* p = bytes() + static_cast<size_t>(i) * dtype_size(dtype_);
+  switch (dtype_) {
+    case DType::F32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::F16: { uint16_t v; std::memcpy(&v, p, 2); return half_to_float(v); }
+    case DType::BF16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
+    case DType::I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::U32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::Bool: return static_cast<uint8_t>(*p) != 0;
+  }
+  return 0;
+}
+
+void Tensor::set(int64_t i, double v) {
+  std::byte* p = mutable_bytes() + static_cast<size_t>(i) * dtype_size(dtype_);
+  switch (dtype_) {
+    case DType::F32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case DType::F16: { uint16_t h = float_to_half(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DType::BF16: { uint16_t h = float_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DType::I32: {
+      int32_t x = std::isfinite(v) ? static_cast<int32_t>(std::clamp(std::trunc(v), -2147483648.0, 2147483647.0)) : 0;
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::U32: {
+      uint32_t x = std::isfinite(v) ? static_cast<uint32_t>(std::clamp(std::trunc(v), 0.0, 4294967295.0)) : 0;
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::Bool: *p = static_cast<std::byte>(v != 0); break;
+  }
+}
+
+}  // namespace sheaf

@@ -1,0 +1,48 @@
+// tensor/tensor.hpp — host tensor: dtype, static shape, refcounted immutable storage.
+// Storage is contiguous row-major; sharing a Tensor shares its bytes (copy-free). Elements are
+// read and written through typed accessors; f16/bf16 are stored as 16-bit patterns.
+#pragma once
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "tensor/dtype.hpp"
+
+namespace sheaf {
+
+using Shape = std::vector<int64_t>;
+
+int64_t shape_numel(const Shape& s);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DType dtype, Shape shape);  // zero-filled
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
+
+  const std::byte* bytes() const { return data_ ? data_->data() : nullptr; }
+  std::byte* mutable_bytes() { return data_ ? data_->data() : nullptr; }  // only before sharing
+
+  // Element access by flat index, converting through double (exact for all dtypes here).
+  double get(int64_t i) const;
+  void set(int64_t i, double v);
+
+ private:
+  DType dtype_ = DType::F32;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<std::vector<std::byte>> data_;
+};
+
+// f16/bf16 bit conversions (round to nearest even).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_bf16(float f);
+
+}  // namespace sheaf

@@ -1,0 +1,186 @@
+// value/value.cpp — Value constructors, accessors, interning and structural equality.
+#include "value/value.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+
+namespace sheaf {
+
+std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::Nil: return "nil";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::Str: return "string";
+    case Kind::Keyword: return "keyword";
+    case Kind::Symbol: return "symbol";
+    case Kind::List: return "list";
+    case Kind::Dict: return "dict";
+    case Kind::Fn: return "function";
+    case Kind::Builtin: return "function";
+    case Kind::Tensor: return "tensor";
+    case Kind::Slice: return "slice";
+    case Kind::Recur: return "recur";
+  }
+  return "?";
+}
+
+namespace symbols {
+namespace {
+struct Table {
+  std::mutex m;
+  std::unordered_map<std::string, int> ids;
+  std::vector<const std::string*> names;
+};
+Table& table() {
+  static Table t;
+  return t;
+}
+}  // namespace
+int intern(std::string_view name) {
+  Table& t = table();
+  std::lock_guard g(t.m);
+  auto [it, fresh] = t.ids.try_emplace(std::string(name), static_cast<int>(t.names.size()));
+  if (fresh) t.names.push_back(&it->first);
+  return it->second;
+}
+const std::string& name(int id) {
+  Table& t = table();
+  std::lock_guard g(t.m);
+  return *t.names.at(static_cast<size_t>(id));
+}
+}  // namespace symbols
+
+Value Value::string(std::string s) {
+  return object(Kind::Str, std::make_shared<StrObj>(std::move(s)));
+}
+Value Value::keyword(std::string_view name) {
+  return object(Kind::Keyword, std::make_shared<StrObj>(std::string(name)));
+}
+Value Value::symbol(std::string_view name, SrcLoc loc) { return symbol_id(symbols::intern(name), loc); }
+Value Value::symbol_id(int id, SrcLoc loc) {
+  return object(Kind::Symbol, std::make_shared<SymObj>(id, loc));
+}
+Value Value::list(std::vector<Value> items, ListKind k, SrcLoc loc) {
+  auto o = std::make_shared<ListObj>();
+  o->items = std::move(items);
+  o->kind = k;
+  o->loc = loc;
+  return object(Kind::List, std::move(o));
+}
+Value Value::tensor(Tensor t) { return object(Kind::Tensor, std::make_shared<TensorObj>(std::move(t))); }
+Value Value::slice(int64_t start, std::optional<int64_t> end) {
+  auto o = std::make_shared<SliceObj>();
+  o->start = start;
+  o->end = end;
+  return object(Kind::Slice, std::move(o));
+}
+
+bool Value::truthy() const {
+  if (kind_ == Kind::Nil) return false;
+  if (kind_ == Kind::Bool) return b_;
+  if (kind_ == Kind::Tensor) {
+    const Tensor& t = as_tensor();
+    if (t.rank() == 0 && t.dtype() == DType::Bool) return t.get(0) != 0;
+  }
+  return true;
+}
+
+const std::string& Value::as_str() const {
+  if (kind_ == Kind::Symbol) return symbols::name(symbol());
+  return static_cast<const StrObj&>(*obj_).s;
+}
+int Value::symbol() const { return static_cast<const SymObj&>(*obj_).id; }
+const ListObj& Value::as_list() const { return static_cast<const ListObj&>(*obj_); }
+const DictObj& Value::as_dict() const { return static_cast<const DictObj&>(*obj_); }
+const Tensor& Value::as_tensor() const { return static_cast<const TensorObj&>(*obj_).t; }
+const SliceObj& Value::as_slice() const { return static_cast<const SliceObj&>(*obj_); }
+
+SrcLoc Value::loc() const {
+  if (kind_ == Kind::List) return as_list().loc;
+  if (kind_ == Kind::Symbol) return static_cast<const SymObj&>(*obj_).loc;
+  return {};
+}
+
+const Value* DictObj::find(std::string_view key) const {
+  auto it = std::lower_bound(entries.begin(), entries.end(), key,
+                             [](const auto& e, std::string_view k) { return e.first < k; });
+  return it != entries.end() && it->first == key ? &it->second : nullptr;
+}
+
+Value make_dict(std::vector<std::pair<std::string, Value>> entries) {
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto o = std::make_shared<DictObj>();
+  for (auto& e : entries) {
+    if (!o->entries.empty() && o->entries.back().first == e.first)
+      o->entries.back().second = std::move(e.second);
+    else
+      o->entries.push_back(std::move(e));
+  }
+  return Value::object(Kind::Dict, std::move(o));
+}
+
+Value dict_assoc(const Value& d, std::string key, Value v) {
+  auto o = std::make_shared<DictObj>();
+  if (d.is(Kind::Dict)) o->entries = d.as_dict().entries;
+  auto it = std::lower_bound(o->entries.begin(), o->entries.end(), key,
+                             [](const auto& e, const std::string& k) { return e.first < k; });
+  if (it != o->entries.end() && it->first == key)
+    it->second = std::move(v);
+  else
+    o->entries.insert(it, {std::move(key), std::move(v)});
+  return Value::object(Kind::Dict, std::move(o));
+}
+
+std::optional<std::string> key_name(const Value& v) {
+  if (v.is(Kind::Keyword) || v.is(Kind::Str) || v.is(Kind::Symbol)) return v.as_str();
+  return std::nullopt;
+}
+
+static bool tensor_equal(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (a.get(i) != b.get(i)) return false;
+  return true;
+}
+
+bool equal(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is(Kind::Int) && b.is(Kind::Int)) return a.as_int() == b.as_int();
+    return a.as_double() == b.as_double();
+  }
+  if (a.is(Kind::Tensor) && b.is(Kind::Tensor)) return tensor_equal(a.as_tensor(), b.as_tensor());
+  // A rank-0 tensor and a host scalar are interchangeable (SPEC §2.1).
+  if (a.is(Kind::Tensor) && b.is_number())
+    return a.as_tensor().rank() == 0 && a.as_tensor().get(0) == b.as_double();
+  if (b.is(Kind::Tensor) && a.is_number()) return equal(b, a);
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Kind::Nil: return true;
+    case Kind::Bool: return a.as_bool() == b.as_bool();
+    case Kind::Str:
+    case Kind::Keyword: return a.as_str() == b.as_str();
+    case Kind::Symbol: return a.symbol() == b.symbol();
+    case Kind::List: {
+      const auto &x = a.as_list().items, &y = b.as_list().items;
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (!equal(x[i], y[i])) return false;
+      return true;
+    }
+    case Kind::Dict: {
+      const auto &x = a.as_dict().entries, &y = b.as_dict().entries;
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (x[i].first != y[i].first || !equal(x[i].second, y[i].second)) return false;
+      return true;
+    }
+    case Kind::Slice: return a.as_slice().start == b.as_slice().start && a.as_slice().end == b.as_slice().end;
+    default: return a.raw() == b.raw();
+  }
+}
+
+}  // namespace sheaf
