@@ -1,0 +1,36 @@
+# Makefile — front door. `make demo` and `make test` install dependencies, configure and build.
+#   make demo       bootstrap + build + run the demo training job
+#   make test       bootstrap + build + every test (ctest) + 60 s of fuzzing
+#   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+CMAKE_FLAGS ?= -G Ninja -DSHEAF_WERROR=ON
+
+.PHONY: all bootstrap build test test-asan fuzz demo clean
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+build: bootstrap
+	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release
+	cmake --build build -j $(JOBS)
+
+test: build
+	ctest --test-dir build --output-on-failure -j $(JOBS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run_fuzz.sh
+
+test-asan: bootstrap
+	cmake -S . -B build-asan $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Debug -DSHEAF_SANITIZE=ON
+	cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+fuzz: bootstrap
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run_fuzz.sh
+
+demo: build
+	./build/sheaf examples/linreg/train.shf
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# scripts/bootstrap.sh — installs everything the build, the tests and the demo need on Debian 12.
+# Idempotent: packages already present are skipped, `apt-get update` runs at most once, and
+# Python tools are installed with pip only when missing. Runs as root (or through sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  cmake ninja-build g++ ccache pkg-config          # build
+  clang libclang-rt-14-dev                         # libFuzzer target
+  libgtest-dev libgmock-dev googletest             # unit tests
+  llvm-14-tools                                    # FileCheck + lit for IR tests
+  libedit-dev                                      # REPL line editing
+  nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
+  libopenblas-dev                                  # CPU BLAS
+  tmux                                             # REPL test under a pseudo-terminal
+  python3 python3-pip
+)
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python tools for tests and benchmarks (numpy is the reference for tensor printing checks).
+PY=python3
+if ! $PY -c "import numpy" 2>/dev/null; then
+  echo "bootstrap: pip install -r scripts/requirements-test.txt"
+  $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
+    $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt
+fi
+echo "bootstrap: ok"
