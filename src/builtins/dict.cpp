@@ -54,9 +54,10 @@ Value b_get(Interp&, const CallArgs& a) {
 }
 
 Value b_get_in(Interp&, const CallArgs& a) {
-  if (!a[1].is_list()) type_error(a, 1, "a path vector");
+  bool tensor_path = a[1].is(Kind::Tensor) && a[1].as_tensor().rank() == 1;  // unquoted [1 0]
+  if (!a[1].is_list() && !tensor_path) type_error(a, 1, "a path vector");
   Value cur = a[0];
-  for (const Value& k : a[1].as_list().items) {
+  for (const Value& k : seq_elements(a[1], a.site, a.name)) {
     auto next = lookup_step(cur, k);
     if (!next) return a.size() > 2 ? a[2] : Value();
     cur = *next;
@@ -86,7 +87,7 @@ Value b_assoc(Interp&, const CallArgs& a) {
       if (i < 0) i += n;
       if (i < 0 || i >= n) throw SheafError(fmt::format("assoc: index {} out of range for a list of {}", arg_int(a, 1), n), a.site);
       items[static_cast<size_t>(i)] = a[2];
-      return Value::list(std::move(items), a[0].as_list().kind == ListKind::Tuple ? ListKind::Tuple : ListKind::Bracket);
+      return Value::list(std::move(items), a[0].as_list().kind == ListKind::Tuple ? ListKind::Tuple : ListKind::Paren);
     }
     type_error(a, 0, "a dict");
   }
@@ -124,14 +125,14 @@ Value b_keys(Interp&, const CallArgs& a) {
   if (!a[0].is(Kind::Dict)) type_error(a, 0, "a dict");
   std::vector<Value> ks;
   for (const auto& e : a[0].as_dict().entries) ks.push_back(Value::string(e.first));
-  return Value::list(std::move(ks), ListKind::Bracket);
+  return Value::list(std::move(ks));
 }
 
 Value b_vals(Interp&, const CallArgs& a) {
   if (!a[0].is(Kind::Dict)) type_error(a, 0, "a dict");
   std::vector<Value> vs;
   for (const auto& e : a[0].as_dict().entries) vs.push_back(e.second);
-  return Value::list(std::move(vs), ListKind::Bracket);
+  return Value::list(std::move(vs));
 }
 
 const BuiltinDef kDict[] = {

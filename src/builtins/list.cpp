@@ -13,7 +13,8 @@ namespace sheaf {
 namespace {
 
 std::vector<Value> elems(const CallArgs& a, size_t i) { return seq_elements(a[i], a.site, a.name); }
-Value list_of(std::vector<Value> items) { return Value::list(std::move(items), ListKind::Bracket); }
+// Lists built at run time are (…) lists: printed as [a, b], and a call when a macro returns one.
+Value list_of(std::vector<Value> items) { return Value::list(std::move(items)); }
 
 int64_t seq_count(const CallArgs& a, size_t i) {
   const Value& v = a[i];

@@ -89,7 +89,7 @@ void bind_pattern(Interp& in, Env& env, const Value& pattern, const Value& v, Sr
     if (is_amp(l.items[i])) {
       std::vector<Value> rest;
       for (size_t j = i; j < elems.size(); ++j) rest.push_back(elems[j]);
-      bind_pattern(in, env, l.items[i + 1], Value::list(std::move(rest), ListKind::Bracket), loc);
+      bind_pattern(in, env, l.items[i + 1], Value::list(std::move(rest)), loc);
       return;
     }
     if (i >= elems.size()) throw SheafError("let destructuring: arity mismatch", at);

@@ -1,6 +1,8 @@
 // eval/interp.cpp — evaluation of forms, calls, globals and the top-level driver.
 #include "eval/interp.hpp"
 
+#include <pthread.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,7 +15,8 @@
 namespace sheaf {
 
 DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
-  if (++in.depth_ > in.limits_.max_depth) {
+  const char* frame = static_cast<const char*>(__builtin_frame_address(0));
+  if (++in.depth_ > in.limits_.max_depth || (in.stack_floor_ && frame < in.stack_floor_)) {
     --in.depth_;
     throw SheafError("Maximum recursion depth exceeded (" + std::to_string(in.limits_.max_depth) + " nested calls)", loc);
   }
@@ -23,7 +26,19 @@ DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
   }
 }
 
-Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
+// The bottom of the current thread's stack plus a safety margin for builtins and libraries.
+static const char* stack_floor() {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return nullptr;
+  void* addr = nullptr;
+  size_t size = 0;
+  pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  constexpr size_t kMargin = size_t{1} << 20;
+  return size > 2 * kMargin ? static_cast<const char*>(addr) + kMargin : nullptr;
+}
+
+Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits), stack_floor_(stack_floor()) {
   for (const SpecialForm& sf : special_forms()) {
     int id = symbols::intern(sf.name);
     if (special_.size() <= static_cast<size_t>(id)) special_.resize(static_cast<size_t>(id) + 1, nullptr);
@@ -279,7 +294,7 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
   try {
     for (size_t i = 0; i < n; ++i) bind_pattern(*this, *env, p.patterns[i], args[i], fn.loc);
     if (!p.rest.is_nil())
-      bind_pattern(*this, *env, p.rest, Value::list({args.begin() + static_cast<std::ptrdiff_t>(n), args.end()}, ListKind::Bracket), fn.loc);
+      bind_pattern(*this, *env, p.rest, Value::list({args.begin() + static_cast<std::ptrdiff_t>(n), args.end()}), fn.loc);
     Value r = eval_body(fn.body, env);
     if (r.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", fn.loc);
     return r;
@@ -293,8 +308,10 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
       wrapped.located_by_user_frame = true;
       throw wrapped;
     }
-    if (!fn.name.empty() && site.valid() && e.notes.size() < 8 && !sources::bundled(fn.loc.file))
-      e.notes.push_back("in " + fn.name + ", called from " + sources::describe(site));
+    if (!fn.name.empty() && site.valid() && e.notes.size() < 8 && !sources::bundled(fn.loc.file)) {
+      std::string note = "in " + fn.name + ", called from " + sources::describe(site);
+      if (e.notes.empty() || e.notes.back() != note) e.notes.push_back(std::move(note));
+    }
     throw;
   }
 }
@@ -327,7 +344,7 @@ std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who
   if (v.is_nil()) return {};
   if (v.is(Kind::Dict)) {
     std::vector<Value> pairs;
-    for (const auto& [k, x] : v.as_dict().entries) pairs.push_back(Value::list({Value::keyword(k), x}, ListKind::Bracket));
+    for (const auto& [k, x] : v.as_dict().entries) pairs.push_back(Value::list({Value::keyword(k), x}));
     return pairs;
   }
   throw SheafError(fmt::format("{}: expected a list, tuple or tensor, got {}", who, kind_name(v.kind())), loc);

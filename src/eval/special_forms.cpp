@@ -105,11 +105,14 @@ Value sf_let(Interp& in, const ListObj& f, const EnvPtr& env) {
   need(f, 2, "(let [name value ...] body...)");
   const ListObj& b = binding_vector(f.items[1], f);
   if (b.items.size() % 2 != 0) throw SheafError("let: binding vector needs an even number of forms (name value pairs)", b.loc);
-  auto local = std::make_shared<Env>(env);
+  // One frame per binding: a closure created by an earlier binding keeps seeing the frame it
+  // captured, never a later binding of the same let (values are immutable, SPEC §4.1).
+  EnvPtr local = env;
   for (size_t i = 0; i < b.items.size(); i += 2) {
     check_pattern(b.items[i], b.loc);
     Value v = in.eval(b.items[i + 1], local);
     if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", at(b.items[i + 1], f));
+    local = std::make_shared<Env>(local);
     bind_pattern(in, *local, b.items[i], v, at(b.items[i], f));
   }
   return in.eval_body({f.items.begin() + 2, f.items.end()}, local);
@@ -276,11 +279,12 @@ Value sf_loop(Interp& in, const ListObj& f, const EnvPtr& env) {
   std::span<const Value> body{f.items.begin() + 2, f.items.end()};
   for (size_t i = 0; i < body.size(); ++i) check_tail(body[i], i + 1 == body.size());
   std::vector<Value> patterns, vals;
-  auto init = std::make_shared<Env>(env);
+  EnvPtr init = env;
   for (size_t i = 0; i < b.items.size(); i += 2) {
     check_pattern(b.items[i], b.loc);
     patterns.push_back(b.items[i]);
     vals.push_back(in.eval(b.items[i + 1], init));
+    init = std::make_shared<Env>(init);
     bind_pattern(in, *init, b.items[i], vals.back(), b.loc);
   }
   for (;;) {

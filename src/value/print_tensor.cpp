@@ -2,7 +2,7 @@
 // Mirrors numpy.core.arrayprint with its defaults: precision 8, floatmode 'maxprec',
 // linewidth 75, threshold 1000 elements, 3 edge items, separator ' '. Float columns share
 // pad_left/pad_right so that they align; exponent notation is chosen for the whole array when
-// max ≥ 1e8, min < 1e-4 or max/min > 1000 (over non-zero finite absolute values).
+// max ≥ 1e6 (NumPy 2 for f32), min < 1e-4 or max/min > 1000 (non-zero finite absolute values).
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -71,27 +71,27 @@ using ElemFormat = std::function<std::string(int64_t)>;
 
 ElemFormat float_format(const Tensor& t, const std::vector<int64_t>& shown) {
   std::vector<float> finite;
+  bool any_nonfinite = false, neg_inf = false;
   for (int64_t i : shown) {
     float v = static_cast<float>(t.get(i));
     if (std::isfinite(v)) finite.push_back(v);
+    else any_nonfinite = true, neg_inf = neg_inf || (std::isinf(v) && v < 0);
   }
+  // NumPy ≥ 2: exponent notation when max ≥ 10^min(8, precision of the dtype) — 1e6 for f32.
   bool exp_format = false;
   float maxv = 0, minv = INFINITY;
   for (float v : finite)
     if (v != 0) maxv = std::max(maxv, std::fabs(v)), minv = std::min(minv, std::fabs(v));
-  if (maxv > 0 && (maxv >= 1e8f || minv < 0.0001f || maxv / minv > 1000.f)) exp_format = true;
+  if (maxv > 0 && (maxv >= 1e6f || minv < 0.0001f || maxv / minv > 1000.f)) exp_format = true;
 
-  size_t pad_left = 0, pad_right = 0;
-  if (finite.empty()) {
-    pad_left = 0;
-  } else if (!exp_format) {
+  size_t pad_left = 0, pad_right = 0, precision = 0, exp_size = 0;
+  if (!finite.empty() && !exp_format) {
     for (float v : finite) {
       auto [ip, fp] = positional(v);
       pad_left = std::max(pad_left, ip.size());
       pad_right = std::max(pad_right, fp.size());
     }
-  } else {
-    size_t precision = 0, exp_size = 0;
+  } else if (!finite.empty()) {
     for (float v : finite) {
       Sci s = scientific(v);
       pad_left = std::max(pad_left, s.ip.size());
@@ -100,30 +100,26 @@ ElemFormat float_format(const Tensor& t, const std::vector<int64_t>& shown) {
     }
     exp_size = std::max<size_t>(exp_size, 2);
     pad_right = exp_size + 2 + precision;
-    return [&t, pad_left, pad_right, precision, exp_size](int64_t i) {
-      float v = static_cast<float>(t.get(i));
-      if (!std::isfinite(v)) {
-        std::string w = std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-        return fmt::format("{:>{}}", w, pad_left + pad_right + 1);
-      }
-      std::string s = fmt::format("{:.{}e}", static_cast<double>(v), precision);
-      // std uses at least 2 exponent digits: re-pad to exp_size.
-      size_t e = s.find('e');
-      std::string mant = s.substr(0, e);
-      int exp = std::stoi(s.substr(e + 1));
-      if (precision == 0) mant += ".";
-      std::string out = fmt::format("{}e{}{:0{}d}", mant, exp < 0 ? '-' : '+', std::abs(exp), exp_size);
-      return fmt::format("{:>{}}", out, pad_left + pad_right + 1);
-    };
   }
-  return [&t, pad_left, pad_right](int64_t i) {
+  if (any_nonfinite) {  // nan/inf (and the sign of -inf) must fit the column
+    size_t offset = pad_right + 1;
+    size_t inf_width = neg_inf ? 4 : 3;
+    pad_left = std::max({pad_left, offset < 3 ? 3 - offset : 0, offset < inf_width ? inf_width - offset : 0});
+  }
+  size_t width = pad_left + pad_right + 1;
+  return [&t, exp_format, pad_left, pad_right, precision, exp_size, width](int64_t i) {
     float v = static_cast<float>(t.get(i));
-    if (!std::isfinite(v)) {
-      std::string w = std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-      return fmt::format("{:>{}}", w, pad_left + pad_right + 1);
+    if (!std::isfinite(v)) return fmt::format("{:>{}}", std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"), width);
+    if (!exp_format) {
+      auto [ip, fp] = positional(v);
+      return fmt::format("{:>{}}.{:<{}}", ip, pad_left, fp, pad_right);
     }
-    auto [ip, fp] = positional(v);
-    return fmt::format("{:>{}}.{:<{}}", ip, pad_left, fp, pad_right);
+    std::string s = fmt::format("{:.{}e}", static_cast<double>(v), precision);
+    size_t e = s.find('e');
+    std::string mant = s.substr(0, e);
+    int exp = std::stoi(s.substr(e + 1));
+    if (precision == 0) mant += ".";
+    return fmt::format("{:>{}}", fmt::format("{}e{}{:0{}d}", mant, exp < 0 ? '-' : '+', std::abs(exp), exp_size), width);
   };
 }
 
