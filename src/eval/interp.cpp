@@ -1,12 +1,11 @@
 // eval/interp.cpp — evaluation of forms, calls, globals and the top-level driver.
 #include "eval/interp.hpp"
 
-#include <pthread.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "base/stack.hpp"
 #include "builtins/registry.hpp"
 #include "reader/reader.hpp"
 #include "value/printer.hpp"
@@ -15,8 +14,7 @@
 namespace sheaf {
 
 DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
-  const char* frame = static_cast<const char*>(__builtin_frame_address(0));
-  if (++in.depth_ > in.limits_.max_depth || (in.stack_floor_ && frame < in.stack_floor_)) {
+  if (++in.depth_ > in.limits_.max_depth || stack_exhausted()) {
     --in.depth_;
     throw SheafError("Maximum recursion depth exceeded (" + std::to_string(in.limits_.max_depth) + " nested calls)", loc);
   }
@@ -26,19 +24,7 @@ DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
   }
 }
 
-// The bottom of the current thread's stack plus a safety margin for builtins and libraries.
-static const char* stack_floor() {
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return nullptr;
-  void* addr = nullptr;
-  size_t size = 0;
-  pthread_attr_getstack(&attr, &addr, &size);
-  pthread_attr_destroy(&attr);
-  constexpr size_t kMargin = size_t{1} << 20;
-  return size > 2 * kMargin ? static_cast<const char*>(addr) + kMargin : nullptr;
-}
-
-Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits), stack_floor_(stack_floor()) {
+Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
   for (const SpecialForm& sf : special_forms()) {
     int id = symbols::intern(sf.name);
     if (special_.size() <= static_cast<size_t>(id)) special_.resize(static_cast<size_t>(id) + 1, nullptr);

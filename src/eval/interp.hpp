@@ -85,9 +85,6 @@ class Interp {
   Limits limits_;
   size_t depth_ = 0;
   uint64_t steps_ = 0;
-  // Lowest frame address evaluation may reach on the constructing thread's stack (the stack
-  // grows down): deep recursion becomes an error before the stack overflows, on any stack size.
-  const char* stack_floor_ = nullptr;
   std::unordered_map<int, Global> globals_;
   std::unordered_map<int, Value> builtins_;
   std::vector<const SpecialForm*> special_;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/error.hpp"
+#include "base/stack.hpp"
 
 namespace sheaf {
 namespace {
@@ -112,7 +113,7 @@ class Reader {
   }
 
   Value form(size_t depth) {
-    if (depth > opts_.max_depth)
+    if (depth > opts_.max_depth || stack_exhausted())
       throw SheafError("Nesting too deep (more than " + std::to_string(opts_.max_depth) + " levels)", here());
     SrcLoc loc = here();
     char c = text_[pos_];
