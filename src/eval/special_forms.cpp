@@ -189,6 +189,31 @@ bool is_acc_clause(const ListObj& f, size_t i) {
   return target.is(Kind::Symbol) || (target.is_list() && target.as_list().kind == ListKind::Bracket);
 }
 
+// The optional [acc init] clause of repeat/while (third item of the form) and the body after it.
+struct Accumulator {
+  Value pattern, value;  // pattern is nil when there is no accumulator
+  std::span<const Value> body;
+  void bind(Interp& in, Env& env, SrcLoc loc) const {
+    if (!pattern.is_nil()) bind_pattern(in, env, pattern, value, loc);
+  }
+  void update(Value v) {
+    if (!pattern.is_nil()) value = std::move(v);
+  }
+};
+
+Accumulator accumulator(Interp& in, const ListObj& f, const EnvPtr& env) {
+  Accumulator a;
+  size_t body_start = 2;
+  if (is_acc_clause(f, 2)) {
+    a.pattern = f.items[2].as_list().items[0];
+    check_pattern(a.pattern, f.loc);
+    a.value = in.eval(f.items[2].as_list().items[1], env);
+    body_start = 3;
+  }
+  a.body = {f.items.begin() + static_cast<std::ptrdiff_t>(body_start), f.items.end()};
+  return a;
+}
+
 // (repeat [i n] [acc init] body...) or (repeat n [acc init] body...)
 Value sf_repeat(Interp& in, const ListObj& f, const EnvPtr& env) {
   need(f, 2, "(repeat [i n] [acc init] body...)");
@@ -203,46 +228,28 @@ Value sf_repeat(Interp& in, const ListObj& f, const EnvPtr& env) {
   } else {
     n = count_value(in, counter, env, f);
   }
-  size_t body_start = 2;
-  Value acc_pattern, acc;
-  if (is_acc_clause(f, 2)) {
-    acc_pattern = f.items[2].as_list().items[0];
-    check_pattern(acc_pattern, f.loc);
-    acc = in.eval(f.items[2].as_list().items[1], env);
-    body_start = 3;
-  }
-  std::span<const Value> body{f.items.begin() + static_cast<std::ptrdiff_t>(body_start), f.items.end()};
+  Accumulator acc = accumulator(in, f, env);
   for (int64_t i = 0; i < n; ++i) {
     auto local = std::make_shared<Env>(env);
     if (index_id >= 0) local->bind(index_id, Value::integer(i));
-    if (!acc_pattern.is_nil()) bind_pattern(in, *local, acc_pattern, acc, f.loc);
-    Value r = in.eval_body(body, local);
-    if (!acc_pattern.is_nil()) acc = std::move(r);
+    acc.bind(in, *local, f.loc);
+    acc.update(in.eval_body(acc.body, local));
   }
-  return acc;
+  return acc.value;
 }
 
 // (while cond [acc init] body...)
 Value sf_while(Interp& in, const ListObj& f, const EnvPtr& env) {
   need(f, 2, "(while cond [acc init] body...)");
-  size_t body_start = 2;
-  Value acc_pattern, acc;
-  if (is_acc_clause(f, 2)) {
-    acc_pattern = f.items[2].as_list().items[0];
-    check_pattern(acc_pattern, f.loc);
-    acc = in.eval(f.items[2].as_list().items[1], env);
-    body_start = 3;
-  }
-  std::span<const Value> body{f.items.begin() + static_cast<std::ptrdiff_t>(body_start), f.items.end()};
+  Accumulator acc = accumulator(in, f, env);
   for (;;) {
     auto local = std::make_shared<Env>(env);
-    if (!acc_pattern.is_nil()) bind_pattern(in, *local, acc_pattern, acc, f.loc);
+    acc.bind(in, *local, f.loc);
     DepthGuard step(in, f.loc);  // counts steps for the evaluation limit
     if (!in.eval(f.items[1], local).truthy()) break;
-    Value r = in.eval_body(body, local);
-    if (!acc_pattern.is_nil()) acc = std::move(r);
+    acc.update(in.eval_body(acc.body, local));
   }
-  return acc;
+  return acc.value;
 }
 
 // recur may appear only in tail position of the loop body: checked before the loop runs.
