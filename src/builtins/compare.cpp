@@ -14,7 +14,7 @@ Value b_equal(Interp&, const CallArgs& a) {
 
 // ==, !=: element-wise; on scalars (numbers, strings, keywords, bools) a boolean.
 Value elementwise_eq(const CallArgs& a, bool want_equal) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) return elementwise_fold(a, want_equal ? Binary::Eq : Binary::Ne, 0);
   return Value::boolean(equal(a[0], a[1]) == want_equal);
 }
 Value b_eqeq(Interp&, const CallArgs& a) { return elementwise_eq(a, true); }
@@ -33,9 +33,12 @@ std::optional<int> order(const CallArgs& a, size_t i, size_t j) {
   return (dx > dy) - (dx < dy);
 }
 
-template <bool (*Pred)(int)>
+template <bool (*Pred)(int), Binary Op>
 Value chain(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) {
+    if (a.size() != 2) throw SheafError(fmt::format("{}: element-wise comparison of tensors takes two arguments", a.name), a.site);
+    return elementwise_fold(a, Op, 0);
+  }
   for (size_t i = 0; i + 1 < a.size(); ++i) {
     auto o = order(a, i, i + 1);
     if (!o || !Pred(*o)) return Value::boolean(false);
@@ -53,10 +56,10 @@ const BuiltinDef kCompare[] = {
     {"=", "(= a b ...)", "Structural equality: same kind, shape and values; (= 1 1.0) is true.", b_equal, 1, -1},
     {"==", "(== a b)", "Element-wise equality; scalars give a boolean.", b_eqeq, 2, 2},
     {"!=", "(!= a b)", "Element-wise inequality; scalars give a boolean.", b_neq, 2, 2},
-    {"<", "(< a b ...)", "Strictly increasing (element-wise on tensors).", chain<lt>, 1, -1},
-    {">", "(> a b ...)", "Strictly decreasing (element-wise on tensors).", chain<gt>, 1, -1},
-    {"<=", "(<= a b ...)", "Non-decreasing (element-wise on tensors).", chain<le>, 1, -1},
-    {">=", "(>= a b ...)", "Non-increasing (element-wise on tensors).", chain<ge>, 1, -1},
+    {"<", "(< a b ...)", "Strictly increasing (element-wise on tensors).", chain<lt, Binary::Lt>, 1, -1},
+    {">", "(> a b ...)", "Strictly decreasing (element-wise on tensors).", chain<gt, Binary::Gt>, 1, -1},
+    {"<=", "(<= a b ...)", "Non-decreasing (element-wise on tensors).", chain<le, Binary::Le>, 1, -1},
+    {">=", "(>= a b ...)", "Non-increasing (element-wise on tensors).", chain<ge, Binary::Ge>, 1, -1},
     {"not", "(not x)", "true iff x is falsy (false or nil).", b_not, 1, 1},
 };
 

@@ -1,10 +1,13 @@
 // builtins/math.cpp — arithmetic and elementwise math on host scalars (SPEC §5.1).
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "builtins/args.hpp"
 #include "builtins/registry.hpp"
+#include "builtins/promote.hpp"
 #include "builtins/scalar.hpp"
+#include "tensor/elementwise.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -25,8 +28,26 @@ std::optional<Num> to_num(const Value& v) {
 
 bool any_tensor(const CallArgs& a) {
   for (const Value& v : a.args)
-    if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return true;
+    if (v.is(Kind::Tensor)) return true;
   return false;
+}
+
+Value elementwise_fold(const CallArgs& a, Binary op, size_t first) {
+  Operand acc = operand(a, first);
+  for (size_t i = first + 1; i < a.size(); ++i) {
+    Operand y = operand(a, i);
+    auto [p, q] = promoted(acc, y, a.name);
+    acc = {tensor_binary(a, op, p, q), acc.weak && y.weak};
+  }
+  return Value::tensor(acc.t);
+}
+
+Tensor tensor_binary(const CallArgs& a, Binary op, const Tensor& x, const Tensor& y) {
+  try {
+    return binary(op, x, y);
+  } catch (SheafError& e) {
+    throw SheafError(fmt::format("{}: {}", a.name, e.what()), a.site);
+  }
 }
 
 void tensor_unavailable(const CallArgs& a) {
@@ -48,8 +69,8 @@ int64_t wrap_sub(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast
 int64_t wrap_mul(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); }
 
 template <typename IntOp, typename FloatOp>
-Value fold(const CallArgs& a, Num init, size_t start, IntOp iop, FloatOp fop) {
-  if (any_tensor(a)) tensor_unavailable(a);
+Value fold(const CallArgs& a, Num init, size_t start, IntOp iop, FloatOp fop, Binary op) {
+  if (any_tensor(a)) return elementwise_fold(a, op, 0);
   Num acc = init;
   for (size_t i = start; i < a.size(); ++i) {
     Num x = num_arg(a, i);
@@ -61,29 +82,42 @@ Value fold(const CallArgs& a, Num init, size_t start, IntOp iop, FloatOp fop) {
 
 Value b_add(Interp&, const CallArgs& a) {
   if (a.size() == 0) return Value::integer(0);
-  return fold(a, num_arg(a, 0), 1, wrap_add, [](float x, float y) { return x + y; });
+  if (any_tensor(a)) return elementwise_fold(a, Binary::Add, 0);
+  return fold(a, num_arg(a, 0), 1, wrap_add, [](float x, float y) { return x + y; }, Binary::Add);
 }
 Value b_mul(Interp&, const CallArgs& a) {
   if (a.size() == 0) return Value::integer(1);
-  return fold(a, num_arg(a, 0), 1, wrap_mul, [](float x, float y) { return x * y; });
+  if (any_tensor(a)) return elementwise_fold(a, Binary::Mul, 0);
+  return fold(a, num_arg(a, 0), 1, wrap_mul, [](float x, float y) { return x * y; }, Binary::Mul);
 }
 Value b_sub(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) {
+    if (a.size() == 1) return Value::tensor(unary(Unary::Neg, a[0].as_tensor()));
+    return elementwise_fold(a, Binary::Sub, 0);
+  }
   if (a.size() == 1) {
     Num x = num_arg(a, 0);
     return x.is_int ? Value::integer(wrap_sub(0, x.i)) : Value::real(-x.f);
   }
-  return fold(a, num_arg(a, 0), 1, wrap_sub, [](float x, float y) { return x - y; });
+  return fold(a, num_arg(a, 0), 1, wrap_sub, [](float x, float y) { return x - y; }, Binary::Sub);
 }
 Value b_div(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) {  // always floating: integer operands are divided as f32
+    Operand acc = a.size() == 1 ? Operand{Tensor::scalar(DType::F32, 1), true} : operand(a, 0);
+    for (size_t i = a.size() == 1 ? 0 : 1; i < a.size(); ++i) {
+      Operand y = operand(a, i);
+      DType d = float_dtype(promote(acc, y, a.name));
+      acc = {tensor_binary(a, Binary::Div, convert(acc.t, d), convert(y.t, d)), acc.weak && y.weak};
+    }
+    return Value::tensor(acc.t);
+  }
   float acc = a.size() == 1 ? 1.0f : static_cast<float>(num_arg(a, 0).d());
   for (size_t i = a.size() == 1 ? 0 : 1; i < a.size(); ++i) acc = acc / static_cast<float>(num_arg(a, i).d());
   return Value::real(acc);
 }
 
 Value b_floordiv(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) return elementwise_fold(a, Binary::FloorDiv, 0);
   Num x = num_arg(a, 0), y = num_arg(a, 1);
   if (x.is_int && y.is_int) {
     if (y.i == 0) throw SheafError("//: integer division by zero", a.site);
@@ -96,7 +130,7 @@ Value b_floordiv(Interp&, const CallArgs& a) {
 }
 
 Value b_mod(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) return elementwise_fold(a, Binary::Rem, 0);
   Num x = num_arg(a, 0), y = num_arg(a, 1);
   if (x.is_int && y.is_int) {
     if (y.i == 0) throw SheafError(fmt::format("{}: integer modulo by zero", a.name), a.site);
@@ -112,7 +146,7 @@ Value b_mod(Interp&, const CallArgs& a) {
 }
 
 Value b_pow(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) return elementwise_fold(a, Binary::Pow, 0);
   Num x = num_arg(a, 0), y = num_arg(a, 1);
   if (x.is_int && y.is_int && y.i >= 0) {
     uint64_t base = static_cast<uint64_t>(x.i), r = 1;
@@ -124,15 +158,18 @@ Value b_pow(Interp&, const CallArgs& a) {
 }
 
 template <typename IntOp, typename FloatOp>
-Value unary(const CallArgs& a, IntOp iop, FloatOp fop) {
-  if (any_tensor(a)) tensor_unavailable(a);
+Value unary_op(const CallArgs& a, Unary op, IntOp iop, FloatOp fop) {
+  if (any_tensor(a)) return Value::tensor(unary(op, a[0].as_tensor()));
   Num x = num_arg(a, 0);
   return x.is_int ? Value::integer(iop(x.i)) : Value::real(fop(x.f));
 }
 
-template <float (*F)(float)>
+template <float (*F)(float), Unary Op>
 Value float_fn(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) {
+    const Tensor& t = a[0].as_tensor();
+    return Value::tensor(unary(Op, convert(t, float_dtype(t.dtype()))));
+  }
   return Value::real(F(static_cast<float>(num_arg(a, 0).d())));
 }
 float f_exp(float x) { return std::exp(x); }
@@ -146,16 +183,18 @@ float f_ceil(float x) { return std::ceil(x); }
 float f_floor(float x) { return std::floor(x); }
 
 Value b_abs(Interp&, const CallArgs& a) {
-  return unary(a, [](int64_t i) { return i < 0 ? wrap_sub(0, i) : i; }, [](float f) { return std::fabs(f); });
+  return unary_op(a, Unary::Abs, [](int64_t i) { return i < 0 ? wrap_sub(0, i) : i; }, [](float f) { return std::fabs(f); });
 }
 Value b_neg(Interp&, const CallArgs& a) {
-  return unary(a, [](int64_t i) { return wrap_sub(0, i); }, [](float f) { return -f; });
+  return unary_op(a, Unary::Neg, [](int64_t i) { return wrap_sub(0, i); }, [](float f) { return -f; });
 }
 Value b_inc(Interp&, const CallArgs& a) {
-  return unary(a, [](int64_t i) { return wrap_add(i, 1); }, [](float f) { return f + 1; });
+  if (any_tensor(a)) return elementwise_fold(CallArgs{std::array{a[0], Value::integer(1)}, a.site, a.name}, Binary::Add, 0);
+  return unary_op(a, Unary::Neg, [](int64_t i) { return wrap_add(i, 1); }, [](float f) { return f + 1; });
 }
 Value b_dec(Interp&, const CallArgs& a) {
-  return unary(a, [](int64_t i) { return wrap_sub(i, 1); }, [](float f) { return f - 1; });
+  if (any_tensor(a)) return elementwise_fold(CallArgs{std::array{a[0], Value::integer(1)}, a.site, a.name}, Binary::Sub, 0);
+  return unary_op(a, Unary::Neg, [](int64_t i) { return wrap_sub(i, 1); }, [](float f) { return f - 1; });
 }
 
 Value b_ash(Interp&, const CallArgs& a) {
@@ -165,7 +204,7 @@ Value b_ash(Interp&, const CallArgs& a) {
 }
 
 Value b_minmax(const CallArgs& a, bool want_max) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) return elementwise_fold(a, want_max ? Binary::Max : Binary::Min, 0);
   Num best = num_arg(a, 0);
   bool all_int = best.is_int;
   for (size_t i = 1; i < a.size(); ++i) {
@@ -181,7 +220,10 @@ Value b_max(Interp&, const CallArgs& a) { return b_minmax(a, true); }
 Value b_min(Interp&, const CallArgs& a) { return b_minmax(a, false); }
 
 Value b_clamp(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (any_tensor(a)) {
+    Value lo = elementwise_fold(CallArgs{std::array{a[0], a[1]}, a.site, a.name}, Binary::Max, 0);
+    return elementwise_fold(CallArgs{std::array{lo, a[2]}, a.site, a.name}, Binary::Min, 0);
+  }
   Num x = num_arg(a, 0), lo = num_arg(a, 1), hi = num_arg(a, 2);
   if (x.is_int && lo.is_int && hi.is_int) return Value::integer(std::min(std::max(x.i, lo.i), hi.i));
   return Value::real(std::min(std::max(static_cast<float>(x.d()), static_cast<float>(lo.d())), static_cast<float>(hi.d())));
@@ -199,7 +241,8 @@ Value b_int(Interp&, const CallArgs& a) {
     throw SheafError("int: cannot convert '" + v.as_str() + "' to an integer", a.site);
   }
   if (v.is(Kind::Bool)) return Value::integer(v.as_bool());
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return Value::tensor(convert(v.as_tensor(), DType::I32));
+  if (v.is(Kind::Tensor) && v.as_tensor().dtype() == DType::Bool) return Value::integer(v.as_tensor().get(0) != 0);
   Num x = num_arg(a, 0);
   if (x.is_int) return Value::integer(x.i);
   if (!std::isfinite(x.f)) throw SheafError("int: cannot convert " + format_float(x.f) + " to an integer", a.site);
@@ -218,7 +261,8 @@ Value b_float(Interp&, const CallArgs& a) {
     throw SheafError("float: cannot convert '" + v.as_str() + "' to a float", a.site);
   }
   if (v.is(Kind::Bool)) return Value::real(v.as_bool());
-  if (any_tensor(a)) tensor_unavailable(a);
+  if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return Value::tensor(convert(v.as_tensor(), DType::F32));
+  if (v.is(Kind::Tensor)) return Value::real(static_cast<float>(v.as_tensor().get(0)));
   return Value::real(static_cast<float>(num_arg(a, 0).d()));
 }
 
@@ -236,15 +280,15 @@ const BuiltinDef kMath[] = {
     {"inc", "(inc x)", "x + 1.", b_inc, 1, 1},
     {"dec", "(dec x)", "x - 1.", b_dec, 1, 1},
     {"ash", "(ash v shift)", "Arithmetic shift: shift > 0 multiplies by 2^shift, < 0 floor-divides.", b_ash, 2, 2},
-    {"exp", "(exp x)", "e^x.", float_fn<f_exp>, 1, 1},
-    {"log", "(log x)", "Natural logarithm (nan outside the domain, -inf at 0).", float_fn<f_log>, 1, 1},
-    {"sqrt", "(sqrt x)", "Square root.", float_fn<f_sqrt>, 1, 1},
-    {"sin", "(sin x)", "Sine.", float_fn<f_sin>, 1, 1},
-    {"cos", "(cos x)", "Cosine.", float_fn<f_cos>, 1, 1},
-    {"tan", "(tan x)", "Tangent.", float_fn<f_tan>, 1, 1},
-    {"round", "(round x)", "Round half away from zero; float result.", float_fn<f_round>, 1, 1},
-    {"ceil", "(ceil x)", "Ceiling; float result.", float_fn<f_ceil>, 1, 1},
-    {"floor", "(floor x)", "Floor; float result.", float_fn<f_floor>, 1, 1},
+    {"exp", "(exp x)", "e^x.", float_fn<f_exp, Unary::Exp>, 1, 1},
+    {"log", "(log x)", "Natural logarithm (nan outside the domain, -inf at 0).", float_fn<f_log, Unary::Log>, 1, 1},
+    {"sqrt", "(sqrt x)", "Square root.", float_fn<f_sqrt, Unary::Sqrt>, 1, 1},
+    {"sin", "(sin x)", "Sine.", float_fn<f_sin, Unary::Sin>, 1, 1},
+    {"cos", "(cos x)", "Cosine.", float_fn<f_cos, Unary::Cos>, 1, 1},
+    {"tan", "(tan x)", "Tangent.", float_fn<f_tan, Unary::Tan>, 1, 1},
+    {"round", "(round x)", "Round half away from zero; float result.", float_fn<f_round, Unary::Round>, 1, 1},
+    {"ceil", "(ceil x)", "Ceiling; float result.", float_fn<f_ceil, Unary::Ceil>, 1, 1},
+    {"floor", "(floor x)", "Floor; float result.", float_fn<f_floor, Unary::Floor>, 1, 1},
     {"clamp", "(clamp x lo hi)", "Clip x to [lo, hi].", b_clamp, 3, 3},
     {"minimum", "(minimum a b)", "Element-wise minimum of two values.", b_min, 2, 2},
     {"maximum", "(maximum a b)", "Element-wise maximum of two values.", b_max, 2, 2},

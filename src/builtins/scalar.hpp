@@ -4,6 +4,7 @@
 #pragma once
 #include <optional>
 
+#include "tensor/elementwise.hpp"
 #include "value/function.hpp"
 
 namespace sheaf {
@@ -19,8 +20,13 @@ struct Num {
 std::optional<Num> to_num(const Value& v);
 // Numeric argument i, or the error "Expected numeric values, got int and function".
 Num num_arg(const CallArgs& a, size_t i);
-// True when any argument is a tensor of rank ≥ 1 (handled by tensor kernels).
+// True when any argument is a tensor: the call then runs on tensor kernels.
 bool any_tensor(const CallArgs& a);
 [[noreturn]] void tensor_unavailable(const CallArgs& a);
+
+// Left fold of an elementwise binary primitive over arguments first.. with SPEC §2.3 promotion
+// and broadcasting; errors name the builtin and both shapes.
+Value elementwise_fold(const CallArgs& a, Binary op, size_t first);
+Tensor tensor_binary(const CallArgs& a, Binary op, const Tensor& x, const Tensor& y);
 
 }  // namespace sheaf

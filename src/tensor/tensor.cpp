@@ -4,6 +4,8 @@
 #include <bit>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 
 namespace sheaf {
 
@@ -40,9 +42,47 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
-Tensor::Tensor(DType dtype, Shape shape)
-    : dtype_(dtype), shape_(std::move(shape)), numel_(shape_numel(shape_)),
-      data_(std::make_shared<std::vector<std::byte>>(nbytes())) {}
+static std::shared_ptr<std::byte> allocate(size_t nbytes) {
+  size_t rounded = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* b) { std::free(b); });
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.data_ = allocate(t.nbytes());
+  return t;
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(empty(dtype, std::move(shape))) {
+  if (nbytes()) std::memset(data_.get(), 0, nbytes());
+}
+
+Tensor Tensor::scalar(DType dtype, double v) {
+  Tensor t = empty(dtype, {});
+  t.set(0, v);
+  return t;
+}
+
+Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.data_ = std::move(data);
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  return t;
+}
 
 float half_to_float(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;

@@ -17,16 +17,27 @@ int64_t shape_numel(const Shape& s);
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(DType dtype, Shape shape);  // zero-filled
+  Tensor(DType dtype, Shape shape);                      // zero-filled
+  static Tensor empty(DType dtype, Shape shape);         // uninitialised (every byte is written next)
+  static Tensor scalar(DType dtype, double v);           // rank 0
+  // Shares bytes owned elsewhere (a memory map, a parent tensor); `data` must hold nbytes().
+  static Tensor wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t axis) const { return shape_[static_cast<size_t>(axis)]; }
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
 
-  const std::byte* bytes() const { return data_ ? data_->data() : nullptr; }
-  std::byte* mutable_bytes() { return data_ ? data_->data() : nullptr; }  // only before sharing
+  const std::byte* bytes() const { return data_.get(); }
+  std::byte* mutable_bytes() { return data_.get(); }  // only on a tensor not yet shared
+  template <typename T> const T* data() const { return reinterpret_cast<const T*>(data_.get()); }
+  template <typename T> T* mutable_data() { return reinterpret_cast<T*>(data_.get()); }
+  const std::shared_ptr<std::byte>& storage() const { return data_; }
+
+  // Same bytes, another shape with the same element count.
+  Tensor reshaped(Shape shape) const;
 
   // Element access by flat index, converting through double (exact for all dtypes here).
   double get(int64_t i) const;
@@ -36,7 +47,7 @@ class Tensor {
   DType dtype_ = DType::F32;
   Shape shape_;
   int64_t numel_ = 0;
-  std::shared_ptr<std::vector<std::byte>> data_;
+  std::shared_ptr<std::byte> data_;  // 64-byte aligned when allocated here
 };
 
 // f16/bf16 bit conversions (round to nearest even).
