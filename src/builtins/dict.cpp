@@ -5,13 +5,18 @@
 #include "builtins/args.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
+#include "value/handle.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
 namespace {
 
 // One lookup step: dict by key name, sequence by integer index. nullopt when missing.
-std::optional<Value> lookup_step(const Value& coll, const Value& key) {
+std::optional<Value> lookup_step(const Value& coll, const Value& key, SrcLoc loc) {
+  if (coll.is(Kind::Handle)) {
+    Value v = coll.as<HandleObj>().read(key, loc);
+    return v.is_nil() ? std::nullopt : std::optional<Value>(v);
+  }
   if (coll.is(Kind::Dict)) {
     auto name = key_name(key);
     if (!name) return std::nullopt;
@@ -37,13 +42,13 @@ std::optional<Value> lookup_step(const Value& coll, const Value& key) {
 }
 
 Value b_get(Interp&, const CallArgs& a) {
-  std::optional<Value> v = lookup_step(a[0], a[1]);
+  std::optional<Value> v = lookup_step(a[0], a[1], a.site);
   if (a.size() == 2) return v.value_or(Value());
   // (get coll k1 k2 ...): a key path when the value found is a collection.
   if (v && (v->is(Kind::Dict) || v->is_list())) {
     Value cur = *v;
     for (size_t i = 2; i < a.size(); ++i) {
-      auto next = lookup_step(cur, a[i]);
+      auto next = lookup_step(cur, a[i], a.site);
       if (!next) return Value();
       cur = *next;
     }
@@ -58,7 +63,7 @@ Value b_get_in(Interp&, const CallArgs& a) {
   if (!a[1].is_list() && !tensor_path) type_error(a, 1, "a path vector");
   Value cur = a[0];
   for (const Value& k : seq_elements(a[1], a.site, a.name)) {
-    auto next = lookup_step(cur, k);
+    auto next = lookup_step(cur, k, a.site);
     if (!next) return a.size() > 2 ? a[2] : Value();
     cur = *next;
   }
@@ -122,6 +127,11 @@ Value b_merge(Interp&, const CallArgs& a) {
 }
 
 Value b_keys(Interp&, const CallArgs& a) {
+  if (a[0].is(Kind::Handle)) {
+    std::vector<Value> ks;
+    for (const std::string& k : a[0].as<HandleObj>().keys()) ks.push_back(Value::string(k));
+    return Value::list(std::move(ks));
+  }
   if (!a[0].is(Kind::Dict)) type_error(a, 0, "a dict");
   std::vector<Value> ks;
   for (const auto& e : a[0].as_dict().entries) ks.push_back(Value::string(e.first));

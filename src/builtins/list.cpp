@@ -7,6 +7,7 @@
 #include "builtins/registry.hpp"
 #include "builtins/scalar.hpp"
 #include "eval/interp.hpp"
+#include "value/handle.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -23,6 +24,7 @@ int64_t seq_count(const CallArgs& a, size_t i) {
   if (v.is(Kind::Str)) return static_cast<int64_t>(seq_elements(v, a.site, a.name).size());
   if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return v.as_tensor().shape()[0];
   if (v.is_nil()) return 0;
+  if (v.is(Kind::Handle)) return v.as<HandleObj>().length();
   throw SheafError(fmt::format("{}: {} has no length", a.name, v.is(Kind::Tensor) ? "a scalar tensor" : std::string("a ") + std::string(kind_name(v.kind()))), a.site);
 }
 

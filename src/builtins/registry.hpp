@@ -14,6 +14,16 @@ std::span<const BuiltinDef> compare_builtins();
 std::span<const BuiltinDef> list_builtins();
 std::span<const BuiltinDef> dict_builtins();
 std::span<const BuiltinDef> string_builtins();
+std::span<const BuiltinDef> creation_builtins();    // zeros ones eye one-hot tensor cast
+std::span<const BuiltinDef> shape_builtins();       // shape ndim reshape transpose slice concat stack …
+std::span<const BuiltinDef> index_builtins();       // index-update dynamic-slice top_k …
+std::span<const BuiltinDef> linalg_builtins();      // @ einsum
+std::span<const BuiltinDef> reduce_builtins();      // sum mean product min max var argmax argmin normalize
+std::span<const BuiltinDef> activation_builtins();  // relu … softmax log-softmax
+std::span<const BuiltinDef> loss_builtins();        // sparse-cross-entropy
+std::span<const BuiltinDef> tree_builtins();        // tree-map tree-map-zeros tree-reduce flatten scan
+std::span<const BuiltinDef> random_builtins();      // random-key random-split … choice dropout
+std::span<const BuiltinDef> io_builtins();          // io
 
 // All builtins, in family order.
 const std::vector<const BuiltinDef*>& builtin_table();

@@ -8,6 +8,7 @@
 #include "base/stack.hpp"
 #include "builtins/registry.hpp"
 #include "reader/reader.hpp"
+#include "value/handle.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 
@@ -170,7 +171,7 @@ Value Interp::eval_call(const ListObj& l, const EnvPtr& env) {
     Value form = Value::list(l.items, ListKind::Paren, l.loc);
     return eval(expand(form), env);
   }
-  if (!f.is_callable()) {
+  if (!f.is_callable() && !f.is(Kind::Handle)) {
     SheafError err(fmt::format("Cannot call {} {}", kind_name(f.kind()), print_value(f, false)), head.loc().valid() ? head.loc() : l.loc);
     if (f.is_number()) err.hint = "data literals use square brackets: [" + print_value(f) + " ...]";
     throw err;
@@ -247,6 +248,10 @@ Value Interp::call(const Value& f, std::span<const Value> args, SrcLoc site) {
     }
   }
   if (f.is(Kind::Fn)) return call_fn(f, args, site);
+  if (f.is(Kind::Handle)) {  // (h i), (h 100:200)
+    if (args.size() != 1) throw SheafError(fmt::format("a data handle takes one index or slice, got {} arguments", args.size()), site);
+    return f.as<HandleObj>().read(args[0], site);
+  }
   throw SheafError(fmt::format("Cannot call {} {}", kind_name(f.kind()), print_value(f, false)), site);
 }
 

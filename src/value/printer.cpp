@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "value/function.hpp"
+#include "value/handle.hpp"
 
 namespace sheaf {
 
@@ -79,6 +80,7 @@ std::string print_value(const Value& v, bool top) {
     }
     case Kind::Builtin: return "<fn:" + std::string(v.as<BuiltinObj>().def->name) + ">";
     case Kind::Recur: return "<recur>";
+    case Kind::Handle: return v.as<HandleObj>().describe();
     case Kind::Dict: {
       std::string s = "{";
       bool first = true;

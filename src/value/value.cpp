@@ -23,6 +23,7 @@ std::string_view kind_name(Kind k) {
     case Kind::Tensor: return "tensor";
     case Kind::Slice: return "slice";
     case Kind::Recur: return "recur";
+    case Kind::Handle: return "handle";
   }
   return "?";
 }

@@ -18,7 +18,7 @@
 namespace sheaf {
 
 enum class Kind : uint8_t {
-  Nil, Bool, Int, Float, Str, Keyword, Symbol, List, Dict, Fn, Builtin, Tensor, Slice, Recur,
+  Nil, Bool, Int, Float, Str, Keyword, Symbol, List, Dict, Fn, Builtin, Tensor, Slice, Recur, Handle,
 };
 std::string_view kind_name(Kind k);  // "int", "float", "list", "function", …
 
