@@ -109,6 +109,8 @@ std::vector<std::string> Interp::all_names() const {
 
 Value Interp::lookup(const Value& sym, const EnvPtr& env, bool call_position) {
   int id = sym.symbol();
+  static const int kEllipsis = symbols::intern("...");
+  if (id == kEllipsis) return sym;  // the ellipsis marker evaluates to itself: (get x ... 0)
   if (const Value* v = env->find(id)) return *v;
   if (auto it = globals_.find(id); it != globals_.end()) return it->second.value;
   if (auto it = builtins_.find(id); it != builtins_.end()) return it->second;
