@@ -38,6 +38,34 @@ const Value& arg_callable(const CallArgs& a, size_t i) {
   return a[i];
 }
 
+Shape arg_shape(const CallArgs& a, size_t i) {
+  const Value& v = a[i];
+  Shape s;
+  auto dim = [&](std::optional<double> d) {
+    if (!d || *d != static_cast<double>(static_cast<int64_t>(*d)) || *d < 0)
+      throw SheafError(fmt::format("{}: shape entries must be non-negative integers, got {}", a.name, print_value(v, false)), a.site);
+    s.push_back(static_cast<int64_t>(*d));
+  };
+  if (v.is_list()) {
+    for (const Value& x : v.as_list().items) dim(number_of(x));
+  } else if (v.is(Kind::Tensor) && v.as_tensor().rank() == 1) {  // integral values, any dtype
+    for (int64_t j = 0; j < v.as_tensor().numel(); ++j) dim(v.as_tensor().get(j));
+  } else if (v.is(Kind::Int)) {
+    dim(static_cast<double>(v.as_int()));
+  } else {
+    type_error(a, i, "a shape (a list of integers such as '[2 3])");
+  }
+  return s;
+}
+
+DType dtype_value(const Value& v, const CallArgs& a) {
+  if (v.is(Kind::Keyword) || v.is(Kind::Str))
+    if (auto d = dtype_from_name(v.as_str())) return *d;
+  throw SheafError(fmt::format("{}: unsupported dtype {}", a.name, print_value(v, false)), a.site);
+}
+
+DType arg_dtype(const CallArgs& a, size_t i) { return dtype_value(a[i], a); }
+
 Options parse_options(const CallArgs& a, std::initializer_list<std::string_view> known) {
   Options o;
   for (size_t i = 0; i < a.size(); ++i) {

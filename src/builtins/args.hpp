@@ -19,6 +19,13 @@ int64_t arg_int(const CallArgs& a, size_t i);           // integral number
 const std::string& arg_string(const CallArgs& a, size_t i);  // string (or symbol)
 const Value& arg_callable(const CallArgs& a, size_t i);
 
+// A static shape (SPEC §5.0): a list of integers ('[2 3], the result of `shape`), a 1-D integral
+// tensor, or a single non-negative integer n meaning [n]. Negative dimensions are errors.
+Shape arg_shape(const CallArgs& a, size_t i);
+// A dtype keyword (:f32 :f16 :bf16 :i32 :u32 :bool); anything else is "name: unsupported dtype :x".
+DType arg_dtype(const CallArgs& a, size_t i);
+DType dtype_value(const Value& v, const CallArgs& a);
+
 // Positional arguments and keyword options: `:key value`, or a flag (`:keepdims`) when the
 // keyword is last or followed by another keyword. Unknown option names are an error.
 struct Options {

@@ -1,8 +1,121 @@
-// builtins/creation.cpp — creation builtins (SPEC §5).
+// builtins/creation.cpp — creating and converting tensors (SPEC §5.7): zeros ones eye one-hot
+// tensor cast. (range/arange live with the sequence builtins; int/float with the math ones.)
+#include <cmath>
+
+#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
+#include "eval/interp.hpp"
+#include "tensor/elementwise.hpp"
+#include "tensor/shape.hpp"
+#include "value/printer.hpp"
 
 namespace sheaf {
+namespace {
 
-std::span<const BuiltinDef> creation_builtins() { return {}; }
+Tensor filled(Interp& in, const CallArgs& a, double v) {
+  Shape s = arg_shape(a, 0);
+  in.check_elements(shape_numel(s), a.site);
+  DType d = a.size() > 1 ? arg_dtype(a, 1) : DType::F32;
+  Tensor t = Tensor::empty(d, s);
+  if (d == DType::F32) {
+    float* p = t.mutable_data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(v);
+  } else {
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v);
+  }
+  return t;
+}
+
+Value b_zeros(Interp& in, const CallArgs& a) { return Value::tensor(filled(in, a, 0)); }
+Value b_ones(Interp& in, const CallArgs& a) { return Value::tensor(filled(in, a, 1)); }
+
+Value b_eye(Interp& in, const CallArgs& a) {
+  int64_t n = arg_int(a, 0), m = a.size() > 1 ? arg_int(a, 1) : n;
+  if (n < 0 || m < 0) throw SheafError(fmt::format("eye: sizes must be non-negative, got {} and {}", n, m), a.site);
+  in.check_elements(n * m, a.site);
+  Tensor t(DType::F32, {n, m});
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = 1;
+  return Value::tensor(std::move(t));
+}
+
+// (one-hot idx n): appends a class axis of size n; out-of-range classes give all-zero rows.
+Value b_one_hot(Interp& in, const CallArgs& a) {
+  int64_t n = arg_int(a, 1);
+  if (n < 0) throw SheafError(fmt::format("one-hot: number of classes must be non-negative, got {}", n), a.site);
+  Tensor idx;
+  if (a[0].is(Kind::Tensor)) idx = a[0].as_tensor();
+  else idx = Tensor::scalar(DType::I32, static_cast<double>(arg_int(a, 0)));
+  if (is_float(idx.dtype())) {
+    for (int64_t i = 0; i < idx.numel(); ++i)
+      if (idx.get(i) != std::trunc(idx.get(i)))
+        throw SheafError(fmt::format("one-hot: indices must be integers, got {}", type_str(idx)), a.site);
+  }
+  Shape s = idx.shape();
+  s.push_back(n);
+  in.check_elements(shape_numel(s), a.site);
+  Tensor t(DType::F32, s);
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    double c = idx.get(i);
+    if (c >= 0 && c < static_cast<double>(n)) p[i * n + static_cast<int64_t>(c)] = 1;
+  }
+  return Value::tensor(std::move(t));
+}
+
+// Nested list (or tensor rows) → shape and flat values; ragged nesting is an error.
+void flatten_data(const Value& v, size_t depth, Shape& shape, std::vector<double>& out, const CallArgs& a) {
+  if (auto d = number_of(v); d || v.is(Kind::Bool)) {
+    if (depth != shape.size()) throw SheafError("tensor: ragged nested data (mixed depths)", a.site);
+    out.push_back(v.is(Kind::Bool) ? v.as_bool() : *d);
+    return;
+  }
+  if (v.is(Kind::Tensor)) {
+    const Tensor& t = v.as_tensor();
+    if (depth == shape.size()) shape.insert(shape.end(), t.shape().begin(), t.shape().end());
+    else if (!std::equal(t.shape().begin(), t.shape().end(), shape.begin() + static_cast<std::ptrdiff_t>(depth), shape.end()))
+      throw SheafError("tensor: ragged nested data (rows of different shapes)", a.site);
+    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.get(i));
+    return;
+  }
+  if (!v.is_list()) throw SheafError(fmt::format("tensor: expected numbers or nested lists, got {}", kind_name(v.kind())), a.site);
+  const auto& items = v.as_list().items;
+  if (depth == shape.size()) shape.push_back(static_cast<int64_t>(items.size()));
+  else if (shape[depth] != static_cast<int64_t>(items.size()))
+    throw SheafError(fmt::format("tensor: ragged nested data (a row of {} where {} were expected)", items.size(), shape[depth]), a.site);
+  for (const Value& x : items) flatten_data(x, depth + 1, shape, out, a);
+}
+
+Value b_tensor(Interp& in, const CallArgs& a) {
+  DType d = a.size() > 1 ? arg_dtype(a, 1) : DType::F32;
+  if (a[0].is(Kind::Tensor)) return Value::tensor(convert(a[0].as_tensor(), d));
+  Shape shape;
+  std::vector<double> vals;
+  flatten_data(a[0], 0, shape, vals, a);
+  if (static_cast<int64_t>(vals.size()) != shape_numel(shape)) throw SheafError("tensor: ragged nested data", a.site);
+  in.check_elements(shape_numel(shape), a.site);
+  return Value::tensor(make_tensor(d, shape, vals));
+}
+
+Value b_cast(Interp&, const CallArgs& a) {
+  DType d = arg_dtype(a, 1);
+  const Value& v = a[0];
+  if (v.is(Kind::Tensor)) return Value::tensor(convert(v.as_tensor(), d));
+  if (auto n = number_of(v); n || v.is(Kind::Bool)) return Value::tensor(Tensor::scalar(d, v.is(Kind::Bool) ? v.as_bool() : *n));
+  type_error(a, 0, "a tensor or a number");
+}
+
+const BuiltinDef kCreation[] = {
+    {"zeros", "(zeros shape [dtype])", "Tensor of zeros (f32 unless a dtype keyword is given).", b_zeros, 1, 2},
+    {"ones", "(ones shape [dtype])", "Tensor of ones (f32 unless a dtype keyword is given).", b_ones, 1, 2},
+    {"eye", "(eye n [m])", "Identity matrix, or n×m with ones on the diagonal.", b_eye, 1, 2},
+    {"one-hot", "(one-hot idx n)", "Appends a class axis of size n with a 1 at each index; f32.", b_one_hot, 2, 2},
+    {"tensor", "(tensor data [dtype])", "Nested list (or tensor) → tensor; f32 unless a dtype keyword is given.", b_tensor, 1, 2},
+    {"cast", "(cast x :dtype)", "Explicit conversion to :f32 :f16 :bf16 :i32 :u32 :bool; float→int truncates.", b_cast, 2, 2},
+};
+
+}  // namespace
+
+std::span<const BuiltinDef> creation_builtins() { return kCreation; }
 
 }  // namespace sheaf

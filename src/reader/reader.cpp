@@ -86,6 +86,7 @@ class Reader {
   ReaderOptions opts_;
   size_t pos_ = 0;
   uint32_t line_ = 1, col_ = 1;
+  bool no_suffix_ = false;
 
   SrcLoc here(uint32_t len = 1) const { return {file_, line_, col_, len}; }
 
@@ -139,11 +140,15 @@ class Reader {
     for (size_t i = 0; i < n; ++i) advance();
     skip_ws();
     if (pos_ >= text_.size()) throw SheafError(std::string("Expected a form after ") + head, loc);
+    no_suffix_ = true;  // '[0 1] :i32 is quoted data followed by a keyword, not a suffix
     Value inner = form(depth + 1);
+    no_suffix_ = false;
     return Value::list({Value::symbol(head, loc), std::move(inner)}, ListKind::Paren, loc);
   }
 
   Value seq(char close, ListKind kind, const char* what, size_t depth) {
+    bool quoted = no_suffix_;
+    no_suffix_ = false;
     SrcLoc open = here();
     size_t open_pos = pos_;
     advance();
@@ -167,7 +172,7 @@ class Reader {
       throw SheafError("Dict requires even number of elements (key-value pairs)", open);
     if (open.line == line_) open.len = static_cast<uint32_t>(pos_ - open_pos);
     Value v = Value::list(std::move(items), kind, open);
-    if (kind == ListKind::Bracket) attach_suffix(v);
+    if (kind == ListKind::Bracket && !quoted) attach_suffix(v);
     return v;
   }
 
