@@ -37,8 +37,10 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Ctrl-C. The handler may run on any thread (the interpreter runs on its own thread, see
 // cli/main), so it never touches the line editor: it wakes the key reader through a pipe.
-// While an input is being evaluated nothing can be cancelled; a second Ctrl-C then quits.
+// While an input is being evaluated, Ctrl-C asks the interpreter to stop ("Interrupted");
+// a second Ctrl-C during the same evaluation quits.
 
+Interp* g_interp = nullptr;             // for the completion callbacks and interrupts
 int g_wake[2] = {-1, -1};              // SIGINT handler → read_key
 std::atomic<bool> g_evaluating{false};  // an input is being evaluated
 std::atomic<int> g_eval_interrupts{0};  // Ctrl-C presses during this evaluation
@@ -50,9 +52,7 @@ extern "C" void on_sigint(int) {
     char c = 1;
     if (write(g_wake[1], &c, 1) < 0) {}
   } else if (g_eval_interrupts.fetch_add(1) == 0) {
-    static const char msg[] =
-        "\n(a running evaluation cannot be interrupted yet; press Ctrl-C again to quit)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) {}
+    if (Interp* in = g_interp) in->interrupt.store(true);  // the evaluation stops with "Interrupted"
   } else {
     _exit(130);
   }
@@ -361,7 +361,6 @@ const Command* find_command(const std::string& word) {
 
 enum class Got { Line, Eof, Cancel };
 
-Interp* g_interp = nullptr;  // for the completion callbacks
 
 char* next_completion(const char* text, int state) {
   static std::vector<std::string> matches;
@@ -455,6 +454,7 @@ class LineInput {
 
 void evaluate(Interp& in, const std::string& text, bool color) {
   g_eval_interrupts = 0;
+  in.interrupt = false;
   g_evaluating = true;
   try {
     Value v = in.run_text(text, "<repl>");

@@ -19,6 +19,11 @@ DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
     --in.depth_;
     throw SheafError("Maximum recursion depth exceeded (" + std::to_string(in.limits_.max_depth) + " nested calls)", loc);
   }
+  if (in.interrupt.load(std::memory_order_relaxed)) {
+    in.interrupt = false;
+    --in.depth_;
+    throw SheafError("Interrupted", loc);
+  }
   if (in.limits_.max_steps && ++in.steps_ > in.limits_.max_steps) {
     --in.depth_;
     throw SheafError("Evaluation step limit exceeded", loc);

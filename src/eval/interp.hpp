@@ -2,6 +2,7 @@
 // dispatch, calls, recursion and step limits. Top-level forms are read, macro-expanded
 // (eval/expander.cpp) and evaluated in order.
 #pragma once
+#include <atomic>
 #include <iosfwd>
 #include <memory>
 #include <set>
@@ -78,6 +79,8 @@ class Interp {
 
   // REPL-wide flags.
   bool warned_lambda = false;
+  // Set asynchronously (Ctrl-C in the REPL); the evaluation stops with "Interrupted".
+  std::atomic<bool> interrupt{false};
 
  private:
   friend struct DepthGuard;

@@ -93,6 +93,14 @@ send '(sq 9)'
 expect_line '=> 81' "input after Ctrl-C"
 pane | grep -qF '152399025' && fail "Ctrl-C did not cancel the pending input"
 
+# Ctrl-C while an input is running interrupts it; the session goes on.
+send '(loop [i 0] (recur i))'
+sleep 0.3
+tm send-keys -t "$SESSION" C-c
+expect 'error: Interrupted' "Ctrl-C interrupts a running evaluation"
+send '(sq 10)'
+expect_line '=> 100' "input after an interrupted evaluation"
+
 send '(defn zebra-unique [x] x)'
 expect_line '=> <fn:zebra-unique>' "second definition"
 N=$((N + 1))
