@@ -81,7 +81,9 @@ Options parse_options(const CallArgs& a, std::initializer_list<std::string_view>
       o.positional.push_back(v);  // keywords are ordinary values unless declared options
       continue;
     }
-    if (i + 1 >= a.size() || a[i + 1].is(Kind::Keyword)) {
+    // `:dtype :f16` and `:padding :same` take keyword values; other keywords before a keyword are flags.
+    bool keyword_valued = k == "dtype" || k == "padding";
+    if (i + 1 >= a.size() || (a[i + 1].is(Kind::Keyword) && !keyword_valued)) {
       o.kw[k] = Value::boolean(true);
     } else {
       o.kw[k] = a[i + 1];

@@ -11,7 +11,7 @@
 namespace sheaf {
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '\f' || c == '\v'; }
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ','; }
 bool is_delim(char c) {
   return is_ws(c) || c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}' ||
          c == '"' || c == '\'' || c == '`' || c == '~' || c == ';';
@@ -233,6 +233,7 @@ class Reader {
 }  // namespace
 
 Value classify_atom(std::string_view a, SrcLoc loc) {
+  if (a.empty()) throw SheafError("empty atom", loc);
   if (a == "true") return Value::boolean(true);
   if (a == "false") return Value::boolean(false);
   if (a == "nil") return Value::nil();

@@ -206,6 +206,14 @@ Tensor convert(const Tensor& x, DType to) {
     const int32_t* s = x.data<int32_t>();
     float* d = out.mutable_data<float>();
     for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]);
+  } else if (x.dtype() == DType::U32 && to == DType::F32) {
+    const uint32_t* s = x.data<uint32_t>();
+    float* d = out.mutable_data<float>();
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]);
+  } else if (x.dtype() == DType::Bool && to == DType::F32) {
+    const uint8_t* s = x.data<uint8_t>();
+    float* d = out.mutable_data<float>();
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i] ? 1.0f : 0.0f;
   } else {
     for (int64_t i = 0; i < n; ++i) out.set(i, x.get(i));
   }
@@ -289,10 +297,19 @@ Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor c = convert(cond, DType::Bool);
   Tensor x = broadcast_to(a, *shape), y = broadcast_to(b, *shape), cc = broadcast_to(c, *shape);
   Tensor out = Tensor::empty(a.dtype(), *shape);
-  size_t es = dtype_size(a.dtype());
   const uint8_t* pc = cc.data<uint8_t>();
-  for (int64_t i = 0; i < out.numel(); ++i)
-    std::memcpy(out.mutable_bytes() + static_cast<size_t>(i) * es, (pc[i] ? x : y).bytes() + static_cast<size_t>(i) * es, es);
+  auto pick = [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    const T* py = y.data<T>();
+    T* po = out.mutable_data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) po[i] = pc[i] ? px[i] : py[i];
+  };
+  switch (dtype_size(a.dtype())) {  // select moves bits: only the element size matters
+    case 1: pick(uint8_t{}); break;
+    case 2: pick(uint16_t{}); break;
+    default: pick(uint32_t{}); break;
+  }
   return out;
 }
 

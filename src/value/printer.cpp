@@ -59,53 +59,71 @@ static std::string quote_string(const std::string& s) {
   return out + q;
 }
 
-std::string print_value(const Value& v, bool top) {
+// Appends the printed form of v to out (linear in the size of the output, whatever the nesting).
+static void print_to(std::string& out, const Value& v, bool top) {
   switch (v.kind()) {
-    case Kind::Nil: return "nil";
-    case Kind::Bool: return v.as_bool() ? "true" : "false";
-    case Kind::Int: return std::to_string(v.as_int());
-    case Kind::Float: return format_float(v.as_float());
-    case Kind::Str: return top ? v.as_str() : quote_string(v.as_str());
-    case Kind::Keyword: return ":" + v.as_str();
-    case Kind::Symbol: return v.as_str();
-    case Kind::Tensor: return print_tensor(v.as_tensor());
+    case Kind::Nil: out += "nil"; return;
+    case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
+    case Kind::Int: out += std::to_string(v.as_int()); return;
+    case Kind::Float: out += format_float(v.as_float()); return;
+    case Kind::Str: out += top ? v.as_str() : quote_string(v.as_str()); return;
+    case Kind::Keyword: out += ":" + v.as_str(); return;
+    case Kind::Symbol: out += v.as_str(); return;
+    case Kind::Tensor: out += print_tensor(v.as_tensor()); return;
     case Kind::Slice: {
       const auto& s = v.as_slice();
-      return std::to_string(s.start) + ":" + (s.end ? std::to_string(*s.end) : "");
+      out += std::to_string(s.start) + ":" + (s.end ? std::to_string(*s.end) : "");
+      return;
     }
     case Kind::Fn: {
       const auto& f = v.as<FnObj>();
-      if (f.is_macro) return "<macro:" + f.name + ">";
-      return f.name.empty() ? "<function>" : "<fn:" + f.name + ">";
+      out += f.is_macro ? "<macro:" + f.name + ">" : f.name.empty() ? "<function>" : "<fn:" + f.name + ">";
+      return;
     }
-    case Kind::Builtin: return "<fn:" + std::string(v.as<BuiltinObj>().def->name) + ">";
-    case Kind::Recur: return "<recur>";
-    case Kind::Handle: return v.as<HandleObj>().describe();
+    case Kind::Builtin: out += "<fn:" + std::string(v.as<BuiltinObj>().def->name) + ">"; return;
+    case Kind::Recur: out += "<recur>"; return;
+    case Kind::Handle: out += v.as<HandleObj>().describe(); return;
     case Kind::Dict: {
-      std::string s = "{";
+      out += "{";
       bool first = true;
       for (const auto& [k, x] : v.as_dict().entries) {
-        if (!first) s += ", ";
+        out += first ? ":" : ", :";
         first = false;
-        s += ":" + k + " " + print_value(x, false);
+        out += k;
+        out += " ";
+        print_to(out, x, false);
       }
-      return s + "}";
+      out += "}";
+      return;
     }
     case Kind::List: {
       const auto& l = v.as_list();
       if (l.kind == ListKind::Brace) {  // a dict form inside code (from quasiquote)
-        std::string s = "{";
-        for (size_t i = 0; i < l.items.size(); ++i) s += (i ? (i % 2 ? " " : ", ") : "") + print_value(l.items[i], false);
-        return s + "}";
+        out += "{";
+        for (size_t i = 0; i < l.items.size(); ++i) {
+          out += i == 0 ? "" : (i % 2 ? " " : ", ");
+          print_to(out, l.items[i], false);
+        }
+        out += "}";
+        return;
       }
       bool tuple = l.kind == ListKind::Tuple;
-      std::string s = tuple ? "(" : "[";
-      for (size_t i = 0; i < l.items.size(); ++i) s += (i ? ", " : "") + print_value(l.items[i], false);
-      if (tuple && l.items.size() == 1) s += ",";
-      return s + (tuple ? ")" : "]");
+      out += tuple ? "(" : "[";
+      for (size_t i = 0; i < l.items.size(); ++i) {
+        if (i) out += ", ";
+        print_to(out, l.items[i], false);
+      }
+      if (tuple && l.items.size() == 1) out += ",";
+      out += tuple ? ")" : "]";
+      return;
     }
   }
-  return "?";
+}
+
+std::string print_value(const Value& v, bool top) {
+  std::string out;
+  print_to(out, v, top);
+  return out;
 }
 
 }  // namespace sheaf

@@ -57,8 +57,9 @@ TEST(FormatFloat, Specials) {
 }
 
 TEST(FormatFloat, IntegralValuesBeyondShortestDigits) {
-  // 123456789 is not an f32: the nearest one is 123456792, printed with all its integer digits.
-  EXPECT_EQ(format_float(123456789.0f), "123456792.0");
+  // 123456789 is not an f32: the nearest one is 123456792, and the shortest decimal that reads
+  // back as it is 123456790 (SPEC §2.8: shortest round-trip f32).
+  EXPECT_EQ(format_float(123456789.0f), "123456790.0");
 }
 
 TEST(FormatFloat, RoundTrips) {

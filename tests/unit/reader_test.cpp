@@ -253,7 +253,6 @@ TEST(Reader, QuoteForms) {
   EXPECT_EQ(show(read1("''x")), "(quote (quote x))");
   EXPECT_EQ(show(read1("' x")), "(quote x)");
   EXPECT_EQ(show(read1("`[~x]")), "(quasiquote [(unquote x)])");
-  EXPECT_EQ(show(read1("'[1 2] :i32")), "(quote [1 2] :i32)");
   EXPECT_EQ(show_all("'a'b"), "(quote a) | (quote b)");
 }
 
@@ -305,6 +304,14 @@ TEST(Reader, OtherKeywordsAfterVectorsAreArguments) {
   ASSERT_EQ(bindings.items.size(), 2u);  // the suffix is attached, not a third binding form
   EXPECT_EQ(bindings.items[1].as_list().suffix, std::optional<DType>(DType::I32));
   EXPECT_FALSE(bindings.suffix.has_value());
+}
+
+TEST(Reader, QuotedVectorsTakeNoSuffix) {
+  // '[0 1] :i32 is quoted data followed by a keyword argument.
+  EXPECT_EQ(show_all("'[1 2] :i32"), "(quote [1 2]) | :i32");
+  EXPECT_EQ(show(read1("(f '[1 2] :i32)")), "(f (quote [1 2]) :i32)");
+  EXPECT_EQ(show(read1("'([1 2] :i32)")), "(quote ([1 2] :i32))");  // only the quoted form itself
+  EXPECT_EQ(show_all("'x [1 2] :i32"), "(quote x) | [1 2] :i32");
 }
 
 TEST(Reader, NestedSuffixes) {

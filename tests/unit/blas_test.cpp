@@ -1,0 +1,171 @@
+// tests/unit/blas_test.cpp — dot_general and the gemm kernels against a naive loop.
+// Shapes cover plain, transposed and multi-axis contractions, batch dims first, in the middle
+// and last (which forces packing), size-1 and empty dims, and every dtype.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "base/error.hpp"
+#include "tensor/blas.hpp"
+#include "tensor/dot.hpp"
+#include "tensor/elementwise.hpp"
+#include "tensor/shape.hpp"
+
+using namespace sheaf;
+
+namespace {
+
+Tensor random_tensor(DType d, const Shape& s, std::mt19937& rng) {
+  Tensor t(d, s);
+  std::uniform_int_distribution<int> small(-4, 4);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (d == DType::Bool) t.set(i, small(rng) > 0);
+    else if (is_int(d)) t.set(i, d == DType::U32 ? small(rng) + 4 : small(rng));
+    else t.set(i, real(rng));
+  }
+  return t;
+}
+
+// Σ over contracting indices of lhs·rhs, in double, visiting every output index.
+std::vector<double> naive_dot(const Tensor& l, const Tensor& r, const DotDims& dims, Shape& out_shape) {
+  auto is_in = [](const std::vector<int64_t>& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); };
+  std::vector<int64_t> lfree, rfree;
+  for (int64_t d = 0; d < l.rank(); ++d)
+    if (!is_in(dims.lhs_batch, d) && !is_in(dims.lhs_contract, d)) lfree.push_back(d);
+  for (int64_t d = 0; d < r.rank(); ++d)
+    if (!is_in(dims.rhs_batch, d) && !is_in(dims.rhs_contract, d)) rfree.push_back(d);
+  out_shape.clear();
+  for (int64_t d : dims.lhs_batch) out_shape.push_back(l.dim(d));
+  for (int64_t d : lfree) out_shape.push_back(l.dim(d));
+  for (int64_t d : rfree) out_shape.push_back(r.dim(d));
+  Shape cshape;
+  for (int64_t d : dims.lhs_contract) cshape.push_back(l.dim(d));
+  const auto ls = strides_of(l.shape()), rs = strides_of(r.shape()), os = strides_of(out_shape),
+             cs = strides_of(cshape);
+  std::vector<double> out(static_cast<size_t>(shape_numel(out_shape)));
+  for (int64_t o = 0; o < shape_numel(out_shape); ++o) {
+    int64_t lbase = 0, rbase = 0;
+    size_t pos = 0;
+    for (size_t i = 0; i < dims.lhs_batch.size(); ++i, ++pos) {
+      int64_t idx = o / os[pos] % out_shape[pos];
+      lbase += idx * ls[dims.lhs_batch[i]];
+      rbase += idx * rs[dims.rhs_batch[i]];
+    }
+    for (int64_t d : lfree) lbase += (o / os[pos] % out_shape[pos]) * ls[d], ++pos;
+    for (int64_t d : rfree) rbase += (o / os[pos] % out_shape[pos]) * rs[d], ++pos;
+    double acc = 0;
+    for (int64_t c = 0; c < shape_numel(cshape); ++c) {
+      int64_t lo = lbase, ro = rbase;
+      for (size_t i = 0; i < cshape.size(); ++i) {
+        int64_t idx = c / cs[i] % cshape[i];
+        lo += idx * ls[dims.lhs_contract[i]];
+        ro += idx * rs[dims.rhs_contract[i]];
+      }
+      acc += l.get(lo) * r.get(ro);
+    }
+    out[o] = acc;
+  }
+  return out;
+}
+
+struct Case {
+  Shape lhs, rhs;
+  DotDims dims;
+};
+
+const Case kCases[] = {
+    {{5, 7}, {7, 3}, {{}, {}, {1}, {0}}},                         // plain matmul
+    {{7, 5}, {7, 3}, {{}, {}, {0}, {0}}},                         // lhs transposed
+    {{5, 7}, {3, 7}, {{}, {}, {1}, {1}}},                         // rhs transposed
+    {{7, 5}, {3, 7}, {{}, {}, {0}, {1}}},                         // both transposed
+    {{130, 300}, {300, 70}, {{}, {}, {1}, {0}}},                  // past the portable kernel's blocks
+    {{4, 6, 5}, {4, 5, 3}, {{0}, {0}, {2}, {1}}},                 // batched
+    {{6, 4, 5}, {5, 4, 3}, {{1}, {1}, {2}, {0}}},                 // batch in the middle
+    {{6, 5, 4}, {5, 3, 4}, {{2}, {2}, {1}, {0}}},                 // batch last: no unit stride
+    {{2, 3, 4, 5}, {4, 5, 6}, {{}, {}, {2, 3}, {0, 1}}},          // two contracting dims
+    {{2, 3, 4, 5}, {5, 4, 6}, {{}, {}, {2, 3}, {1, 0}}},          // paired in another order
+    {{3, 4, 2, 5}, {5, 2, 6}, {{}, {}, {3, 2}, {0, 1}}},          // contracting dims out of order
+    {{2, 3, 4, 5}, {2, 5, 4, 3}, {{0, 2}, {0, 2}, {3}, {1}}},     // attention-like: [b,t,h,d]·[b,d,h,s]
+    {{4, 3, 2}, {2, 4}, {{}, {}, {0, 2}, {1, 0}}},                // contraction split around a free dim
+    {{1, 5, 1}, {1, 3}, {{}, {}, {2}, {0}}},                      // size-1 dims
+    {{5}, {5}, {{}, {}, {0}, {0}}},                               // vector dot → scalar
+    {{5}, {5, 3}, {{}, {}, {0}, {0}}},                            // vector–matrix
+    {{3, 4}, {5}, {{}, {}, {}, {}}},                              // outer product
+    {{3, 0}, {0, 4}, {{}, {}, {1}, {0}}},                         // empty contraction → zeros
+    {{0, 3}, {3, 4}, {{}, {}, {1}, {0}}},                         // empty result
+    {{2, 3, 4}, {2, 4, 3}, {{0, 2}, {0, 1}, {}, {}}},             // batch only
+};
+
+void expect_matches(DType d, const Case& c, std::mt19937& rng) {
+  SCOPED_TRACE(fmt::format("{} {} · {}", dtype_name(d), shape_str(c.lhs), shape_str(c.rhs)));
+  Tensor l = random_tensor(d, c.lhs, rng), r = random_tensor(d, c.rhs, rng);
+  Shape want_shape;
+  std::vector<double> want = naive_dot(l, r, c.dims, want_shape);
+  Tensor got = dot_general(l, r, c.dims);
+  ASSERT_EQ(got.dtype(), d);
+  ASSERT_EQ(got.shape(), want_shape);
+  int64_t k = 1;
+  for (int64_t d : c.dims.lhs_contract) k *= c.lhs[d];
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if (d == DType::Bool) ASSERT_EQ(got.get(i), want[i] != 0 ? 1 : 0) << "at " << i;
+    else if (is_int(d)) ASSERT_EQ(got.get(i), want[i]) << "at " << i;
+    else {
+      double tol = d == DType::F32 ? 1e-5 * (1 + static_cast<double>(k)) : 2e-2 * (1 + std::abs(want[i]));
+      ASSERT_NEAR(got.get(i), want[i], tol) << "at " << i;
+    }
+  }
+}
+
+TEST(DotGeneral, MatchesNaiveLoopForEveryDtype) {
+  std::mt19937 rng(42);
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::U32, DType::Bool})
+    for (const Case& c : kCases) expect_matches(d, c, rng);
+}
+
+TEST(DotGeneral, IntegerProductsWrap) {
+  Tensor a = Tensor::scalar(DType::I32, 65536).reshaped({1});
+  Tensor r = dot_general(a, a, {{}, {}, {0}, {0}});  // 2^32 wraps to 0
+  EXPECT_EQ(r.get(0), 0);
+  Tensor b = Tensor::scalar(DType::I32, -3).reshaped({1, 1});
+  EXPECT_EQ(dot_general(b, b, {{}, {}, {1}, {0}}).get(0), 9);
+}
+
+TEST(DotGeneral, RejectsMismatchedOperands) {
+  Tensor a(DType::F32, {2, 3}), b(DType::F32, {4, 5}), c(DType::I32, {3, 5});
+  EXPECT_THROW(dot_general(a, b, {{}, {}, {1}, {0}}), SheafError);  // 3 vs 4
+  EXPECT_THROW(dot_general(a, c, {{}, {}, {1}, {0}}), SheafError);  // dtypes
+  EXPECT_THROW(dot_general(a, b, {{}, {}, {2}, {0}}), SheafError);  // out of range
+  EXPECT_THROW(dot_general(a, a, {{0}, {0}, {0}, {0}}), SheafError);  // repeated
+}
+
+// The portable kernel (OpenBLAS's stand-in) on strided views, against a naive product.
+TEST(Gemm, PortableKernelMatchesNaiveLoop) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  for (auto [m, k, n] : {std::tuple{1, 1, 1}, {3, 5, 2}, {4, 128, 64}, {9, 129, 257}, {67, 300, 65}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(fmt::format("{}x{}x{} ta={} tb={}", m, k, n, ta, tb));
+        std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+        for (float& x : a) x = real(rng);
+        for (float& x : b) x = real(rng);
+        MatView<const float> av{a.data(), m, k, ta ? 1 : k, ta ? m : 1}, bv{b.data(), k, n, tb ? 1 : n, tb ? k : 1};
+        gemm_portable(av, bv, {c.data(), m, n, n, 1});
+        std::vector<float> c2(c.size());
+        gemm(av, bv, {c2.data(), m, n, n, 1});
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double want = 0;
+            for (int p = 0; p < k; ++p) want += av.data[i * av.rs + p * av.cs] * bv.data[p * bv.rs + j * bv.cs];
+            ASSERT_NEAR(c[i * n + j], want, 1e-5 * (1 + k));
+            ASSERT_NEAR(c2[i * n + j], want, 1e-5 * (1 + k));
+          }
+      }
+  }
+}
+
+TEST(Gemm, DescribesItsBackend) { EXPECT_FALSE(blas_description().empty()); }
+
+}  // namespace
