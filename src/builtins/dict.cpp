@@ -1,10 +1,13 @@
 // builtins/dict.cpp — dicts and keyed access (SPEC §4.4, §5.12).
-// `get` also indexes lists, tuples and tensors along axis 0, with negative indices.
+// `get` also indexes lists, tuples and tensors along axis 0, with negative indices; an index
+// tensor gathers rows (embedding lookup) and `(get x ... i)` indexes the last axis.
 #include <algorithm>
 
 #include "builtins/args.hpp"
 #include "builtins/registry.hpp"
+#include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
+#include "tensor/gather.hpp"
 #include "value/handle.hpp"
 #include "value/printer.hpp"
 
@@ -23,6 +26,8 @@ std::optional<Value> lookup_step(const Value& coll, const Value& key, SrcLoc loc
     const Value* v = coll.as_dict().find(*name);
     return v ? std::optional<Value>(*v) : std::nullopt;
   }
+  if (coll.is(Kind::Tensor) && key.is(Kind::Tensor) && key.as_tensor().rank() > 0 && coll.as_tensor().rank() > 0)
+    return Value::tensor(take_index(coll.as_tensor(), key.as_tensor(), 0, "get", loc));  // rows (embedding lookup)
   auto idx = number_of(key);
   if (!idx || *idx != static_cast<double>(static_cast<int64_t>(*idx))) return std::nullopt;
   int64_t i = static_cast<int64_t>(*idx);
@@ -41,7 +46,28 @@ std::optional<Value> lookup_step(const Value& coll, const Value& key, SrcLoc loc
   return std::nullopt;
 }
 
+bool is_ellipsis(const Value& v) {
+  static const int id = symbols::intern("...");
+  return v.is(Kind::Symbol) && v.symbol() == id;
+}
+
+// (get x ... i): index i (an integer or an index tensor) of the last axis; nil when out of range.
+Value get_last_axis(const CallArgs& a) {
+  if (a.size() != 3) throw SheafError("get: expected (get x ... i)", a.site);
+  if (!a[0].is(Kind::Tensor) || a[0].as_tensor().rank() == 0) return Value();
+  const Tensor& x = a[0].as_tensor();
+  int64_t last = x.rank() - 1;
+  if (a[2].is(Kind::Tensor) && a[2].as_tensor().rank() > 0) return Value::tensor(take_index(x, a[2].as_tensor(), last, "get", a.site));
+  auto i = number_of(a[2]);
+  if (!i || *i != static_cast<double>(static_cast<int64_t>(*i))) return Value();
+  int64_t j = static_cast<int64_t>(*i);
+  if (j < 0) j += x.dim(last);
+  if (j < 0 || j >= x.dim(last)) return Value();
+  return Value::tensor(take(x, Tensor::scalar(DType::I32, static_cast<double>(j)), last));
+}
+
 Value b_get(Interp&, const CallArgs& a) {
+  if (is_ellipsis(a[1])) return get_last_axis(a);
   std::optional<Value> v = lookup_step(a[0], a[1], a.site);
   if (a.size() == 2) return v.value_or(Value());
   // (get coll k1 k2 ...): a key path when the value found is a collection.

@@ -5,8 +5,10 @@
 
 #include "builtins/args.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/scalar.hpp"
+#include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
+#include "tensor/gather.hpp"
+#include "tensor/shape.hpp"
 #include "value/handle.hpp"
 #include "value/printer.hpp"
 
@@ -39,6 +41,11 @@ Value tensor_rows(const Tensor& t, int64_t begin, int64_t end) {
 
 Value nth_or_nil(const CallArgs& a, int64_t i) {
   if (a[0].is_nil()) return Value();
+  if (a[0].is(Kind::Tensor) && a[0].as_tensor().rank() > 0) {  // one row, without splitting the rest
+    int64_t n = a[0].as_tensor().dim(0);
+    if (i < 0) i += n;
+    return i < 0 || i >= n ? Value() : row_value(a[0].as_tensor(), i);
+  }
   std::vector<Value> e = elems(a, 0);
   if (i < 0) i += static_cast<int64_t>(e.size());
   if (i < 0 || i >= static_cast<int64_t>(e.size())) return Value();
@@ -109,21 +116,6 @@ Value b_append(Interp&, const CallArgs& a) {
   return list_of(std::move(e));
 }
 
-Value b_concat(Interp& in, const CallArgs& a) {
-  std::vector<Value> out;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].is(Kind::Tensor)) tensor_unavailable(a);
-    if (a[i].is(Kind::Str)) {
-      std::string s;
-      for (size_t j = i; j < a.size(); ++j) s += arg_string(a, j);
-      return Value::string(s);
-    }
-    for (Value& x : elems(a, i)) out.push_back(std::move(x));
-    in.check_elements(static_cast<int64_t>(out.size()), a.site);
-  }
-  return list_of(std::move(out));
-}
-
 Value b_list(Interp&, const CallArgs& a) { return list_of({a.args.begin(), a.args.end()}); }
 
 Value b_chars(Interp&, const CallArgs& a) {
@@ -158,10 +150,19 @@ bool natural_less(const Value& x, const Value& y, SrcLoc site) {
   throw SheafError(fmt::format("sort: cannot compare {} with {}", kind_name(x.kind()), kind_name(y.kind())), site);
 }
 
+// Tensors sort along :axis (default last), ascending or with :reverse descending.
+Value sort_tensor(const CallArgs& a, const Options& o) {
+  const Tensor& t = o.positional[0].as_tensor();
+  if (o.get("key")) throw SheafError("sort: :key applies to lists only", a.site);
+  if (t.rank() == 0) throw SheafError(fmt::format("sort: cannot sort a scalar {}", type_str(t)), a.site);
+  int64_t axis = o.get("axis") ? axis_of(a, *o.get("axis"), t.rank()) : t.rank() - 1;
+  return Value::tensor(sort(t, axis, o.flag("reverse")).values);
+}
+
 Value b_sort(Interp& in, const CallArgs& a) {
   Options o = parse_options(a, {"reverse", "key", "axis"});
   if (o.positional.size() != 1) throw SheafError("sort: expected (sort s [:reverse] [:key f])", a.site);
-  if (o.positional[0].is(Kind::Tensor)) tensor_unavailable(a);
+  if (o.positional[0].is(Kind::Tensor)) return sort_tensor(a, o);
   if (o.get("axis")) throw SheafError("sort: :axis applies to tensors only", a.site);
   std::vector<Value> e = seq_elements(o.positional[0], a.site, a.name);
   std::vector<Value> keys = e;
@@ -263,7 +264,6 @@ const BuiltinDef kList[] = {
     {"rest", "(rest s)", "All but the first element (empty → empty list).", b_rest, 1, 1},
     {"cons", "(cons x s)", "Prepend x to a sequence.", b_cons, 2, 2},
     {"append", "(append s x)", "Add x at the end (list → list; tensor → tensor along axis 0).", b_append, 2, 2},
-    {"concat", "(concat a b ... [:axis a])", "Concatenate lists (tensors along an axis).", b_concat, 0, -1},
     {"nth", "(nth seq i)", "Element i (negative counts from the end); out of range is an error.", b_nth, 2, 2},
     {"count", "(count x)", "Number of elements (axis 0 for tensors; characters for strings).", b_count, 1, 1},
     {"len", "(len x)", "Alias of count.", b_count, 1, 1},

@@ -1,8 +1,244 @@
-// builtins/random.cpp — random builtins (SPEC §5).
+// builtins/random.cpp — random numbers with explicit, functional keys (SPEC §5.8, §6.7) and
+// `dropout` (§5.3). Every sampler draws the bits of its whole result from one key with the
+// random_bits primitive (element e ↔ counter (e, 0)) and maps them elementwise
+// (tensor/random.hpp). A key argument is a key value (f32[4] of 16-bit limbs), an integer seed,
+// or a list (or 1-D tensor) of two 32-bit words.
+//
+// choice: with replacement, result element e uses the bits of element e: without :p it is
+// (random-randint key shape 0 n); with :p it is the inverse CDF of §6.7. Without replacement
+// (interpreter only) it is an exponential race (Efraimidis–Spirakis): candidate j gets
+// E_j = −ln(u_j)/w_j, with u_j = (top 53 bits of (b0_j, b1_j) + 0.5)·2^−53 from the bits of
+// element j of a draw of shape [n] (w_j = 1 without :p); the k smallest E_j (ties: lower j
+// first), in increasing order, are the sample. Zero weights are never drawn.
+#include <algorithm>
+#include <cmath>
+
+#include "builtins/args.hpp"
+#include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
+#include "eval/interp.hpp"
+#include "tensor/elementwise.hpp"
+#include "tensor/gather.hpp"
+#include "tensor/random.hpp"
+#include "tensor/shape.hpp"
 
 namespace sheaf {
+namespace {
 
-std::span<const BuiltinDef> random_builtins() { return {}; }
+std::optional<uint32_t> word_of(std::optional<double> d) {
+  if (!d || !(*d >= 0 && *d <= 4294967295.0) || std::trunc(*d) != *d) return std::nullopt;
+  return static_cast<uint32_t>(*d);
+}
+
+RandomKey arg_key(const CallArgs& a, size_t i) {
+  const Value& v = a[i];
+  if (v.is(Kind::Int)) return key_from_seed(v.as_int());
+  std::optional<uint32_t> w0, w1;
+  if (v.is(Kind::Tensor)) {
+    const Tensor& t = v.as_tensor();
+    if (auto k = key_of_limbs(t)) return *k;
+    if (t.rank() == 0 && is_int(t.dtype())) return key_from_seed(static_cast<int64_t>(t.get(0)));
+    if (t.rank() == 1 && t.numel() == 2) w0 = word_of(t.get(0)), w1 = word_of(t.get(1));
+  } else if (v.is_list() && v.as_list().items.size() == 2) {
+    w0 = word_of(number_of(v.as_list().items[0])), w1 = word_of(number_of(v.as_list().items[1]));
+  }
+  if (w0 && w1) return {*w0, *w1};
+  type_error(a, i, "a key (from random-key), an integer seed or a list of two 32-bit words");
+}
+
+// Element count of `shape`, at most 2^32 per call (§6.7) and within the interpreter's limit.
+int64_t checked_count(Interp& in, const CallArgs& a, const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) n = INT64_MAX;
+  if (n > kMaxRandomElements)
+    throw SheafError(fmt::format("{}: at most 2^32 elements per call, got shape [{}]", a.name, fmt::join(shape, " ")), a.site);
+  in.check_elements(n, a.site);
+  return n;
+}
+
+// The bits of a whole result of `shape` drawn from the key in argument `key_arg`.
+RandomBits draw(Interp& in, const CallArgs& a, size_t key_arg, const Shape& shape) {
+  RandomKey key = arg_key(a, key_arg);
+  checked_count(in, a, shape);
+  return random_bits(key, shape, kSampleStream);
+}
+
+// Positional arguments of an option-taking call, with the arity check of its signature.
+CallArgs positional(const CallArgs& a, const std::vector<Value>& pos, size_t lo, size_t hi, std::string_view sig) {
+  if (pos.size() < lo || pos.size() > hi)
+    throw SheafError(fmt::format("{}: expected {}, got {} positional arguments", a.name, sig, pos.size()), a.site);
+  return CallArgs{pos, a.site, a.name};
+}
+
+Value b_random_key(Interp&, const CallArgs& a) { return Value::tensor(key_tensor(key_from_seed(arg_int(a, 0)))); }
+
+Value b_random_split(Interp& in, const CallArgs& a) {
+  RandomKey key = arg_key(a, 0);
+  int64_t n = a.size() > 1 ? arg_int(a, 1) : 2;
+  if (n < 0) throw SheafError(fmt::format("random-split: n must be non-negative, got {}", n), a.site);
+  if (n > kMaxRandomElements) throw SheafError(fmt::format("random-split: at most 2^32 children per split, got {}", n), a.site);
+  in.check_elements(n, a.site);
+  RandomBits bits = random_bits(key, {n}, kSplitStream);  // child i: threefry(key, (i, 1))
+  const uint32_t* b0 = bits.b0.data<uint32_t>();
+  const uint32_t* b1 = bits.b1.data<uint32_t>();
+  std::vector<Value> children;
+  children.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) children.push_back(Value::tensor(key_tensor({b0[i], b1[i]})));
+  return Value::list(std::move(children));
+}
+
+Value b_random_uniform(Interp& in, const CallArgs& a) {
+  return Value::tensor(uniform_from_bits(draw(in, a, 0, arg_shape(a, 1)).b0));
+}
+
+// `:dtype` is read here rather than by parse_options: its value is a keyword, which
+// parse_options would take for a second flag.
+Value b_random_normal(Interp& in, const CallArgs& a) {
+  std::vector<Value> pos;
+  DType d = DType::F32;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is(Kind::Keyword) && a[i].as_str() == "dtype" && i + 1 < a.size()) {
+      d = dtype_value(a[++i], a);
+      if (!is_float(d)) throw SheafError(fmt::format("random-normal: :dtype must be :f32, :f16 or :bf16, got :{}", dtype_name(d)), a.site);
+    } else {
+      pos.push_back(a[i]);
+    }
+  }
+  CallArgs pa = positional(a, pos, 2, 2, "(random-normal key shape [:dtype d])");
+  RandomBits bits = draw(in, pa, 0, arg_shape(pa, 1));
+  return Value::tensor(convert(normal_from_bits(bits.b0, bits.b1), d));
+}
+
+Value b_random_randint(Interp& in, const CallArgs& a) {
+  int64_t low = arg_int(a, 2), high = arg_int(a, 3);
+  if (high <= low) throw SheafError("random-randint: high must be > low", a.site);
+  if (low < INT32_MIN || high > int64_t{1} << 31)
+    throw SheafError(fmt::format("random-randint: low and high must lie in the i32 range, got {} and {}", low, high), a.site);
+  return Value::tensor(randint_from_bits(draw(in, a, 0, arg_shape(a, 1)).b0, low, high));
+}
+
+// :p of choice: n finite non-negative f32 weights with a positive sum.
+std::vector<float> choice_weights(const CallArgs& a, const Value& p, int64_t n) {
+  std::vector<float> w;
+  if (p.is(Kind::Tensor) && p.as_tensor().rank() == 1) {
+    Tensor t = convert(p.as_tensor(), DType::F32);
+    w.assign(t.data<float>(), t.data<float>() + t.numel());
+  } else if (p.is_list()) {
+    for (const Value& x : p.as_list().items) {
+      auto d = number_of(x);
+      if (!d) throw SheafError("choice: :p must be a 1-D tensor or a list of numbers", a.site);
+      w.push_back(static_cast<float>(*d));
+    }
+  } else {
+    throw SheafError("choice: :p must be a 1-D tensor or a list of numbers", a.site);
+  }
+  if (static_cast<int64_t>(w.size()) != n)
+    throw SheafError(fmt::format("choice: :p has {} weights for a population of {}", w.size(), n), a.site);
+  float total = 0;
+  for (float x : w) {
+    if (!(x >= 0) || std::isinf(x)) throw SheafError("choice: :p weights must be finite and non-negative", a.site);
+    total += x;
+  }
+  if (total == 0) throw SheafError("choice: :p weights sum to zero", a.site);
+  return w;
+}
+
+// index_e = min(n−1, #{j : c_j ≤ u_e·c_{n−1}}), c the running f32 sums of w (§6.7).
+Tensor inverse_cdf(const Tensor& u, const std::vector<float>& w) {
+  std::vector<float> c(w.size());
+  float s = 0;
+  for (size_t j = 0; j < w.size(); ++j) c[j] = s += w[j];  // non-decreasing: w_j ≥ 0
+  Tensor out = Tensor::empty(DType::I32, u.shape());
+  const float* pu = u.data<float>();
+  int32_t* po = out.mutable_data<int32_t>();
+  auto last = static_cast<int64_t>(c.size()) - 1;
+  for (int64_t e = 0; e < out.numel(); ++e) {
+    int64_t count = std::upper_bound(c.begin(), c.end(), pu[e] * c.back()) - c.begin();
+    po[e] = static_cast<int32_t>(std::min(last, count));
+  }
+  return out;
+}
+
+// Sampling without replacement: the exponential race described at the top of this file.
+Tensor exponential_race(const CallArgs& a, const RandomBits& bits, const std::vector<float>& w, const Shape& shape) {
+  const uint32_t* b0 = bits.b0.data<uint32_t>();
+  const uint32_t* b1 = bits.b1.data<uint32_t>();
+  std::vector<std::pair<double, int64_t>> race;  // (E_j, j)
+  for (int64_t j = 0; j < bits.b0.numel(); ++j) {
+    double wj = w.empty() ? 1.0 : w[static_cast<size_t>(j)];
+    if (wj == 0) continue;
+    double u = (static_cast<double>((uint64_t{b0[j]} << 21) | (b1[j] >> 11)) + 0.5) * 0x1p-53;
+    race.emplace_back(-std::log(u) / wj, j);
+  }
+  auto k = static_cast<size_t>(shape_numel(shape));
+  if (k > race.size())
+    throw SheafError(fmt::format("choice: cannot draw {} samples without replacement from {} candidates", k, race.size()), a.site);
+  std::partial_sort(race.begin(), race.begin() + static_cast<std::ptrdiff_t>(k), race.end());
+  Tensor out = Tensor::empty(DType::I32, shape);
+  int32_t* po = out.mutable_data<int32_t>();
+  for (size_t i = 0; i < k; ++i) po[i] = static_cast<int32_t>(race[i].second);
+  return out;
+}
+
+Value b_choice(Interp& in, const CallArgs& a) {
+  Options o = parse_options(a, {"p", "replace"});
+  CallArgs pa = positional(a, o.positional, 2, 3, "(choice key a [shape] [:p probs] [:replace bool])");
+  const Tensor* population = nullptr;
+  int64_t n;
+  if (pa[1].is(Kind::Tensor) && pa[1].as_tensor().rank() >= 1) {
+    population = &pa[1].as_tensor();
+    n = population->dim(0);
+    if (n == 0) throw SheafError(fmt::format("choice: cannot sample from {}, it has no rows", type_str(*population)), a.site);
+  } else {
+    n = arg_int(pa, 1);
+    if (n < 1 || n > INT32_MAX) throw SheafError(fmt::format("choice: a must be in [1, 2^31), got {}", n), a.site);
+  }
+  Shape shape = pa.size() > 2 ? arg_shape(pa, 2) : Shape{};
+  std::vector<float> w;
+  if (const Value* p = o.get("p")) w = choice_weights(a, *p, n);
+  const Value* replace = o.get("replace");
+  Tensor idx;
+  if (!replace || replace->truthy()) {
+    RandomBits bits = draw(in, pa, 0, shape);
+    idx = w.empty() ? randint_from_bits(bits.b0, 0, n) : inverse_cdf(uniform_from_bits(bits.b0), w);
+  } else {
+    checked_count(in, pa, shape);
+    idx = exponential_race(a, draw(in, pa, 0, {n}), w, shape);
+  }
+  if (population) in.check_elements(shape_numel(shape) * (population->numel() / n), a.site);
+  return Value::tensor(population ? take(*population, idx, 0) : idx);
+}
+
+// Inverted dropout: keep where u ≥ rate (u uniform over x's shape), kept values scaled by
+// 1/(1 − rate) in f32; integer x computes in f32. Rate 0 returns x itself.
+Value b_dropout(Interp& in, const CallArgs& a) {
+  Operand x = operand(a, 0);
+  double r = arg_number(a, 2);
+  if (!(r >= 0 && r <= 1)) throw SheafError(fmt::format("dropout: rate must be in [0, 1], got {}", static_cast<float>(r)), a.site);
+  arg_key(a, 1);
+  if (r == 0) return a[0];
+  RandomBits bits = draw(in, a, 1, x.t.shape());
+  auto rate = static_cast<float>(r);
+  DType d = float_dtype(x.t.dtype());
+  Tensor keep = binary(Binary::Ge, uniform_from_bits(bits.b0), Tensor::scalar(DType::F32, rate));
+  Tensor kept = binary(Binary::Mul, convert(x.t, d), Tensor::scalar(d, 1.0f / (1.0f - rate)));
+  return Value::tensor(select(keep, kept, Tensor::scalar(d, 0)));
+}
+
+const BuiltinDef kRandom[] = {
+    {"random-key", "(random-key seed)", "Key from an integer seed (an f32[4] of 16-bit limbs).", b_random_key, 1, 1},
+    {"random-split", "(random-split key [n])", "List of n child keys (default 2).", b_random_split, 1, 2},
+    {"random-uniform", "(random-uniform key shape)", "f32 samples uniform in [0, 1).", b_random_uniform, 2, 2},
+    {"random-normal", "(random-normal key shape [:dtype d])", "Standard normal samples (generated in f32, then cast).", b_random_normal, 2, 4},
+    {"random-randint", "(random-randint key shape low high)", "i32 samples uniform in [low, high).", b_random_randint, 4, 4},
+    {"choice", "(choice key a [shape] [:p probs] [:replace bool])",
+     "Samples from (arange a) or the rows of tensor a; optional weights; with replacement by default.", b_choice, 2, 7},
+    {"dropout", "(dropout x key rate)", "Inverted dropout: zero with probability rate, scale kept values by 1/(1-rate).", b_dropout, 3, 3},
+};
+
+}  // namespace
+
+std::span<const BuiltinDef> random_builtins() { return kRandom; }
 
 }  // namespace sheaf
