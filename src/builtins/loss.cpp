@@ -1,8 +1,67 @@
-// builtins/loss.cpp — loss builtins (SPEC §5).
+// builtins/loss.cpp — built-in losses (SPEC §5.14): sparse-cross-entropy. (cross-entropy-loss,
+// mse-loss and mae-loss are written in Sheaf in lib/nn.shf.)
+#include <cmath>
+
+#include "builtins/activation.hpp"
+#include "builtins/args.hpp"
+#include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
+#include "tensor/elementwise.hpp"
+#include "tensor/reduce.hpp"
+#include "tensor/shape.hpp"
 
 namespace sheaf {
+namespace {
 
-std::span<const BuiltinDef> loss_builtins() { return {}; }
+// (sparse-cross-entropy logits targets [:i32])
+//   logits [..., C] (float; integers compute in f32), targets [...] integral class ids (any
+//   numeric dtype; `:i32` only tags them) → mean over positions of −log_softmax(logits)[..., t].
+//   The class is picked with a one-hot mask: (iota C == t[..., None]) · log-probabilities.
+Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
+  Options o = parse_options(a, {"i32"});
+  if (o.positional.size() != 2)
+    throw SheafError(fmt::format("sparse-cross-entropy: expected logits and targets, got {} arguments", o.positional.size()), a.site);
+  const Value& lv = o.positional[0];
+  const Value& tv = o.positional[1];
+  if (!lv.is(Kind::Tensor) || lv.as_tensor().rank() == 0) type_error(a, 0, "a tensor of logits [..., classes]");
+  Tensor logits = convert(lv.as_tensor(), float_dtype(lv.as_tensor().dtype()));
+  Tensor targets;
+  if (tv.is(Kind::Tensor)) targets = tv.as_tensor();
+  else if (tv.is(Kind::Int)) targets = Tensor::scalar(DType::I32, static_cast<double>(tv.as_int()));
+  else type_error(a, 1, "a tensor of integer class ids");
+
+  const int64_t classes = logits.shape().back();
+  Shape expected(logits.shape().begin(), logits.shape().end() - 1);
+  if (targets.shape() != expected)
+    throw SheafError(fmt::format("sparse-cross-entropy: targets {} do not match logits {} (expected targets of shape [{}])",
+                                 type_str(targets), type_str(logits), fmt::join(expected, "x")), a.site);
+  for (int64_t i = 0; i < targets.numel(); ++i) {
+    double t = targets.get(i);
+    if (t != std::trunc(t) || t < 0 || t >= static_cast<double>(classes))
+      throw SheafError(fmt::format("sparse-cross-entropy: target {} is not a class index in [0, {})", t, classes), a.site);
+  }
+
+  std::vector<double> ids(static_cast<size_t>(classes));
+  for (int64_t c = 0; c < classes; ++c) ids[static_cast<size_t>(c)] = static_cast<double>(c);
+  Shape column = expected;
+  column.push_back(1);
+  Tensor hit = binary(Binary::Eq, make_tensor(DType::I32, {classes}, ids), convert(targets, DType::I32).reshaped(column));
+  Tensor picked = binary(Binary::Mul, log_softmax(logits, logits.rank() - 1), convert(hit, logits.dtype()));
+  std::vector<int64_t> all(static_cast<size_t>(logits.rank()));
+  for (int64_t i = 0; i < logits.rank(); ++i) all[static_cast<size_t>(i)] = i;
+  Tensor total = reduce(Reduce::Sum, convert(picked, DType::F32), all);  // mean in f32, then logits' dtype
+  Tensor n = Tensor::scalar(DType::F32, static_cast<double>(targets.numel()));
+  Tensor loss = binary(Binary::Sub, Tensor::scalar(DType::F32, 0), binary(Binary::Div, total, n));  // 0 − x: no −0.0
+  return Value::tensor(convert(loss, logits.dtype()));
+}
+
+const BuiltinDef kLoss[] = {
+    {"sparse-cross-entropy", "(sparse-cross-entropy logits targets [:i32])",
+     "Mean categorical cross-entropy with integer class targets; log-softmax applied internally.", b_sparse_cross_entropy, 2, 3},
+};
+
+}  // namespace
+
+std::span<const BuiltinDef> loss_builtins() { return kLoss; }
 
 }  // namespace sheaf

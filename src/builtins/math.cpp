@@ -292,8 +292,6 @@ const BuiltinDef kMath[] = {
     {"clamp", "(clamp x lo hi)", "Clip x to [lo, hi].", b_clamp, 3, 3},
     {"minimum", "(minimum a b)", "Element-wise minimum of two values.", b_min, 2, 2},
     {"maximum", "(maximum a b)", "Element-wise maximum of two values.", b_max, 2, 2},
-    {"min", "(min x ...)", "Smallest value; with several arguments an element-wise fold.", b_min, 1, -1},
-    {"max", "(max x ...)", "Largest value; with several arguments an element-wise fold.", b_max, 1, -1},
     {"int", "(int x)", "To integer (truncation toward zero); parses strings.", b_int, 1, 1},
     {"float", "(float x)", "To float; parses strings.", b_float, 1, 1},
 };

@@ -1,0 +1,32 @@
+// builtins/pytree.hpp — pytrees (SPEC §2.7), shared by the tree builtins, scan and (later)
+// value-and-grad, vmap and collectives.
+// A pytree is a dict, list or tuple of pytrees, or a leaf (anything else: tensors, numbers, …).
+// Leaf order: depth first, dict keys sorted, list elements in order. Lists and tuples of the
+// same length match each other; a result keeps the kinds of the first tree.
+#pragma once
+#include <functional>
+#include <string>
+#include <span>
+#include <vector>
+
+#include "value/function.hpp"
+
+namespace sheaf {
+
+bool is_tree_node(const Value& v);  // dict, list or tuple
+std::string describe_node(const Value& v);  // "dict {:a :b}", "list of 2", "tensor f32[2]", "int"
+
+// Leaves in pytree order, appended to `out`.
+void tree_leaves(const Value& tree, std::vector<Value>& out);
+
+// The structure of a tree with every leaf replaced by the symbol `*`: `{:a *, :b [*, *]}`.
+// This is the printable treedef returned by `flatten`.
+Value tree_def(const Value& tree);
+
+// fn applied leaf-wise across structurally identical trees; the result has the structure of
+// trees[0]. A mismatch is "<name>: <what> at :b -> [1]: list of 2 vs list of 3".
+using LeafFn = std::function<Value(std::span<const Value> leaves)>;
+Value tree_map(std::span<const Value> trees, const LeafFn& fn, const CallArgs& a,
+               std::string_view what = "pytree structure mismatch");
+
+}  // namespace sheaf
