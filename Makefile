@@ -30,7 +30,7 @@ fuzz: bootstrap
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run_fuzz.sh
 
 demo: build
-	./build/sheaf examples/linreg/train.shf
+	./build/sheaf examples/mlp/train.shf
 
 clean:
 	rm -rf build build-asan build-fuzz
