@@ -1,0 +1,178 @@
+// tensor/blas.cpp — OpenBLAS loading and the portable matrix-product kernel.
+// OpenBLAS picks its kernels when it is loaded, from OPENBLAS_CORETYPE or its own CPU detection.
+// Debian's 0.3.21 misdetects recent CPUs (Zen 5, Emerald Rapids) and falls back to a generic
+// kernel two to five times slower, so on CPUs with AVX-512 F/BW/DQ/VL we ask for SkylakeX unless
+// the user chose a core; that is why OpenBLAS is loaded with dlopen here rather than linked.
+#include "tensor/blas.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace sheaf {
+namespace {
+
+// cblas_sgemm(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); blasint = int.
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                         int);
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+struct OpenBlas {
+  SgemmFn sgemm = nullptr;
+  std::string description = "portable kernel";
+};
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
+// Threads for OpenBLAS: SHEAF_NUM_THREADS, else whatever OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
+// asked for (0: leave OpenBLAS's choice), else 1 — on the 2-core machines this project targets a
+// second thread gains little and loses much when the other core is busy (bench/README.md).
+int wanted_threads() {
+  if (const char* s = std::getenv("SHEAF_NUM_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(s, &end, 10);
+    if (end != s && *end == '\0' && n >= 1 && n <= 1024) return static_cast<int>(n);
+    fmt::print(stderr, "sheaf: warning: ignoring SHEAF_NUM_THREADS={} (expected a positive integer)\n", s);
+  }
+  if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) return 0;
+  return 1;
+}
+
+OpenBlas load_openblas() {
+  OpenBlas lib;
+  const bool choose_core = std::getenv("OPENBLAS_CORETYPE") == nullptr && cpu_has_avx512();
+  if (choose_core) setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  void* h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+  if (choose_core) unsetenv("OPENBLAS_CORETYPE");  // read during dlopen; children see the user's env
+  if (h) lib.sgemm = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
+  if (!lib.sgemm) {
+    fmt::print(stderr,
+               "sheaf: note: OpenBLAS (libopenblas.so.0) could not be loaded; matrix products use a slower "
+               "portable kernel\n");
+    return lib;
+  }
+  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
+  auto get_threads = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_num_threads"));
+  auto config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
+  auto corename = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
+  if (int n = wanted_threads(); n > 0 && set_threads) set_threads(n);
+  std::string version = "OpenBLAS";
+  if (config) {  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH …": keep the first two words
+    std::string c = config();
+    size_t sp = c.find(' ', c.find(' ') + 1);
+    version = c.substr(0, sp);
+  }
+  int threads = get_threads ? get_threads() : 1;
+  lib.description = fmt::format("{} {}, {} thread{}", version, corename ? corename() : "?", threads,
+                                threads == 1 ? "" : "s");
+  return lib;
+}
+
+const OpenBlas& openblas() {
+  static const OpenBlas lib = load_openblas();
+  return lib;
+}
+
+// c[i0..i0+R, j0..j0+jb] += a[i0..i0+R, p0..p0+kb] · panel[kb×nb] columns j0..j0+jb, with the
+// R×jb block of c held in a local accumulator the compiler keeps in registers and L1.
+template <typename T, int R>
+void update_rows(const MatView<const T>& a, int64_t i0, int64_t p0, int64_t kb, const T* panel, int64_t nb,
+                 int64_t j0, const MatView<T>& c, int64_t cj0) {
+  constexpr int64_t JB = 64;
+  const int64_t jb = std::min(JB, nb - j0);
+  T acc[R][JB];
+  for (int r = 0; r < R; ++r) std::copy_n(c.data + (i0 + r) * c.rs + cj0 + j0, jb, acc[r]);
+  for (int64_t p = 0; p < kb; ++p) {
+    const T* brow = panel + p * nb + j0;
+    for (int r = 0; r < R; ++r) {
+      const T av = a.data[(i0 + r) * a.rs + (p0 + p) * a.cs];
+      for (int64_t j = 0; j < jb; ++j) acc[r][j] += av * brow[j];
+    }
+  }
+  for (int r = 0; r < R; ++r) std::copy_n(acc[r], jb, c.data + (i0 + r) * c.rs + cj0 + j0);
+}
+
+// Blocked product: a KB×NB panel of b is packed contiguous (any strides in), then rows of a
+// stream through it four at a time.
+template <typename T>
+void gemm_blocked(MatView<const T> a, MatView<const T> b, MatView<T> c) {
+  constexpr int64_t KB = 128, NB = 256;  // a 128 KiB f32 panel stays in L2
+  const int64_t m = c.rows, n = c.cols, k = a.cols;
+  for (int64_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.rs, n, T{0});
+  std::vector<T> panel(static_cast<size_t>(std::min(KB, k) * std::min(NB, n)));
+  for (int64_t cj0 = 0; cj0 < n; cj0 += NB) {
+    const int64_t nb = std::min(NB, n - cj0);
+    for (int64_t p0 = 0; p0 < k; p0 += KB) {
+      const int64_t kb = std::min(KB, k - p0);
+      for (int64_t p = 0; p < kb; ++p)
+        for (int64_t j = 0; j < nb; ++j) panel[p * nb + j] = b.data[(p0 + p) * b.rs + (cj0 + j) * b.cs];
+      for (int64_t j0 = 0; j0 < nb; j0 += 64) {
+        int64_t i = 0;
+        for (; i + 4 <= m; i += 4) update_rows<T, 4>(a, i, p0, kb, panel.data(), nb, j0, c, cj0);
+        for (; i < m; ++i) update_rows<T, 1>(a, i, p0, kb, panel.data(), nb, j0, c, cj0);
+      }
+    }
+  }
+}
+
+// An operand as BLAS sees it: row-major, optionally transposed, with a leading dimension.
+struct BlasOperand {
+  const float* data;
+  bool trans;
+  int64_t ld;
+};
+
+// The view itself when one of its strides is 1, else a packed row-major copy in `store`.
+BlasOperand blas_operand(const MatView<const float>& v, std::vector<float>& store) {
+  const int64_t r = v.rows, c = v.cols;
+  if (c == 1 || v.cs == 1) {
+    int64_t ld = r == 1 ? std::max<int64_t>(1, c) : v.rs;
+    if (ld >= std::max<int64_t>(1, c)) return {v.data, false, ld};
+  }
+  if (r == 1 || v.rs == 1) {
+    int64_t ld = c == 1 ? std::max<int64_t>(1, r) : v.cs;
+    if (ld >= std::max<int64_t>(1, r)) return {v.data, true, ld};
+  }
+  store.resize(static_cast<size_t>(r * c));
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) store[i * c + j] = v.data[i * v.rs + j * v.cs];
+  return {store.data(), false, c};
+}
+
+bool fits_int(std::initializer_list<int64_t> xs) {
+  return std::all_of(xs.begin(), xs.end(), [](int64_t x) { return x <= INT_MAX; });
+}
+
+}  // namespace
+
+void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float> c) { gemm_blocked(a, b, c); }
+
+void gemm(MatView<const uint32_t> a, MatView<const uint32_t> b, MatView<uint32_t> c) { gemm_blocked(a, b, c); }
+
+void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
+  const OpenBlas& lib = openblas();
+  const int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0) return;
+  if (!lib.sgemm || k == 0) return gemm_portable(a, b, c);
+  std::vector<float> store_a, store_b;
+  BlasOperand pa = blas_operand(a, store_a), pb = blas_operand(b, store_b);
+  const int64_t ldc = m == 1 ? n : c.rs;
+  if (!fits_int({m, n, k, pa.ld, pb.ld, ldc})) return gemm_portable(a, b, c);
+  lib.sgemm(kRowMajor, pa.trans ? kTrans : kNoTrans, pb.trans ? kTrans : kNoTrans, static_cast<int>(m),
+            static_cast<int>(n), static_cast<int>(k), 1.0f, pa.data, static_cast<int>(pa.ld), pb.data,
+            static_cast<int>(pb.ld), 0.0f, c.data, static_cast<int>(ldc));
+}
+
+std::string blas_description() { return openblas().description; }
+
+}  // namespace sheaf

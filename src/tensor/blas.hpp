@@ -1,0 +1,31 @@
+// tensor/blas.hpp — matrix-product kernels under dot_general.
+//   f32: OpenBLAS's cblas_sgemm, loaded at run time with dlopen (so that OPENBLAS_CORETYPE can be
+//        chosen before OpenBLAS reads it), or a portable blocked kernel when OpenBLAS is absent
+//   u32: products modulo 2^32 with the portable kernel; this serves i32 too (two's complement)
+// Environment: SHEAF_NUM_THREADS sets OpenBLAS's thread count (default 1; see bench/README.md);
+// OPENBLAS_CORETYPE, when set by the user, is left alone.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace sheaf {
+
+// A strided matrix: element (r, c) lives at data[r * rs + c * cs].
+template <typename T>
+struct MatView {
+  T* data;
+  int64_t rows, cols;
+  int64_t rs, cs;
+};
+
+// c = a · b with a: m×k, b: k×n, c: m×n (overwritten; c.cs must be 1). Any operand strides.
+void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c);
+void gemm(MatView<const uint32_t> a, MatView<const uint32_t> b, MatView<uint32_t> c);
+
+// The portable f32 kernel that stands in for OpenBLAS, exposed for tests.
+void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float> c);
+
+// What f32 products run on: "OpenBLAS 0.3.21 SkylakeX, 1 thread" or "portable kernel".
+std::string blas_description();
+
+}  // namespace sheaf
