@@ -1,6 +1,7 @@
 // cli/main.cpp — the `sheaf` command line (SPEC §8): run a file, -c EXPR, or the REPL.
 // The interpreter runs on a thread with a large stack so that deep (bounded) recursion in
 // user programs reports "Maximum recursion depth exceeded" instead of overflowing.
+#include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -84,6 +85,9 @@ int run_on_big_stack(Cli& cli) {
 
 int main(int argc, char** argv) {
   using namespace sheaf;
+  // One malloc arena: the interpreter thread would otherwise get a secondary arena that returns
+  // large tensor buffers to the kernel on every free (thousands of page faults per matmul).
+  mallopt(M_ARENA_MAX, 1);
   Cli cli;
   CLI::App app{"Sheaf — a Lisp for writing and training neural networks as plain math.", "sheaf"};
   app.set_version_flag("--version", std::string("Sheaf ") + SHEAF_VERSION);
