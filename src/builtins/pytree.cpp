@@ -1,6 +1,8 @@
 // builtins/pytree.cpp — pytree traversal (see pytree.hpp).
 #include "builtins/pytree.hpp"
 
+#include "builtins/tensor_args.hpp"
+
 #include "base/error.hpp"
 #include "tensor/shape.hpp"
 #include "value/printer.hpp"
@@ -111,6 +113,17 @@ Value tree_def(const Value& tree) {
 Value tree_map(std::span<const Value> trees, const LeafFn& fn, const CallArgs& a, std::string_view what) {
   Mapper m{fn, a, what, {}};
   return m.map(trees);
+}
+
+Tensor stack_leaves(std::span<const Value> leaves, const CallArgs& a) {
+  if (auto o = as_operand(Value::list({leaves.begin(), leaves.end()}))) return o->t;
+  for (const Value& v : leaves)
+    if (!as_operand(v))
+      throw SheafError(fmt::format("{}: outputs must be numbers or tensors to stack, got {}", a.name, describe_node(v)), a.site);
+  for (const Value& v : leaves)
+    if (as_operand(v)->t.shape() != as_operand(leaves[0])->t.shape())
+      throw SheafError(fmt::format("{}: cannot stack outputs {} and {} (shapes differ)", a.name, describe_node(leaves[0]), describe_node(v)), a.site);
+  throw SheafError(fmt::format("{}: cannot stack the outputs", a.name), a.site);
 }
 
 }  // namespace sheaf

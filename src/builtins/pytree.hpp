@@ -29,4 +29,8 @@ using LeafFn = std::function<Value(std::span<const Value> leaves)>;
 Value tree_map(std::span<const Value> trees, const LeafFn& fn, const CallArgs& a,
                std::string_view what = "pytree structure mismatch");
 
+// Equal-shape leaves (numbers or tensors), one per step, stacked on a new axis 0 (SPEC §2.3
+// dtypes: ints → i32, floats → f32). Used by scan and vmap to assemble their outputs.
+Tensor stack_leaves(std::span<const Value> leaves, const CallArgs& a);
+
 }  // namespace sheaf

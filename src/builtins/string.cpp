@@ -363,12 +363,24 @@ Value b_gensym(Interp&, const CallArgs& a) {
 
 Value b_symbol_p(Interp&, const CallArgs& a) { return Value::boolean(a[0].is(Kind::Symbol)); }
 
+// (progress :k v ...): fields shown on the active progress bar (SPEC §10); merged into the
+// interpreter's progress fields, which the bar of the outermost long loop displays.
+Value b_progress(Interp& in, const CallArgs& a) {
+  if (a.size() % 2 != 0) throw SheafError("progress: expected :key value pairs", a.site);
+  for (size_t i = 0; i < a.size(); i += 2) {
+    if (!a[i].is(Kind::Keyword)) type_error(a, i, "a keyword");
+    in.progress_fields = dict_assoc(in.progress_fields, a[i].as_str(), a[i + 1]);
+  }
+  return Value();
+}
+
 const BuiltinDef kString[] = {
     {"str", "(str x ...)", "Concatenation of the printed forms (strings unquoted).", b_str, 0, -1},
     {"str-call", "(str-call \"method\" s args...)", "Python string method by name: replace, split, join, format, strip, find, ...", b_str_call, 2, -1},
     {"print", "(print x ...) / (print fmt args...) [:end s]", "Write printed forms, or a {}-format, to stdout; returns nil.", b_print, 0, -1, true},
     {"gensym", "(gensym [prefix])", "Fresh symbol: prefix (default G__) + 8 hex digits.", b_gensym, 0, 1, true},
     {"symbol?", "(symbol? x)", "True for symbol values.", b_symbol_p, 1, 1},
+    {"progress", "(progress :k v ...)", "Set fields (e.g. :loss) shown on the active progress bar; returns nil.", b_progress, 0, -1, true},
 };
 
 }  // namespace

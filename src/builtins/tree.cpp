@@ -65,18 +65,6 @@ Value b_flatten(Interp&, const CallArgs& a) {
 
 bool is_scalar(const Value& v) { return v.is_number() || (v.is(Kind::Tensor) && v.as_tensor().rank() == 0); }
 
-// One output leaf per step → a tensor with a new axis 0 (SPEC §2.3 dtypes: ints i32, floats f32).
-Tensor stack_outputs(std::span<const Value> leaves, const CallArgs& a) {
-  if (auto o = as_operand(Value::list({leaves.begin(), leaves.end()}))) return o->t;
-  for (const Value& v : leaves)
-    if (!as_operand(v))
-      throw SheafError(fmt::format("scan: outputs must be numbers or tensors to stack, got {}", describe_node(v)), a.site);
-  for (const Value& v : leaves)
-    if (as_operand(v)->t.shape() != as_operand(leaves[0])->t.shape())
-      throw SheafError(fmt::format("scan: cannot stack outputs {} and {} (shapes differ)", describe_node(leaves[0]), describe_node(v)), a.site);
-  throw SheafError("scan: cannot stack the outputs", a.site);
-}
-
 // (scan f init xs): carry through f over the rows of a tensor (outputs stacked on a new axis 0)
 // or the elements of a list (outputs collected in a list). f returns [new-carry output]; with a
 // scalar carry a 2-element 1-D tensor (a bracket literal of two numbers) is accepted too.
@@ -111,7 +99,7 @@ Value b_scan(Interp& in, const CallArgs& a) {
   }
   if (!over_tensor) return Value::tuple({carry, Value::list(std::move(outs), ListKind::Bracket)});
   if (outs.empty()) return Value::tuple({carry, Value::tensor(Tensor(DType::F32, {0}))});
-  Value stacked = tree_map(outs, [&](std::span<const Value> leaves) { return Value::tensor(stack_outputs(leaves, a)); }, a,
+  Value stacked = tree_map(outs, [&](std::span<const Value> leaves) { return Value::tensor(stack_leaves(leaves, a)); }, a,
                            "outputs differ in structure");
   return Value::tuple({carry, stacked});
 }

@@ -77,6 +77,9 @@ class Interp {
   std::string current_dir;  // directory of the file being evaluated (for `use`)
   std::string module_name;  // module whose forms are being evaluated ("" = main program)
 
+  // Fields set by (progress :k v ...) for the progress bar (a dict; nil until set).
+  Value progress_fields;
+
   // REPL-wide flags.
   bool warned_lambda = false;
   // Set asynchronously (Ctrl-C in the REPL); the evaluation stops with "Interrupted".
