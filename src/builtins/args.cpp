@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "eval/interp.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -91,6 +92,24 @@ Options parse_options(const CallArgs& a, std::initializer_list<std::string_view>
     }
   }
   return o;
+}
+
+Value left_fold(Interp& in, const Value& f, std::span<const Value> items, const Value* init, const CallArgs& a,
+                std::string_view what) {
+  size_t start = 0;
+  Value acc;
+  if (init) {
+    acc = *init;
+  } else {
+    if (items.empty()) throw SheafError(fmt::format("{}: empty {} and no initial value", a.name, what), a.site);
+    acc = items[0];
+    start = 1;
+  }
+  for (size_t i = start; i < items.size(); ++i) {
+    Value pair[2] = {acc, items[i]};
+    acc = in.call(f, pair, a.site);
+  }
+  return acc;
 }
 
 }  // namespace sheaf

@@ -42,4 +42,9 @@ struct Options {
 };
 Options parse_options(const CallArgs& a, std::initializer_list<std::string_view> known);
 
+// Left fold of f over items (reduce, tree-reduce): with no init the first item seeds; an empty
+// sequence without init is the error "<name>: empty <what> and no initial value".
+Value left_fold(Interp& in, const Value& f, std::span<const Value> items, const Value* init, const CallArgs& a,
+                std::string_view what);
+
 }  // namespace sheaf

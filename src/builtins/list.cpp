@@ -215,22 +215,8 @@ Value b_find(Interp& in, const CallArgs& a) {
 }
 
 Value b_reduce(Interp& in, const CallArgs& a) {
-  const Value& f = arg_callable(a, 0);
   std::vector<Value> e = elems(a, a.size() - 1);
-  size_t start = 0;
-  Value acc;
-  if (a.size() == 3) {
-    acc = a[1];
-  } else {
-    if (e.empty()) throw SheafError("reduce: empty sequence and no initial value", a.site);
-    acc = e[0];
-    start = 1;
-  }
-  for (size_t i = start; i < e.size(); ++i) {
-    Value pair[2] = {acc, e[i]};
-    acc = in.call(f, pair, a.site);
-  }
-  return acc;
+  return left_fold(in, arg_callable(a, 0), e, a.size() == 3 ? &a[1] : nullptr, a, "sequence");
 }
 
 Value b_apply(Interp& in, const CallArgs& a) {

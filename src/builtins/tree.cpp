@@ -38,23 +38,9 @@ Value b_tree_map_zeros(Interp&, const CallArgs& a) {
 
 // (tree-reduce f t [init]): left fold over the leaves; without init the first leaf seeds.
 Value b_tree_reduce(Interp& in, const CallArgs& a) {
-  const Value& f = arg_callable(a, 0);
   std::vector<Value> leaves;
   tree_leaves(a[1], leaves);
-  size_t start = 0;
-  Value acc;
-  if (a.size() > 2) {
-    acc = a[2];
-  } else {
-    if (leaves.empty()) throw SheafError("tree-reduce: empty tree and no initial value", a.site);
-    acc = leaves[0];
-    start = 1;
-  }
-  for (size_t i = start; i < leaves.size(); ++i) {
-    std::array<Value, 2> args{acc, leaves[i]};
-    acc = in.call(f, args, a.site);
-  }
-  return acc;
+  return left_fold(in, arg_callable(a, 0), leaves, a.size() > 2 ? &a[2] : nullptr, a, "tree");
 }
 
 Value b_flatten(Interp&, const CallArgs& a) {

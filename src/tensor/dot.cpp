@@ -80,19 +80,11 @@ void run_batches(const Matrices& l, const Matrices& r, const Shape& batch_shape,
   const T* rp = r.t.data<T>();
   T* op = out.mutable_data<T>();
   const int64_t count = shape_numel(batch_shape);
-  std::vector<int64_t> idx(batch_shape.size(), 0);
-  int64_t lo = 0, ro = 0;
+  Odometer<2> batch(batch_shape.data(), batch_shape.size(), {l.batch_strides.data(), r.batch_strides.data()});
   for (int64_t b = 0; b < count; ++b) {
-    gemm(MatView<const T>{lp + lo, m, k, l.rows.stride, l.cols.stride},
-         MatView<const T>{rp + ro, k, n, r.rows.stride, r.cols.stride}, MatView<T>{op + b * m * n, m, n, n, 1});
-    for (auto d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {  // next batch index
-      lo += l.batch_strides[d];
-      ro += r.batch_strides[d];
-      if (++idx[d] < batch_shape[d]) break;
-      lo -= l.batch_strides[d] * batch_shape[d];
-      ro -= r.batch_strides[d] * batch_shape[d];
-      idx[d] = 0;
-    }
+    gemm(MatView<const T>{lp + batch[0], m, k, l.rows.stride, l.cols.stride},
+         MatView<const T>{rp + batch[1], k, n, r.rows.stride, r.cols.stride}, MatView<T>{op + b * m * n, m, n, n, 1});
+    batch.next();
   }
 }
 

@@ -23,19 +23,10 @@ void for_each_broadcast(const Shape& shape, const std::vector<int64_t>& sa, cons
     return;
   }
   int64_t inner = shape[r - 1], ia = sa[r - 1], ib = sb[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  int64_t oa = 0, ob = 0;
+  Odometer<2> outer(shape.data(), r - 1, {sa.data(), sb.data()});
   for (int64_t out = 0; out < total; out += inner) {
-    f(out, oa, ob, inner, ia, ib);
-    for (size_t d = r - 1; d-- > 0;) {  // advance the outer index (odometer)
-      ++idx[d];
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < shape[d]) break;
-      oa -= sa[d] * shape[d];
-      ob -= sb[d] * shape[d];
-      idx[d] = 0;
-    }
+    f(out, outer[0], outer[1], inner, ia, ib);
+    outer.next();
   }
 }
 

@@ -72,18 +72,10 @@ void copy_box(const E* src, const Strided& a, E* dst, const Strided& b, const Sh
   int64_t n0 = r > 1 ? shape[r - 2] : 1, pa0 = r > 1 ? a.strides[r - 2] : 0, qb0 = r > 1 ? b.strides[r - 2] : 0;
   size_t outer_axes = r > 1 ? r - 2 : 0;
   int64_t planes = shape_numel(shape) / (n0 * shape[r - 1]);
-  std::vector<int64_t> idx(outer_axes, 0);
-  int64_t oa = a.offset, ob = b.offset;
+  Odometer<2> outer(shape.data(), outer_axes, {a.strides.data(), b.strides.data()}, {a.offset, b.offset});
   for (int64_t plane = 0; plane < planes; ++plane) {
-    copy_plane(src + oa, pa0, a.strides[r - 1], dst + ob, qb0, b.strides[r - 1], n0, shape[r - 1]);
-    for (size_t d = outer_axes; d-- > 0;) {  // odometer over the outer axes
-      oa += a.strides[d];
-      ob += b.strides[d];
-      if (++idx[d] < shape[d]) break;
-      oa -= a.strides[d] * shape[d];
-      ob -= b.strides[d] * shape[d];
-      idx[d] = 0;
-    }
+    copy_plane(src + outer[0], pa0, a.strides[r - 1], dst + outer[1], qb0, b.strides[r - 1], n0, shape[r - 1]);
+    outer.next();
   }
 }
 

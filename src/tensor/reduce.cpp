@@ -138,22 +138,17 @@ void run_plan(const T* x, T* out, const Plan& p) {
   }
   int64_t rows = 1;
   for (size_t i = 0; i < outer; ++i) rows *= p.dims[i];
-  std::vector<int64_t> idx(outer, 0);
-  int64_t off = 0;
+  Odometer<1> groups(p.dims.data(), outer, {ostride.data()});
   for (int64_t r = 0; r < rows; ++r) {
     const T* row = x + r * n;
+    int64_t off = groups[0];
     if (inner_reduced) {
       out[off] = Op::combine(out[off], Op::run(row, n));
     } else {
       T* dst = out + off;
       for (int64_t j = 0; j < n; ++j) dst[j] = Op::combine(dst[j], row[j]);
     }
-    for (size_t i = outer; i-- > 0;) {  // odometer over the outer groups
-      off += ostride[i];
-      if (++idx[i] < p.dims[i]) break;
-      off -= ostride[i] * p.dims[i];
-      idx[i] = 0;
-    }
+    groups.next();
   }
 }
 
