@@ -14,6 +14,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libopenblas-dev                                  # CPU BLAS
   tmux                                             # REPL test under a pseudo-terminal
+  dataset-fashion-mnist                            # IDX loading test (tests/cli/io_interop.sh)
   python3 python3-pip
 )
 
@@ -30,9 +31,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python tools for tests and benchmarks (numpy is the reference for tensor printing checks).
+# Python tools for tests and benchmarks (numpy is the reference for tensor printing checks;
+# safetensors is the reference reader/writer for tests/cli/io_interop.sh).
 PY=python3
-if ! $PY -c "import numpy" 2>/dev/null; then
+if ! $PY -c "import numpy, safetensors" 2>/dev/null; then
   echo "bootstrap: pip install -r scripts/requirements-test.txt"
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt

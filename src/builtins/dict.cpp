@@ -71,7 +71,7 @@ Value b_get(Interp&, const CallArgs& a) {
   std::optional<Value> v = lookup_step(a[0], a[1], a.site);
   if (a.size() == 2) return v.value_or(Value());
   // (get coll k1 k2 ...): a key path when the value found is a collection.
-  if (v && (v->is(Kind::Dict) || v->is_list())) {
+  if (v && (v->is(Kind::Dict) || v->is_list() || v->is(Kind::Handle))) {
     Value cur = *v;
     for (size_t i = 2; i < a.size(); ++i) {
       auto next = lookup_step(cur, a[i], a.site);

@@ -1,0 +1,29 @@
+// io/atomic_write.hpp — every `io "save"` goes through here (SPEC §7.2): parent directories are
+// created, bytes go to a temporary file in the target's directory, which is fsynced and renamed
+// over the target, so readers see the old file or the new one, never a torn one.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace sheaf {
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);  // errors name the file
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();  // removes the temporary file unless committed
+
+  void write(const void* data, size_t n);
+  void write(std::string_view s) { write(s.data(), s.size()); }
+  void commit();  // fsync, rename over the target, fsync the directory
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+// One-shot: the whole content at once.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+}  // namespace sheaf

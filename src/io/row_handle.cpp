@@ -1,0 +1,108 @@
+// io/row_handle.cpp — row reads over (sharded) npy and .bin arrays.
+#include "io/row_handle.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "eval/interp.hpp"
+#include "tensor/shape.hpp"
+#include "value/tensor_value.hpp"
+
+namespace sheaf {
+
+RowHandle::RowHandle(std::string kind, Elem elem, Shape row_shape, std::vector<RowShard> shards)
+    : kind_(std::move(kind)), elem_(elem), row_shape_(std::move(row_shape)), shards_(std::move(shards)) {
+  row_bytes_ = static_cast<size_t>(shape_numel(row_shape_)) * elem_size(elem_);
+  for (const RowShard& s : shards_) {
+    starts_.push_back(total_);
+    total_ += s.rows;
+  }
+}
+
+std::string RowHandle::describe() const {
+  Shape full{total_};
+  full.insert(full.end(), row_shape_.begin(), row_shape_.end());
+  return fmt::format("<handle {} {}>", kind_, type_str(elem_dtype(elem_), full));
+}
+
+Tensor RowHandle::rows(int64_t begin, int64_t end) const {
+  Shape shape{end - begin};
+  shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
+  if (begin == end) return Tensor::empty(elem_dtype(elem_), shape);
+  // The shard holding `begin`: the last one starting at or before it.
+  size_t s = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin()) - 1;
+  const RowShard& sh = shards_[s];
+  std::string what = fmt::format("'{}'", sh.map->path);
+  if (end - starts_[s] <= sh.rows) {  // within one shard: a view when possible
+    const std::byte* p = sh.map->base + sh.offset + static_cast<size_t>(begin - starts_[s]) * row_bytes_;
+    return view_or_decode(elem_, shape, sh.map, p, what);
+  }
+  Tensor out = Tensor::empty(elem_dtype(elem_), shape);
+  size_t out_row = static_cast<size_t>(shape_numel(row_shape_)) * dtype_size(out.dtype());
+  for (int64_t r = begin; r < end; ++s) {  // copy the piece of each shard in turn
+    const RowShard& cur = shards_[s];
+    int64_t local = r - starts_[s], n = std::min(end - r, cur.rows - local);
+    if (n <= 0) continue;
+    Shape piece{n};
+    piece.insert(piece.end(), row_shape_.begin(), row_shape_.end());
+    Tensor t = decode(elem_, piece, cur.map->base + cur.offset + static_cast<size_t>(local) * row_bytes_,
+                      fmt::format("'{}'", cur.map->path));
+    std::memcpy(out.mutable_bytes() + static_cast<size_t>(r - begin) * out_row, t.bytes(), t.nbytes());
+    r += n;
+  }
+  return out;
+}
+
+int64_t RowHandle::row_index(double i, SrcLoc loc) const {
+  if (i != std::floor(i)) throw SheafError(fmt::format("{} handle: row index must be an integer, got {}", kind_, i), loc);
+  double j = i < 0 ? i + static_cast<double>(total_) : i;
+  if (j < 0 || j >= static_cast<double>(total_))
+    throw SheafError(fmt::format("{} handle: row {} out of range for {} rows", kind_, static_cast<int64_t>(i), total_), loc);
+  return static_cast<int64_t>(j);
+}
+
+Value RowHandle::gather(const std::vector<Value>& idx, SrcLoc loc) const {
+  std::vector<int64_t> rows_at;
+  rows_at.reserve(idx.size());
+  for (const Value& v : idx) {
+    auto n = number_of(v);
+    if (!n) throw SheafError(fmt::format("{} handle: row indices must be integers, got {}", kind_, kind_name(v.kind())), loc);
+    rows_at.push_back(row_index(*n, loc));
+  }
+  Shape shape{static_cast<int64_t>(rows_at.size())};
+  shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
+  Tensor out = Tensor::empty(elem_dtype(elem_), shape);
+  size_t out_row = static_cast<size_t>(shape_numel(row_shape_)) * dtype_size(out.dtype());
+  for (size_t k = 0; k < rows_at.size(); ++k) {
+    Tensor r = rows(rows_at[k], rows_at[k] + 1);
+    if (out_row) std::memcpy(out.mutable_bytes() + k * out_row, r.bytes(), out_row);
+  }
+  return Value::tensor(out);
+}
+
+Value RowHandle::read(const Value& key, SrcLoc loc) const {
+  if (key.is(Kind::Slice)) {
+    const SliceObj& sl = key.as_slice();
+    auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + total_ : i, int64_t{0}, total_); };
+    int64_t b = clamp(sl.start), e = sl.end ? clamp(*sl.end) : total_;
+    return Value::tensor(rows(b, std::max(b, e)));
+  }
+  if (key.is_list() || (key.is(Kind::Tensor) && key.as_tensor().rank() == 1))
+    return gather(seq_elements(key, loc, kind_ + " handle"), loc);
+  auto n = number_of(key);
+  if (!n)
+    throw SheafError(fmt::format("{} handle: expected a row index, a slice like 100:200 or a list of rows, got {}", kind_,
+                                 kind_name(key.kind())),
+                     loc);
+  int64_t i = row_index(*n, loc);
+  Tensor row = rows(i, i + 1).reshaped(row_shape_);
+  return row.rank() == 0 ? scalar_value(row) : Value::tensor(row);
+}
+
+Value RowHandle::materialize(SrcLoc) const { return Value::tensor(rows(0, total_)); }
+
+}  // namespace sheaf
