@@ -74,7 +74,9 @@ Value conv(const CallArgs& a, int spatial) {
     throw SheafError(fmt::format("{}: expected (conv{}d x w [:stride s] [:padding p])", a.name, spatial), a.site);
   auto xo = as_operand(opt.positional[0]), wo = as_operand(opt.positional[1]);
   if (!xo || !wo) throw SheafError(fmt::format("{}: x and w must be tensors", a.name), a.site);
-  auto [x, w] = promoted(*xo, *wo, a.name);
+  auto operands = promoted(*xo, *wo, a.name);  // (not a structured binding: captured below)
+  const Tensor& x = operands.first;
+  const Tensor& w = operands.second;
   int64_t rank = spatial + 2;
   if (x.rank() != rank || w.rank() != rank)
     throw SheafError(fmt::format("{}: expected x [N C {}] and w [O C {}], got {} and {}", a.name, spatial == 1 ? "W" : "H W",
