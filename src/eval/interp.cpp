@@ -31,6 +31,7 @@ DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
 }
 
 Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
+  set_max_tensor_elements(limits_.max_elements);
   for (const SpecialForm& sf : special_forms()) {
     int id = symbols::intern(sf.name);
     if (special_.size() <= static_cast<size_t>(id)) special_.resize(static_cast<size_t>(id) + 1, nullptr);
@@ -250,7 +251,15 @@ Value Interp::call(const Value& f, std::span<const Value> args, SrcLoc site) {
     try {
       return d.fn(*this, CallArgs{args, site, d.name});
     } catch (SheafError& e) {
-      if (!e.loc.valid()) e.loc = site;
+      if (!e.loc.valid()) {  // raised by a kernel, not by a nested call: name the builtin
+        std::string msg = e.what();
+        if (msg.rfind(std::string(d.name) + ":", 0) != 0) {
+          SheafError named(std::string(d.name) + ": " + msg, site, e.hint);
+          named.notes = e.notes;
+          throw named;
+        }
+        e.loc = site;
+      }
       throw;
     }
   }

@@ -1,11 +1,17 @@
 // tensor/tensor.cpp — host tensor storage and element conversion.
 #include "tensor/tensor.hpp"
 
-#include <bit>
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <new>
+
+#include "base/error.hpp"
 
 namespace sheaf {
 
@@ -38,9 +44,16 @@ size_t dtype_size(DType d) {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return std::numeric_limits<int64_t>::max();
+    n *= d;
+  }
   return n;
 }
+
+static std::atomic<int64_t> g_max_elements{int64_t{1} << 33};
+
+void set_max_tensor_elements(int64_t n) { g_max_elements = n; }
 
 static std::shared_ptr<std::byte> allocate(size_t nbytes) {
   size_t rounded = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
@@ -50,6 +63,9 @@ static std::shared_ptr<std::byte> allocate(size_t nbytes) {
 }
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
+  int64_t n = shape_numel(shape);
+  if (n < 0 || n > g_max_elements)
+    throw SheafError(fmt::format("cannot allocate a tensor of {} elements (limit {})", n, g_max_elements.load()));
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);

@@ -12,7 +12,12 @@ namespace sheaf {
 
 using Shape = std::vector<int64_t>;
 
+// Element count; saturates at INT64_MAX instead of overflowing.
 int64_t shape_numel(const Shape& s);
+
+// Largest tensor Tensor::empty will allocate (elements); larger requests throw SheafError.
+// The interpreter sets it from its Limits (the fuzzer keeps it small).
+void set_max_tensor_elements(int64_t n);
 
 class Tensor {
  public:
