@@ -50,13 +50,8 @@ Tensor tensor_binary(const CallArgs& a, Binary op, const Tensor& x, const Tensor
   }
 }
 
-void tensor_unavailable(const CallArgs& a) {
-  throw SheafError(fmt::format("{}: tensor operands are not supported in this build yet", a.name), a.site);
-}
-
 Num num_arg(const CallArgs& a, size_t i) {
   if (auto n = to_num(a[i])) return *n;
-  if (a[i].is(Kind::Tensor)) tensor_unavailable(a);
   std::string kinds;
   for (size_t j = 0; j < a.size(); ++j) kinds += (j ? " and " : "") + std::string(kind_name(a[j].kind()));
   throw SheafError(fmt::format("{}: Expected numeric values, got {}", a.name, kinds), a.site);

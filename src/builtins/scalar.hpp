@@ -22,7 +22,6 @@ std::optional<Num> to_num(const Value& v);
 Num num_arg(const CallArgs& a, size_t i);
 // True when any argument is a tensor: the call then runs on tensor kernels.
 bool any_tensor(const CallArgs& a);
-[[noreturn]] void tensor_unavailable(const CallArgs& a);
 
 // Left fold of an elementwise binary primitive over arguments first.. with SPEC §2.3 promotion
 // and broadcasting; errors name the builtin and both shapes.
