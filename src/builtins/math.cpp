@@ -59,43 +59,40 @@ Num num_arg(const CallArgs& a, size_t i) {
 
 namespace {
 
-int64_t wrap_add(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); }
-int64_t wrap_sub(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); }
-int64_t wrap_mul(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); }
+// Host scalars: int ⊕ int stays int (64-bit, wrapping), anything with a float is f32; the
+// per-element semantics are those of the tensor primitive (apply_binary), so both paths agree.
+Num scalar_binary(Binary op, Num x, Num y) {
+  if (x.is_int && y.is_int) return Num{true, apply_binary<int64_t>(op, x.i, y.i), 0};
+  return Num{false, 0, apply_binary<float>(op, static_cast<float>(x.d()), static_cast<float>(y.d()))};
+}
 
-template <typename IntOp, typename FloatOp>
-Value fold(const CallArgs& a, Num init, size_t start, IntOp iop, FloatOp fop, Binary op) {
+// Left fold of a binary primitive over all arguments: tensors (any rank) on tensor kernels,
+// host scalars with the scalar typing rules.
+Value arith(const CallArgs& a, Binary op) {
   if (any_tensor(a)) return elementwise_fold(a, op, 0);
-  Num acc = init;
-  for (size_t i = start; i < a.size(); ++i) {
-    Num x = num_arg(a, i);
-    if (acc.is_int && x.is_int) acc.i = iop(acc.i, x.i);
-    else acc = Num{false, 0, fop(static_cast<float>(acc.d()), static_cast<float>(x.d()))};
-  }
+  Num acc = num_arg(a, 0);
+  for (size_t i = 1; i < a.size(); ++i) acc = scalar_binary(op, acc, num_arg(a, i));
   return acc.value();
 }
 
-Value b_add(Interp&, const CallArgs& a) {
-  if (a.size() == 0) return Value::integer(0);
-  if (any_tensor(a)) return elementwise_fold(a, Binary::Add, 0);
-  return fold(a, num_arg(a, 0), 1, wrap_add, [](float x, float y) { return x + y; }, Binary::Add);
+Value negate(Num x) { return x.is_int ? Value::integer(apply_binary<int64_t>(Binary::Sub, 0, x.i)) : Value::real(-x.f); }
+
+// (f x 1) for inc/dec.
+Value with_one(const CallArgs& a, Binary op) {
+  std::array<Value, 2> args{a[0], Value::integer(1)};
+  return arith(CallArgs{args, a.site, a.name}, op);
 }
-Value b_mul(Interp&, const CallArgs& a) {
-  if (a.size() == 0) return Value::integer(1);
-  if (any_tensor(a)) return elementwise_fold(a, Binary::Mul, 0);
-  return fold(a, num_arg(a, 0), 1, wrap_mul, [](float x, float y) { return x * y; }, Binary::Mul);
-}
+
+Value b_add(Interp&, const CallArgs& a) { return a.size() == 0 ? Value::integer(0) : arith(a, Binary::Add); }
+Value b_mul(Interp&, const CallArgs& a) { return a.size() == 0 ? Value::integer(1) : arith(a, Binary::Mul); }
 Value b_sub(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) {
-    if (a.size() == 1) return Value::tensor(unary(Unary::Neg, a[0].as_tensor()));
-    return elementwise_fold(a, Binary::Sub, 0);
-  }
-  if (a.size() == 1) {
-    Num x = num_arg(a, 0);
-    return x.is_int ? Value::integer(wrap_sub(0, x.i)) : Value::real(-x.f);
-  }
-  return fold(a, num_arg(a, 0), 1, wrap_sub, [](float x, float y) { return x - y; }, Binary::Sub);
+  if (a.size() > 1) return arith(a, Binary::Sub);
+  if (any_tensor(a)) return Value::tensor(unary(Unary::Neg, a[0].as_tensor()));
+  return negate(num_arg(a, 0));
 }
+Value b_inc(Interp&, const CallArgs& a) { return with_one(a, Binary::Add); }
+Value b_dec(Interp&, const CallArgs& a) { return with_one(a, Binary::Sub); }
+
 Value b_div(Interp&, const CallArgs& a) {
   if (any_tensor(a)) {  // always floating: integer operands are divided as f32
     Operand acc = a.size() == 1 ? Operand{Tensor::scalar(DType::F32, 1), true} : operand(a, 0);
@@ -111,52 +108,24 @@ Value b_div(Interp&, const CallArgs& a) {
   return Value::real(acc);
 }
 
-Value b_floordiv(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) return elementwise_fold(a, Binary::FloorDiv, 0);
-  Num x = num_arg(a, 0), y = num_arg(a, 1);
-  if (x.is_int && y.is_int) {
-    if (y.i == 0) throw SheafError("//: integer division by zero", a.site);
-    if (y.i == -1) return Value::integer(wrap_sub(0, x.i));
-    int64_t q = x.i / y.i;
-    if ((x.i % y.i != 0) && ((x.i < 0) != (y.i < 0))) --q;
-    return Value::integer(q);
+// //, mod: host integers report division by zero (the tensor kernel gives 0).
+Value checked_division(const CallArgs& a, Binary op) {
+  if (!any_tensor(a)) {
+    Num x = num_arg(a, 0), y = num_arg(a, 1);
+    if (x.is_int && y.is_int && y.i == 0) throw SheafError(fmt::format("{}: integer division by zero", a.name), a.site);
   }
-  return Value::real(std::floor(static_cast<float>(x.d()) / static_cast<float>(y.d())));
+  return arith(a, op);
 }
-
-Value b_mod(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) return elementwise_fold(a, Binary::Rem, 0);
-  Num x = num_arg(a, 0), y = num_arg(a, 1);
-  if (x.is_int && y.is_int) {
-    if (y.i == 0) throw SheafError(fmt::format("{}: integer modulo by zero", a.name), a.site);
-    if (y.i == -1) return Value::integer(0);
-    int64_t r = x.i % y.i;
-    if (r != 0 && ((r < 0) != (y.i < 0))) r += y.i;
-    return Value::integer(r);
-  }
-  float fx = static_cast<float>(x.d()), fy = static_cast<float>(y.d());
-  float r = std::fmod(fx, fy);
-  if (r != 0 && ((r < 0) != (fy < 0))) r += fy;
-  return Value::real(r);
-}
+Value b_floordiv(Interp&, const CallArgs& a) { return checked_division(a, Binary::FloorDiv); }
+Value b_mod(Interp&, const CallArgs& a) { return checked_division(a, Binary::Rem); }
 
 Value b_pow(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) return elementwise_fold(a, Binary::Pow, 0);
-  Num x = num_arg(a, 0), y = num_arg(a, 1);
-  if (x.is_int && y.is_int && y.i >= 0) {
-    uint64_t base = static_cast<uint64_t>(x.i), r = 1;
-    for (int64_t e = y.i; e > 0; e >>= 1, base *= base)
-      if (e & 1) r *= base;
-    return Value::integer(static_cast<int64_t>(r));
+  if (!any_tensor(a)) {
+    Num x = num_arg(a, 0), y = num_arg(a, 1);
+    if (x.is_int && y.is_int && y.i < 0)  // int ** negative int is a float
+      return Value::real(std::pow(static_cast<float>(x.i), static_cast<float>(y.i)));
   }
-  return Value::real(std::pow(static_cast<float>(x.d()), static_cast<float>(y.d())));
-}
-
-template <typename IntOp, typename FloatOp>
-Value unary_op(const CallArgs& a, Unary op, IntOp iop, FloatOp fop) {
-  if (any_tensor(a)) return Value::tensor(unary(op, a[0].as_tensor()));
-  Num x = num_arg(a, 0);
-  return x.is_int ? Value::integer(iop(x.i)) : Value::real(fop(x.f));
+  return arith(a, Binary::Pow);
 }
 
 template <float (*F)(float), Unary Op>
@@ -178,18 +147,13 @@ float f_ceil(float x) { return std::ceil(x); }
 float f_floor(float x) { return std::floor(x); }
 
 Value b_abs(Interp&, const CallArgs& a) {
-  return unary_op(a, Unary::Abs, [](int64_t i) { return i < 0 ? wrap_sub(0, i) : i; }, [](float f) { return std::fabs(f); });
+  if (any_tensor(a)) return Value::tensor(unary(Unary::Abs, a[0].as_tensor()));
+  Num x = num_arg(a, 0);
+  return x.is_int ? (x.i < 0 ? negate(x) : Value::integer(x.i)) : Value::real(std::fabs(x.f));
 }
 Value b_neg(Interp&, const CallArgs& a) {
-  return unary_op(a, Unary::Neg, [](int64_t i) { return wrap_sub(0, i); }, [](float f) { return -f; });
-}
-Value b_inc(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) return elementwise_fold(CallArgs{std::array{a[0], Value::integer(1)}, a.site, a.name}, Binary::Add, 0);
-  return unary_op(a, Unary::Neg, [](int64_t i) { return wrap_add(i, 1); }, [](float f) { return f + 1; });
-}
-Value b_dec(Interp&, const CallArgs& a) {
-  if (any_tensor(a)) return elementwise_fold(CallArgs{std::array{a[0], Value::integer(1)}, a.site, a.name}, Binary::Sub, 0);
-  return unary_op(a, Unary::Neg, [](int64_t i) { return wrap_sub(i, 1); }, [](float f) { return f - 1; });
+  if (any_tensor(a)) return Value::tensor(unary(Unary::Neg, a[0].as_tensor()));
+  return negate(num_arg(a, 0));
 }
 
 Value b_ash(Interp&, const CallArgs& a) {
