@@ -43,8 +43,9 @@ Value leaf_row(const Value& leaf, int64_t axis, int64_t i, const CallArgs& a) {
   return Value::tensor(reshape(slice_axis(t, ax, i, i + 1), s));
 }
 
-// (__vmap-apply f axes args): the body of every function vmap returns.
-Value b_vmap_apply(Interp& in, const CallArgs& a) {
+// (__vmap-apply f axes args): the body of every function vmap returns; errors say "vmap:".
+Value b_vmap_apply(Interp& in, const CallArgs& internal) {
+  const CallArgs a{internal.args, internal.site, "vmap"};
   const Value& f = a[0];
   const Value& axes = a[1];
   std::vector<Value> args = a[2].as_list().items;
