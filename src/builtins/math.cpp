@@ -37,18 +37,11 @@ Value elementwise_fold(const CallArgs& a, Binary op, size_t first) {
   for (size_t i = first + 1; i < a.size(); ++i) {
     Operand y = operand(a, i);
     auto [p, q] = promoted(acc, y, a.name);
-    acc = {tensor_binary(a, op, p, q), acc.weak && y.weak};
+    acc = {binary(op, p, q), acc.weak && y.weak};  // kernel errors are named by Interp::call
   }
   return Value::tensor(acc.t);
 }
 
-Tensor tensor_binary(const CallArgs& a, Binary op, const Tensor& x, const Tensor& y) {
-  try {
-    return binary(op, x, y);
-  } catch (SheafError& e) {
-    throw SheafError(fmt::format("{}: {}", a.name, e.what()), a.site);
-  }
-}
 
 Num num_arg(const CallArgs& a, size_t i) {
   if (auto n = to_num(a[i])) return *n;
@@ -99,7 +92,7 @@ Value b_div(Interp&, const CallArgs& a) {
     for (size_t i = a.size() == 1 ? 0 : 1; i < a.size(); ++i) {
       Operand y = operand(a, i);
       DType d = float_dtype(promote(acc, y, a.name));
-      acc = {tensor_binary(a, Binary::Div, convert(acc.t, d), convert(y.t, d)), acc.weak && y.weak};
+      acc = {binary(Binary::Div, convert(acc.t, d), convert(y.t, d)), acc.weak && y.weak};
     }
     return Value::tensor(acc.t);
   }

@@ -26,6 +26,5 @@ bool any_tensor(const CallArgs& a);
 // Left fold of an elementwise binary primitive over arguments first.. with SPEC §2.3 promotion
 // and broadcasting; errors name the builtin and both shapes.
 Value elementwise_fold(const CallArgs& a, Binary op, size_t first);
-Tensor tensor_binary(const CallArgs& a, Binary op, const Tensor& x, const Tensor& y);
 
 }  // namespace sheaf
