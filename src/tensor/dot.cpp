@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "base/error.hpp"
+#include "ir/recorder.hpp"
 #include "tensor/blas.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
@@ -126,6 +127,7 @@ void check(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {
 
 Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {
   check(lhs, rhs, dims);
+  if (lhs.is_symbolic() || rhs.is_symbolic()) return ir::record1(ir::Op::DotGeneral, {lhs, rhs}, {.dot = dims});
   const DType dt = lhs.dtype();
   if (dt == DType::F16 || dt == DType::BF16)
     return convert(dot_general(convert(lhs, DType::F32), convert(rhs, DType::F32), dims), dt);

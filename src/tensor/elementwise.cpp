@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "base/error.hpp"
+#include "ir/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf {
@@ -114,6 +115,7 @@ bool is_comparison(Binary op) { return op >= Binary::Eq && op <= Binary::Ge; }
 
 Tensor convert(const Tensor& x, DType to) {
   if (x.dtype() == to) return x;
+  if (x.is_symbolic()) return ir::record1(ir::Op::Convert, {x}, {.dtype = to});
   Tensor out = Tensor::empty(to, x.shape());
   int64_t n = x.numel();
   if (x.dtype() == DType::F32 && to == DType::BF16) {
@@ -143,6 +145,7 @@ Tensor convert(const Tensor& x, DType to) {
 }
 
 Tensor unary(Unary op, const Tensor& x) {
+  if (x.is_symbolic()) return ir::record1(ir::Op::Unary, {x}, {.unary = op});
   if (is_half(x.dtype())) return convert(unary(op, convert(x, DType::F32)), x.dtype());
   Tensor out = Tensor::empty(x.dtype(), x.shape());
   int64_t n = x.numel();
@@ -176,6 +179,12 @@ Tensor unary(Unary op, const Tensor& x) {
 }
 
 Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
+  if (a.is_symbolic() || b.is_symbolic()) {
+    auto shape = broadcast_shapes(a.shape(), b.shape());
+    if (!shape) throw SheafError(fmt::format("cannot broadcast {} and {}", type_str(a), type_str(b)));
+    ir::Recorder& r = ir::recorder();
+    return ir::record1(ir::Op::Binary, {broadcast_to(r.lift(a), *shape), broadcast_to(r.lift(b), *shape)}, {.binary = op});
+  }
   if (a.dtype() != b.dtype())
     throw SheafError(fmt::format("internal: binary op on {} and {}", dtype_name(a.dtype()), dtype_name(b.dtype())));
   auto shape = broadcast_shapes(a.shape(), b.shape());
@@ -216,6 +225,11 @@ Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto ab = broadcast_shapes(a.shape(), b.shape());
   auto shape = ab ? broadcast_shapes(cond.shape(), *ab) : std::nullopt;
   if (!shape) throw SheafError(fmt::format("cannot broadcast {}, {} and {}", type_str(cond), type_str(a), type_str(b)));
+  if (cond.is_symbolic() || a.is_symbolic() || b.is_symbolic()) {
+    ir::Recorder& r = ir::recorder();
+    return ir::record1(ir::Op::Select, {broadcast_to(convert(r.lift(cond), DType::Bool), *shape), broadcast_to(r.lift(a), *shape),
+                                        broadcast_to(r.lift(b), *shape)}, {});
+  }
   Tensor c = convert(cond, DType::Bool);
   Tensor x = broadcast_to(a, *shape), y = broadcast_to(b, *shape), cc = broadcast_to(c, *shape);
   Tensor out = Tensor::empty(a.dtype(), *shape);
@@ -239,6 +253,12 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   auto b = broadcast_shapes(x.shape(), shape);
   if (!b || *b != shape) throw SheafError(fmt::format("cannot broadcast {} to [{}]", type_str(x), shape_str(shape)));
+  if (x.is_symbolic()) {
+    ir::Attrs a;
+    for (int64_t i = 0; i < x.rank(); ++i) a.dims.push_back(static_cast<int64_t>(shape.size()) - x.rank() + i);
+    ir::Type t{x.dtype(), shape};
+    return ir::record1(ir::Op::BroadcastInDim, {x}, a, &t);
+  }
   Tensor out = Tensor::empty(x.dtype(), shape);
   size_t es = dtype_size(x.dtype());
   auto sx = broadcast_strides(x.shape(), shape);

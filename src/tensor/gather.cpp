@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "base/error.hpp"
+#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
@@ -167,6 +168,10 @@ Sorted sort_k(const Tensor& x, int64_t axis, bool desc, int64_t k) {
 Tensor take(const Tensor& x, const Tensor& indices, int64_t axis) {
   AxisSplit s = split_at(x.shape(), axis, "take");
   if (s.n == 0 && indices.numel() > 0) throw SheafError(fmt::format("take: cannot index the empty axis {} of {}", axis, type_str(x)));
+  if (x.is_symbolic() || indices.is_symbolic()) {
+    if (!is_int(indices.dtype())) throw SheafError(fmt::format("take: indices must be integers, got {}", type_str(indices)));
+    return ir::record1(ir::Op::Gather, {x, indices}, {.axis = axis});
+  }
   std::vector<int64_t> idx = index_values(indices, s.n, true, "take");
   Tensor out = Tensor::empty(x.dtype(), taken_shape(x.shape(), indices, axis));
   switch (dtype_size(x.dtype())) {
@@ -181,6 +186,10 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, in
   AxisSplit s = split_at(x.shape(), axis, "scatter");
   if (updates.dtype() != x.dtype() || updates.shape() != taken_shape(x.shape(), indices, axis))
     throw SheafError(fmt::format("scatter: updates {} do not match {} indexed by {}", type_str(updates), type_str(x), type_str(indices)));
+  if (x.is_symbolic() || indices.is_symbolic() || updates.is_symbolic()) {
+    if (!is_int(indices.dtype())) throw SheafError(fmt::format("scatter: indices must be integers, got {}", type_str(indices)));
+    return ir::record1(ir::Op::Scatter, {x, indices, updates}, {.scatter = mode, .axis = axis});
+  }
   bool half = x.dtype() == DType::F16 || x.dtype() == DType::BF16;
   if (mode == ScatterMode::Add && half)  // accumulate in f32, round once
     return convert(scatter(convert(x, DType::F32), indices, convert(updates, DType::F32), axis, mode), x.dtype());
@@ -192,7 +201,41 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, in
   return out;
 }
 
+Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& starts, const Shape& sizes) {
+  bool symbolic = x.is_symbolic() || std::any_of(starts.begin(), starts.end(), [](const Tensor& s) { return s.is_symbolic(); });
+  if (!symbolic) {
+    std::vector<int64_t> v;
+    for (const Tensor& s : starts) v.push_back(static_cast<int64_t>(s.get(0)));
+    return dynamic_slice(x, v, sizes);
+  }
+  if (starts.size() != sizes.size() || static_cast<int64_t>(sizes.size()) != x.rank())
+    throw SheafError(fmt::format("dynamic_slice: {} needs {} starts and sizes", type_str(x), x.rank()));
+  std::vector<Tensor> ops{x};
+  for (const Tensor& s : starts) ops.push_back(convert(s, DType::I32));
+  return ir::record1(ir::Op::DynamicSlice, ops, {.sizes = sizes});
+}
+
+Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts) {
+  bool symbolic = x.is_symbolic() || update.is_symbolic() ||
+                  std::any_of(starts.begin(), starts.end(), [](const Tensor& s) { return s.is_symbolic(); });
+  if (!symbolic) {
+    std::vector<int64_t> v;
+    for (const Tensor& s : starts) v.push_back(static_cast<int64_t>(s.get(0)));
+    return dynamic_update_slice(x, update, v);
+  }
+  if (starts.size() != static_cast<size_t>(x.rank()))
+    throw SheafError(fmt::format("dynamic_update_slice: {} needs {} starts", type_str(x), x.rank()));
+  std::vector<Tensor> ops{x, update};
+  for (const Tensor& s : starts) ops.push_back(convert(s, DType::I32));
+  return ir::record1(ir::Op::DynamicUpdateSlice, ops, {});
+}
+
 Tensor dynamic_slice(const Tensor& x, std::vector<int64_t> starts, const Shape& sizes) {
+  if (x.is_symbolic()) {
+    std::vector<Tensor> ts;
+    for (int64_t s : starts) ts.push_back(Tensor::scalar(DType::I32, static_cast<double>(s)));
+    return dynamic_slice(x, ts, sizes);
+  }
   starts = clamped_starts(std::move(starts), sizes, x, "dynamic_slice");
   std::vector<int64_t> limits(starts.size()), strides(starts.size(), 1);
   for (size_t d = 0; d < starts.size(); ++d) limits[d] = starts[d] + sizes[d];
@@ -202,11 +245,20 @@ Tensor dynamic_slice(const Tensor& x, std::vector<int64_t> starts, const Shape& 
 Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, std::vector<int64_t> starts) {
   if (update.rank() != x.rank())
     throw SheafError(fmt::format("dynamic_update_slice: update {} and operand {} differ in rank", type_str(update), type_str(x)));
+  if (x.is_symbolic() || update.is_symbolic()) {
+    std::vector<Tensor> ts;
+    for (int64_t s : starts) ts.push_back(Tensor::scalar(DType::I32, static_cast<double>(s)));
+    return dynamic_update_slice(x, update, ts);
+  }
   return overwrite(x, update, clamped_starts(std::move(starts), update.shape(), x, "dynamic_update_slice"));
 }
 
 Sorted sort(const Tensor& x, int64_t axis, bool descending) {
   split_at(x.shape(), axis, "sort");
+  if (x.is_symbolic()) {
+    auto r = ir::recorder().record(ir::Op::Sort, {x}, {.axis = axis, .descending = descending});
+    return {r[0], r[1]};
+  }
   return sort_k(x, axis, descending, x.dim(axis));
 }
 
@@ -214,6 +266,10 @@ Sorted top_k(const Tensor& x, int64_t k) {
   if (x.rank() == 0) throw SheafError(fmt::format("top_k: {} has no last axis", type_str(x)));
   int64_t n = x.dim(x.rank() - 1);
   if (k < 0 || k > n) throw SheafError(fmt::format("top_k: k = {} out of range for last axis of {}", k, type_str(x)));
+  if (x.is_symbolic()) {
+    auto r = ir::recorder().record(ir::Op::TopK, {x}, {.k = k});
+    return {r[0], r[1]};
+  }
   return sort_k(x, x.rank() - 1, true, k);
 }
 

@@ -24,6 +24,9 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis);
 Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, int64_t axis, ScatterMode mode);
 Tensor dynamic_slice(const Tensor& x, std::vector<int64_t> starts, const Shape& sizes);
 Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, std::vector<int64_t> starts);
+// The same with starts given as rank-0 integer tensors (symbolic while tracing).
+Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& starts, const Shape& sizes);
+Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts);
 
 struct Sorted {
   Tensor values;

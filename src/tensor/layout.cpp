@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/shape.hpp"
 
@@ -121,11 +122,17 @@ void check_rank(const Tensor& x, size_t n, const char* who) {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   if (shape_numel(shape) != x.numel()) throw SheafError(fmt::format("reshape: cannot reshape {} into [{}]", type_str(x), shape_str(shape)));
+  if (x.is_symbolic()) {
+    if (x.shape() == shape) return x;
+    ir::Type t{x.dtype(), shape};
+    return ir::record1(ir::Op::Reshape, {x}, {}, &t);
+  }
   return x.reshaped(shape);
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
   check_rank(x, perm.size(), "transpose");
+  if (x.is_symbolic()) return ir::record1(ir::Op::Transpose, {x}, {.dims = perm});
   std::vector<int64_t> st = strides_of(x.shape());
   std::vector<bool> seen(perm.size(), false);
   Shape shape(perm.size());
@@ -157,6 +164,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
     a.strides[d] *= strides[d];
   }
   if (a.offset == 0 && shape == x.shape()) return x;
+  if (x.is_symbolic()) return ir::record1(ir::Op::Slice, {x}, {.starts = starts, .limits = limits, .strides = strides});
   return gather_view(x, a, shape);
 }
 
@@ -168,6 +176,11 @@ Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t limit) {
 }
 
 Tensor reverse(const Tensor& x, const std::vector<int64_t>& axes) {
+  if (x.is_symbolic()) {
+    for (int64_t ax : axes)
+      if (ax < 0 || ax >= x.rank()) throw SheafError(fmt::format("reverse: axis {} out of range for {}", ax, type_str(x)));
+    return ir::record1(ir::Op::Reverse, {x}, {.dims = axes});
+  }
   Strided a = dense(x.shape());
   for (int64_t ax : axes) {
     if (ax < 0 || ax >= x.rank()) throw SheafError(fmt::format("reverse: axis {} out of range for {}", ax, type_str(x)));
@@ -192,6 +205,8 @@ Tensor concatenate(const std::vector<Tensor>& xs, int64_t axis) {
     if (!same) throw SheafError(fmt::format("concatenate: {} and {} differ outside axis {}", type_str(x0), type_str(x), axis));
     shape[ax] += x.shape()[ax];
   }
+  if (std::any_of(xs.begin(), xs.end(), [](const Tensor& x) { return x.is_symbolic(); }))
+    return ir::record1(ir::Op::Concatenate, xs, {.axis = axis});
   Tensor out = Tensor::empty(x0.dtype(), shape);
   Strided b = dense(shape);
   for (const Tensor& x : xs) {
@@ -208,6 +223,11 @@ Tensor overwrite(const Tensor& x, const Tensor& window, const std::vector<int64_
     fits = starts[d] >= 0 && starts[d] + window.shape()[d] <= x.shape()[d];
   if (!fits)
     throw SheafError(fmt::format("overwrite: {} does not fit in {} at [{}]", type_str(window), type_str(x), fmt::join(starts, ", ")));
+  if (x.is_symbolic() || window.is_symbolic()) {
+    std::vector<Tensor> ops{x, window};
+    for (int64_t s : starts) ops.push_back(Tensor::scalar(DType::I32, static_cast<double>(s)));
+    return ir::record1(ir::Op::DynamicUpdateSlice, ops, {});
+  }
   Tensor out = Tensor::empty(x.dtype(), x.shape());
   if (x.nbytes()) std::memcpy(out.mutable_bytes(), x.bytes(), x.nbytes());
   Strided b = dense(x.shape());
@@ -224,6 +244,7 @@ Tensor pad(const Tensor& x, double value, const std::vector<int64_t>& lo, const 
     if (lo[d] < 0 || hi[d] < 0) throw SheafError(fmt::format("pad: negative padding for {}", type_str(x)));
     shape[d] += lo[d] + hi[d];
   }
+  if (x.is_symbolic()) return ir::record1(ir::Op::Pad, {x}, {.lo = lo, .hi = hi, .scalar = value});
   return overwrite(broadcast_to(Tensor::scalar(x.dtype(), value), shape), x, lo);
 }
 

@@ -13,6 +13,8 @@
 #include <type_traits>
 
 #include "base/error.hpp"
+#include "ir/recorder.hpp"
+#include "tensor/layout.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/shape.hpp"
 
@@ -193,6 +195,13 @@ Shape reduced_shape(const Shape& s, const std::vector<bool>& mask, bool keepdims
 Tensor reduce(Reduce op, const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   std::vector<bool> mask = reduced_mask(x, axes);
   Shape shape = reduced_shape(x.shape(), mask, keepdims);
+  if (x.is_symbolic()) {
+    ir::Attrs a{.reduce = op};
+    for (size_t d = 0; d < mask.size(); ++d)
+      if (mask[d]) a.dims.push_back(static_cast<int64_t>(d));
+    Tensor r = ir::record1(ir::Op::Reduce, {x}, a);
+    return keepdims ? reshape(r, shape) : r;
+  }
   if (x.dtype() == DType::F16 || x.dtype() == DType::BF16)
     return convert(reduce(op, convert(x, DType::F32), axes, keepdims), x.dtype());
   Plan p = coalesce(x.shape(), mask);
@@ -264,6 +273,10 @@ Tensor arg_reduce(Reduce op, const Tensor& x, int64_t axis, bool keepdims) {
   std::vector<bool> mask = reduced_mask(x, {axis});
   const int64_t k = x.dim(axis);
   if (k == 0) throw SheafError(fmt::format("arg_reduce: axis {} of {} is empty", axis, type_str(x)));
+  if (x.is_symbolic()) {
+    Tensor r = ir::record1(ir::Op::ArgReduce, {x}, {.reduce = op, .axis = axis});
+    return keepdims ? reshape(r, reduced_shape(x.shape(), mask, true)) : r;
+  }
   if (x.dtype() == DType::F16 || x.dtype() == DType::BF16) return arg_reduce(op, convert(x, DType::F32), axis, keepdims);
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.dim(i);

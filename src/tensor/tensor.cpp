@@ -12,6 +12,7 @@
 #include <new>
 
 #include "base/error.hpp"
+#include "tensor/shape.hpp"
 
 namespace sheaf {
 
@@ -93,7 +94,23 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
   return t;
 }
 
+Tensor Tensor::symbolic(DType dtype, Shape shape, int32_t id, bool weak) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.sym_ = id;
+  t.weak_ = weak;
+  return t;
+}
+
+void Tensor::needs_elements() const {
+  throw TraceAbort(fmt::format("the value of a traced {} is needed while tracing (data-dependent control flow or shape)",
+                               type_str(dtype_, shape_)));
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
+  if (sym_ >= 0) needs_elements();
   Tensor t = *this;
   t.shape_ = std::move(shape);
   t.numel_ = shape_numel(t.shape_);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "tensor/dtype.hpp"
@@ -18,6 +19,13 @@ int64_t shape_numel(const Shape& s);
 // Largest tensor Tensor::empty will allocate (elements); larger requests throw SheafError.
 // The interpreter sets it from its Limits (the fuzzer keeps it small).
 void set_max_tensor_elements(int64_t n);
+
+// Thrown when tracing cannot go on: the elements of a symbolic tensor are needed (a
+// data-dependent branch, a shape computed from values, printing) or an effect was reached. The
+// function is then interpreted for those argument shapes; what() is the recorded reason.
+struct TraceAbort : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class Tensor {
  public:
@@ -35,11 +43,19 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
 
-  const std::byte* bytes() const { return data_.get(); }
-  std::byte* mutable_bytes() { return data_.get(); }  // only on a tensor not yet shared
-  template <typename T> const T* data() const { return reinterpret_cast<const T*>(data_.get()); }
-  template <typename T> T* mutable_data() { return reinterpret_cast<T*>(data_.get()); }
+  const std::byte* bytes() const { return concrete(); }
+  std::byte* mutable_bytes() { return concrete(); }  // only on a tensor not yet shared
+  template <typename T> const T* data() const { return reinterpret_cast<const T*>(concrete()); }
+  template <typename T> T* mutable_data() { return reinterpret_cast<T*>(concrete()); }
   const std::shared_ptr<std::byte>& storage() const { return data_; }
+
+  // Symbolic tensors exist only while a pure function is traced (src/trace): dtype and shape are
+  // known, elements are not; `id` is the IR value it stands for. `weak` marks values that stand
+  // for host scalars, which keep their weak typing (SPEC §2.3). Reading elements throws TraceAbort.
+  static Tensor symbolic(DType dtype, Shape shape, int32_t id, bool weak = false);
+  bool is_symbolic() const { return sym_ >= 0; }
+  int32_t symbol_id() const { return sym_; }
+  bool weak() const { return weak_; }
 
   // Same bytes, another shape with the same element count.
   Tensor reshaped(Shape shape) const;
@@ -53,6 +69,14 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 0;
   std::shared_ptr<std::byte> data_;  // 64-byte aligned when allocated here
+  int32_t sym_ = -1;
+  bool weak_ = false;
+
+  std::byte* concrete() const {
+    if (sym_ >= 0) [[unlikely]] needs_elements();
+    return data_.get();
+  }
+  [[noreturn]] void needs_elements() const;
 };
 
 // f16/bf16 bit conversions (round to nearest even).

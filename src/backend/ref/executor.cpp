@@ -1,0 +1,91 @@
+// backend/ref/executor.cpp — IR interpreter over the eager kernels of src/tensor.
+#include "backend/ref/executor.hpp"
+
+#include "base/error.hpp"
+#include "tensor/layout.hpp"
+#include "tensor/shape.hpp"
+
+namespace sheaf::ref {
+
+using ir::Op;
+
+namespace {
+
+std::vector<int64_t> start_values(std::span<const Tensor> operands, size_t first) {
+  std::vector<int64_t> s;
+  for (size_t i = first; i < operands.size(); ++i) s.push_back(static_cast<int64_t>(operands[i].get(0)));
+  return s;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_node(const ir::Graph& g, const ir::Node& n, std::span<const Tensor> x) {
+  const ir::Attrs& a = n.attrs;
+  const ir::Type& out = g.type(n.out);
+  switch (n.op) {
+    case Op::Parameter: throw SheafError("internal: run_node on a parameter");
+    case Op::Constant: return {a.value};
+    case Op::Iota: return {iota(a.dtype, out.shape, a.axis)};
+    case Op::Unary: return {unary(a.unary, x[0])};
+    case Op::Binary: return {binary(a.binary, x[0], x[1])};
+    case Op::Convert: return {convert(x[0], a.dtype)};
+    case Op::Select: return {select(x[0], x[1], x[2])};
+    case Op::BroadcastInDim: {
+      Shape aligned(out.shape.size(), 1);
+      for (size_t i = 0; i < a.dims.size(); ++i) aligned[static_cast<size_t>(a.dims[i])] = x[0].shape()[i];
+      return {broadcast_to(reshape(x[0], aligned), out.shape)};
+    }
+    case Op::Reshape: return {reshape(x[0], out.shape)};
+    case Op::Transpose: return {transpose(x[0], a.dims)};
+    case Op::Slice: return {slice(x[0], a.starts, a.limits, a.strides)};
+    case Op::Reverse: return {reverse(x[0], a.dims)};
+    case Op::Concatenate: return {concatenate(std::vector<Tensor>(x.begin(), x.end()), a.axis)};
+    case Op::Pad: return {pad(x[0], a.scalar, a.lo, a.hi)};
+    case Op::DynamicSlice: return {dynamic_slice(x[0], start_values(x, 1), a.sizes)};
+    case Op::DynamicUpdateSlice: return {dynamic_update_slice(x[0], x[1], start_values(x, 2))};
+    case Op::Reduce: return {reduce(a.reduce, x[0], a.dims)};
+    case Op::ArgReduce: return {arg_reduce(a.reduce, x[0], a.axis)};
+    case Op::DotGeneral: return {dot_general(x[0], x[1], a.dot)};
+    case Op::Gather: return {take(x[0], x[1], a.axis)};
+    case Op::Scatter: return {scatter(x[0], x[1], x[2], a.axis, a.scatter)};
+    case Op::Sort: {
+      Sorted s = sort(x[0], a.axis, a.descending);
+      return {s.values, s.indices};
+    }
+    case Op::TopK: {
+      Sorted s = top_k(x[0], a.k);
+      return {s.values, s.indices};
+    }
+  }
+  throw SheafError("internal: unknown IR op");
+}
+
+std::vector<Tensor> run(const ir::Graph& g, std::span<const Tensor> args) {
+  if (args.size() != g.params.size())
+    throw SheafError(fmt::format("internal: '{}' takes {} inputs, got {}", g.name, g.params.size(), args.size()));
+  // Last reader of every value, so that intermediates are released as soon as possible.
+  std::vector<int32_t> last_use(g.types.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int32_t v : g.nodes[i].in) last_use[static_cast<size_t>(v)] = static_cast<int32_t>(i);
+  for (int32_t r : g.results) last_use[static_cast<size_t>(r)] = static_cast<int32_t>(g.nodes.size());
+  std::vector<Tensor> vals(g.types.size());
+  std::vector<Tensor> operands;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op == Op::Parameter) {
+      vals[static_cast<size_t>(n.out)] = args[static_cast<size_t>(n.attrs.index)];
+      continue;
+    }
+    operands.clear();
+    for (int32_t v : n.in) operands.push_back(vals[static_cast<size_t>(v)]);
+    std::vector<Tensor> r = run_node(g, n, operands);
+    for (int32_t k = 0; k < n.nout; ++k) vals[static_cast<size_t>(n.out + k)] = std::move(r[static_cast<size_t>(k)]);
+    for (int32_t v : n.in)
+      if (last_use[static_cast<size_t>(v)] == static_cast<int32_t>(i)) vals[static_cast<size_t>(v)] = Tensor();
+  }
+  std::vector<Tensor> results;
+  for (int32_t r : g.results) results.push_back(vals[static_cast<size_t>(r)]);
+  return results;
+}
+
+}  // namespace sheaf::ref
