@@ -10,7 +10,7 @@ namespace sheaf {
 Operand operand(const CallArgs& a, size_t i) {
   const Value& v = a[i];
   switch (v.kind()) {
-    case Kind::Tensor: return {v.as_tensor(), false};
+    case Kind::Tensor: return {v.as_tensor(), v.as_tensor().weak()};
     case Kind::Int: return {Tensor::scalar(DType::I32, static_cast<double>(v.as_int())), true};
     case Kind::Float: return {Tensor::scalar(DType::F32, v.as_float()), true};
     case Kind::Bool: return {Tensor::scalar(DType::Bool, v.as_bool()), true};

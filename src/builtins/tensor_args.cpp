@@ -37,7 +37,7 @@ std::optional<Tensor> flat_numbers(const std::vector<Value>& items) {
 
 std::optional<Operand> as_operand(const Value& v) {
   switch (v.kind()) {
-    case Kind::Tensor: return Operand{v.as_tensor(), false};
+    case Kind::Tensor: return Operand{v.as_tensor(), v.as_tensor().weak()};
     case Kind::Int: return Operand{Tensor::scalar(DType::I32, static_cast<double>(v.as_int())), true};
     case Kind::Float: return Operand{Tensor::scalar(DType::F32, v.as_float()), true};
     case Kind::Bool: return Operand{Tensor::scalar(DType::Bool, v.as_bool()), true};

@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "cli/repl.hpp"
 #include "eval/interp.hpp"
+#include "runtime/jit.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -24,7 +25,7 @@ struct Cli {
   bool has_expr = false;
   std::vector<std::string> program_args;
   std::string device = "cpu";
-  bool no_jit = false, no_progress = false;
+  bool no_jit = false, no_progress = false, jit_profile = false;
   int status = 0;
 };
 
@@ -41,6 +42,15 @@ bool prints_final(const Value& v) {
 int run(Cli& cli) {
   bool color = isatty(2) && !std::getenv("NO_COLOR");
   Interp in(std::cout);
+  if (cli.no_jit) in.jit.reset();
+  else in.jit->profile = cli.jit_profile;
+  struct ProfileAtExit {  // printed on success and on error alike
+    Interp& in;
+    bool on;
+    ~ProfileAtExit() {
+      if (on && in.jit) in.jit->report(std::cerr);
+    }
+  } profile_at_exit{in, cli.jit_profile};
   try {
     Value v;
     if (cli.has_expr) {
@@ -96,6 +106,7 @@ int main(int argc, char** argv) {
   app.add_option("args", cli.program_args, "Arguments for the program");
   app.add_option("--device", cli.device, "Backend (cpu)")->check(CLI::IsMember({"cpu", "ref"}));
   app.add_flag("--no-jit", cli.no_jit, "Interpret everything");
+  app.add_flag("--jit-profile", cli.jit_profile, "Print the dispatch profile of compiled calls at exit");
   app.add_flag("--no-progress", cli.no_progress, "Disable progress bars");
   app.positionals_at_end(false);
   app.footer("With no FILE and no -c, starts the interactive REPL.");

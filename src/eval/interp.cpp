@@ -1,6 +1,7 @@
 // eval/interp.cpp — evaluation of forms, calls, globals and the top-level driver.
 #include "eval/interp.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,10 @@
 #include "base/stack.hpp"
 #include "builtins/registry.hpp"
 #include "reader/reader.hpp"
+#include "runtime/jit.hpp"
+#include "tensor/elementwise.hpp"
+#include "tensor/layout.hpp"
+#include "trace/tracer.hpp"
 #include "value/handle.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
@@ -40,6 +45,7 @@ Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
   for (const BuiltinDef* d : builtin_table())
     builtins_[symbols::intern(d->name)] = Value::object(Kind::Builtin, std::make_shared<BuiltinObj>(d));
   use_module("macros", {});  // preloaded standard macros (SPEC §4.7)
+  jit = std::make_unique<Jit>();
 }
 
 Interp::~Interp() = default;
@@ -92,6 +98,7 @@ void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
   const std::string& name = symbols::name(id);
   if (is_reserved_name(name)) throw SheafError("Cannot shadow special form '" + name + "'", loc);
   if (globals_.count(id)) throw SheafError("Redefinition of '" + name + "' is not allowed.", loc);
+  if (trace::tracing()) throw TraceAbort("defines the global '" + name + "'");
   globals_[id] = Global{type, std::move(v), module_name};
 }
 
@@ -210,6 +217,18 @@ Value Interp::eval_vector(const ListObj& l, const EnvPtr& env) {
              items[0].is(Kind::Tensor);
   }
   DType dt = l.suffix.value_or(DType::F32);
+  bool symbolic = std::any_of(items.begin(), items.end(), [](const Value& v) { return v.is(Kind::Tensor) && v.as_tensor().is_symbolic(); });
+  if ((numbers || nested) && symbolic) {  // traced elements: stack them with primitives
+    std::vector<Tensor> rows;
+    for (const Value& v : items) {
+      Tensor t = v.is(Kind::Tensor) ? v.as_tensor() : Tensor::scalar(dt, v.is(Kind::Bool) ? v.as_bool() : *number_of(v));
+      if (numbers || l.suffix) t = convert(t, dt);
+      Shape s{1};
+      s.insert(s.end(), t.shape().begin(), t.shape().end());
+      rows.push_back(reshape(t, s));
+    }
+    return Value::tensor(concatenate(rows, 0));
+  }
   if (numbers) {
     std::vector<double> vals;
     for (const Value& v : items) vals.push_back(v.is(Kind::Bool) ? v.as_bool() : *number_of(v));
@@ -248,6 +267,10 @@ Value Interp::call(const Value& f, std::span<const Value> args, SrcLoc site) {
                                    d.max_args == 1 && d.min_args == 1 ? "" : "s", n, d.signature),
                        site);
     }
+    if (trace::tracing()) {
+      if (d.effectful) throw TraceAbort(fmt::format("calls '{}', which has effects", d.name));
+      trace::set_site(site);
+    }
     try {
       return d.fn(*this, CallArgs{args, site, d.name});
     } catch (SheafError& e) {
@@ -266,6 +289,7 @@ Value Interp::call(const Value& f, std::span<const Value> args, SrcLoc site) {
   if (f.is(Kind::Fn)) return call_fn(f, args, site);
   if (f.is(Kind::Handle)) {  // (h i), (h 100:200)
     if (args.size() != 1) throw SheafError(fmt::format("a data handle takes one index or slice, got {} arguments", args.size()), site);
+    if (trace::tracing()) throw TraceAbort("reads a data handle (I/O)");
     return f.as<HandleObj>().read(args[0], site);
   }
   throw SheafError(fmt::format("Cannot call {} {}", kind_name(f.kind()), print_value(f, false)), site);
@@ -295,6 +319,8 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
                                  n == 1 ? "" : "s", p.describe(), args.size(), args.empty() ? "" : ": ", describe_args(args)),
                      site);
   }
+  if (jit && !fn.name.empty() && !trace::tracing())
+    if (std::optional<Value> r = jit->call(*this, fv, args, site)) return *r;
   auto env = std::make_shared<Env>(fn.env);
   env->vars.reserve(n + 1);
   DepthGuard guard(*this, site);

@@ -80,6 +80,9 @@ class Interp {
   // Fields set by (progress :k v ...) for the progress bar (a dict; nil until set).
   Value progress_fields;
 
+  // Automatic compilation of pure functions (runtime/jit.hpp); null with --no-jit.
+  std::unique_ptr<class Jit> jit;
+
   // REPL-wide flags.
   bool warned_lambda = false;
   // Set asynchronously (Ctrl-C in the REPL); the evaluation stops with "Interrupted".

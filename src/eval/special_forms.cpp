@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "eval/interp.hpp"
+#include "trace/tracer.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 
@@ -146,7 +147,14 @@ Value sf_with_params(Interp& in, const ListObj& f, const EnvPtr& env) {
 
 Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
   if (f.items.size() < 3 || f.items.size() > 4) throw SheafError("if: expected (if cond then [else])", f.loc);
-  if (in.eval(f.items[1], env).truthy()) return in.eval(f.items[2], env);
+  Value c = in.eval(f.items[1], env);
+  if (c.is(Kind::Tensor) && c.as_tensor().is_symbolic() && c.as_tensor().rank() == 0 && c.as_tensor().dtype() == DType::Bool) {
+    // A runtime condition while tracing: both branches are traced and merged with select (SPEC §6.4).
+    Value a = in.eval(f.items[2], env);
+    Value b = f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
+    return trace::merge_branches(c.as_tensor(), a, b);
+  }
+  if (c.truthy()) return in.eval(f.items[2], env);
   return f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
 }
 

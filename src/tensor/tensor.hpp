@@ -56,6 +56,11 @@ class Tensor {
   bool is_symbolic() const { return sym_ >= 0; }
   int32_t symbol_id() const { return sym_; }
   bool weak() const { return weak_; }
+  Tensor as_weak() const {  // the same symbolic value standing for a host scalar
+    Tensor t = *this;
+    t.weak_ = sym_ >= 0 && shape_.empty();
+    return t;
+  }
 
   // Same bytes, another shape with the same element count.
   Tensor reshaped(Shape shape) const;

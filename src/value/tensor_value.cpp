@@ -3,9 +3,15 @@
 
 #include <cstring>
 
+#include "tensor/layout.hpp"
+
 namespace sheaf {
 
 Value scalar_value(const Tensor& t, int64_t i) {
+  if (t.is_symbolic()) {  // while tracing, a host scalar is a weak rank-0 symbolic tensor
+    Tensor flat = reshape(t, {t.numel()});
+    return Value::tensor(reshape(slice_axis(flat, 0, i, i + 1), {}).as_weak());
+  }
   double v = t.get(i);
   if (is_float(t.dtype())) return Value::real(static_cast<float>(v));
   if (t.dtype() == DType::Bool) return Value::boolean(v != 0);
@@ -15,6 +21,7 @@ Value scalar_value(const Tensor& t, int64_t i) {
 Value row_value(const Tensor& t, int64_t i) {
   if (t.rank() == 1) return scalar_value(t, i);
   Shape sub(t.shape().begin() + 1, t.shape().end());
+  if (t.is_symbolic()) return Value::tensor(reshape(slice_axis(t, 0, i, i + 1), sub));
   Tensor r(t.dtype(), sub);
   size_t row_bytes = r.nbytes();
   if (row_bytes) std::memcpy(r.mutable_bytes(), t.bytes() + static_cast<size_t>(i) * row_bytes, row_bytes);

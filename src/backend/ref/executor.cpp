@@ -60,14 +60,30 @@ std::vector<Tensor> run_node(const ir::Graph& g, const ir::Node& n, std::span<co
   throw SheafError("internal: unknown IR op");
 }
 
-std::vector<Tensor> run(const ir::Graph& g, std::span<const Tensor> args) {
+Plan plan(const ir::Graph& g) {
+  Plan p;
+  p.last_use.assign(g.types.size(), -1);
+  p.implicit.assign(g.types.size(), false);
+  for (const ir::Node& n : g.nodes)
+    if (n.op == Op::BroadcastInDim) p.implicit[static_cast<size_t>(n.out)] = true;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    bool broadcasting_reader = n.op == Op::Binary || n.op == Op::Select;
+    for (int32_t v : n.in) {
+      p.last_use[static_cast<size_t>(v)] = static_cast<int32_t>(i);
+      if (!broadcasting_reader) p.implicit[static_cast<size_t>(v)] = false;
+    }
+  }
+  for (int32_t r : g.results) {
+    p.last_use[static_cast<size_t>(r)] = static_cast<int32_t>(g.nodes.size());
+    p.implicit[static_cast<size_t>(r)] = false;
+  }
+  return p;
+}
+
+std::vector<Tensor> run(const ir::Graph& g, const Plan& p, std::span<const Tensor> args) {
   if (args.size() != g.params.size())
     throw SheafError(fmt::format("internal: '{}' takes {} inputs, got {}", g.name, g.params.size(), args.size()));
-  // Last reader of every value, so that intermediates are released as soon as possible.
-  std::vector<int32_t> last_use(g.types.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int32_t v : g.nodes[i].in) last_use[static_cast<size_t>(v)] = static_cast<int32_t>(i);
-  for (int32_t r : g.results) last_use[static_cast<size_t>(r)] = static_cast<int32_t>(g.nodes.size());
   std::vector<Tensor> vals(g.types.size());
   std::vector<Tensor> operands;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -78,14 +94,23 @@ std::vector<Tensor> run(const ir::Graph& g, std::span<const Tensor> args) {
     }
     operands.clear();
     for (int32_t v : n.in) operands.push_back(vals[static_cast<size_t>(v)]);
-    std::vector<Tensor> r = run_node(g, n, operands);
-    for (int32_t k = 0; k < n.nout; ++k) vals[static_cast<size_t>(n.out + k)] = std::move(r[static_cast<size_t>(k)]);
+    if (p.implicit[static_cast<size_t>(n.out)]) {  // operand with unit axes; the readers broadcast
+      const ir::Type& out = g.type(n.out);
+      Shape aligned(out.shape.size(), 1);
+      for (size_t k = 0; k < n.attrs.dims.size(); ++k) aligned[static_cast<size_t>(n.attrs.dims[k])] = operands[0].shape()[k];
+      vals[static_cast<size_t>(n.out)] = reshape(operands[0], aligned);
+    } else {
+      std::vector<Tensor> r = run_node(g, n, operands);
+      for (int32_t k = 0; k < n.nout; ++k) vals[static_cast<size_t>(n.out + k)] = std::move(r[static_cast<size_t>(k)]);
+    }
     for (int32_t v : n.in)
-      if (last_use[static_cast<size_t>(v)] == static_cast<int32_t>(i)) vals[static_cast<size_t>(v)] = Tensor();
+      if (p.last_use[static_cast<size_t>(v)] == static_cast<int32_t>(i)) vals[static_cast<size_t>(v)] = Tensor();
   }
   std::vector<Tensor> results;
   for (int32_t r : g.results) results.push_back(vals[static_cast<size_t>(r)]);
   return results;
 }
+
+std::vector<Tensor> run(const ir::Graph& g, std::span<const Tensor> args) { return run(g, plan(g), args); }
 
 }  // namespace sheaf::ref

@@ -1,0 +1,153 @@
+// runtime/jit.cpp — dispatch of pure user functions to cached executables (reference backend).
+#include "runtime/jit.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include "backend/ref/executor.hpp"
+#include "base/error.hpp"
+#include "eval/interp.hpp"
+
+namespace sheaf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+bool has_tensor(const Value& v) {
+  switch (v.kind()) {
+    case Kind::Tensor: return true;
+    case Kind::List:
+      for (const Value& x : v.as_list().items)
+        if (has_tensor(x)) return true;
+      return false;
+    case Kind::Dict:
+      for (const auto& [k, x] : v.as_dict().entries)
+        if (has_tensor(x)) return true;
+      return false;
+    default: return false;
+  }
+}
+
+bool has_scalar(const Value& v) {
+  if (v.is_number()) return true;
+  if (v.is_list()) return std::any_of(v.as_list().items.begin(), v.as_list().items.end(), has_scalar);
+  if (v.is(Kind::Dict))
+    return std::any_of(v.as_dict().entries.begin(), v.as_dict().entries.end(), [](const auto& e) { return has_scalar(e.second); });
+  return false;
+}
+
+bool has_scalar_args(std::span<const Value> args) { return std::any_of(args.begin(), args.end(), has_scalar); }
+
+void pin_objects(const Value& v, std::vector<Value>& out) {
+  if (v.is_list()) {
+    for (const Value& x : v.as_list().items) pin_objects(x, out);
+  } else if (v.is(Kind::Dict)) {
+    for (const auto& [k, x] : v.as_dict().entries) pin_objects(x, out);
+  } else if (v.is_callable() || v.is(Kind::Slice)) {
+    out.push_back(v);
+  }
+}
+
+}  // namespace
+
+Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const Value> args, SrcLoc site) {
+  const std::string& name = fn.as<FnObj>().name;
+  Entry e;
+  for (const Value& a : args) pin_objects(a, e.pinned);
+  auto t0 = Clock::now();
+  ++stats_.traces;
+  try {
+    trace::Traced t = trace::trace_call(in, fn, args, site, c.static_scalars);
+    auto exe = std::make_shared<Executable>();
+    exe->traced_nodes = t.graph.nodes.size();
+    exe->graph = std::move(t.graph);
+    ir::verify(exe->graph);
+    exe->plan = ref::plan(exe->graph);
+    if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
+    exe->result = std::move(t.result);
+    e.exe = std::move(exe);
+  } catch (const TraceAbort& abort) {
+    e.reason = abort.what();
+  } catch (const SheafError& err) {  // the interpreter reproduces (and reports) real errors
+    e.reason = err.what();
+  }
+  stats_.trace_s += since(t0);
+  if (!e.exe && !c.static_scalars && has_scalar_args(args) && e.reason.rfind("the value of a traced", 0) == 0) {
+    // Maybe a scalar argument is needed statically (a shape, a count): retry with scalars in the key.
+    c.static_scalars = true;
+    return Entry{};  // the caller recomputes the key and retries
+  }
+  if (!e.exe) {
+    std::string line = name + ": " + e.reason;
+    if (std::find(stats_.fallback_reasons.begin(), stats_.fallback_reasons.end(), line) == stats_.fallback_reasons.end())
+      stats_.fallback_reasons.push_back(std::move(line));
+  }
+  return e;
+}
+
+std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site) {
+  bool any = false;
+  for (const Value& a : args) any = any || has_tensor(a);
+  if (!any) return std::nullopt;
+  ++stats_.calls;
+  auto t0 = profile ? Clock::now() : Clock::time_point{};
+  FnCache& c = fns_[fn.raw()];
+  if (c.fn.is_nil()) c.fn = fn;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    key_.clear();
+    inputs_.clear();
+    std::string why = trace::flatten_args(args, c.static_scalars, key_, inputs_);
+    if (!why.empty()) return std::nullopt;
+    auto it = std::find_if(c.lru.begin(), c.lru.end(), [&](const Entry& e) { return e.key == key_; });
+    if (it != c.lru.end()) {
+      ++stats_.hits;
+      if (it != c.lru.begin()) std::rotate(c.lru.begin(), it, it + 1);
+    } else {
+      ++stats_.misses;
+      bool was_static = c.static_scalars;
+      Entry e = compile(in, c, fn, args, site);
+      if (!was_static && c.static_scalars) continue;  // retry with static scalars
+      e.key = key_;
+      c.lru.insert(c.lru.begin(), std::move(e));
+      if (c.lru.size() > kLruSize) c.lru.pop_back();
+      key_.clear();
+      inputs_.clear();
+      trace::flatten_args(args, c.static_scalars, key_, inputs_);
+    }
+    const Entry& e = c.lru.front();
+    if (!e.exe) {
+      ++stats_.fallbacks;
+      return std::nullopt;
+    }
+    std::shared_ptr<const Executable> exe = e.exe;
+    stats_.inputs += inputs_.size();
+    auto t1 = profile ? Clock::now() : Clock::time_point{};
+    if (profile) stats_.flatten_s += std::chrono::duration<double>(t1 - t0).count();
+    std::vector<Tensor> results = ref::run(exe->graph, exe->plan, inputs_);
+    auto t2 = profile ? Clock::now() : Clock::time_point{};
+    if (profile) stats_.call_s += std::chrono::duration<double>(t2 - t1).count();
+    Value r = trace::rebuild(exe->result, results);
+    if (profile) stats_.output_s += since(t2);
+    return r;
+  }
+  return std::nullopt;
+}
+
+void Jit::report(std::ostream& os) const {
+  const JitStats& s = stats_;
+  double total = s.flatten_s + s.call_s + s.output_s;
+  auto pct = [&](double x) { return total > 0 ? 100.0 * x / total : 0.0; };
+  os << fmt::format("Dispatch profile ({} calls, {:.1f}ms total):\n", s.calls, total * 1e3);
+  os << fmt::format("  flatten: {:9.1f}ms ({:4.1f}%)\n", s.flatten_s * 1e3, pct(s.flatten_s));
+  os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: 0]\n", 0.0, 0.0, s.inputs);
+  os << fmt::format("  call:    {:9.1f}ms ({:4.1f}%)\n", s.call_s * 1e3, pct(s.call_s));
+  os << fmt::format("  output:  {:9.1f}ms ({:4.1f}%)\n", s.output_s * 1e3, pct(s.output_s));
+  os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms); {} interpreted calls\n", s.hits, s.misses, s.traces,
+                    s.trace_s * 1e3, s.fallbacks);
+  for (const std::string& r : s.fallback_reasons) os << "    interpreted " << r << "\n";
+}
+
+}  // namespace sheaf

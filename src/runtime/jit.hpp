@@ -1,0 +1,73 @@
+// runtime/jit.hpp — automatic compilation of pure functions (SPEC §6.2–6.4).
+// A call of a named user function with tensor arguments looks up an executable for its
+// specialization key (argument tree structure, dtypes, shapes, static values); on a miss the
+// function is traced, optimised and kept in a per-function LRU of kLruSize entries, so
+// alternating shapes never retrace. A trace that aborts (effects, data-dependent control flow)
+// is remembered with its reason and the call is interpreted. Int and float arguments are
+// traced as weak rank-0 inputs; when a function needs one of them statically (a shape, a loop
+// count), it is retraced once with scalars as part of the key, and stays so.
+#pragma once
+#include <chrono>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/ref/executor.hpp"
+#include "trace/tracer.hpp"
+#include "value/function.hpp"
+
+namespace sheaf {
+
+class Interp;
+
+struct Executable {
+  ir::Graph graph;  // optimised
+  ref::Plan plan;
+  trace::ResultTree result;
+  size_t traced_nodes = 0;  // before optimisation
+};
+
+struct JitStats {
+  uint64_t calls = 0, hits = 0, misses = 0, traces = 0, fallbacks = 0;
+  uint64_t inputs = 0;  // host tensors passed to executables (no copy on the host backend)
+  double flatten_s = 0, call_s = 0, output_s = 0, trace_s = 0;
+  std::vector<std::string> fallback_reasons;  // "f: reason" (first occurrence per function and reason)
+};
+
+class Jit {
+ public:
+  static constexpr size_t kLruSize = 8;
+  bool profile = false;  // time the phases of every dispatch (--jit-profile)
+
+  // The result of `fn` on `args` through compiled code, or nullopt when the call must be
+  // interpreted (no tensor argument, or tracing failed for this key).
+  std::optional<Value> call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site);
+
+  const JitStats& stats() const { return stats_; }
+  void report(std::ostream& os) const;  // the --jit-profile text (SPEC §9.5)
+
+ private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const Executable> exe;  // null: interpreted, see reason
+    std::string reason;
+    std::vector<Value> pinned;  // objects the key refers to by identity (kept alive)
+  };
+  struct FnCache {
+    Value fn;  // keeps the function alive while it is cached
+    bool static_scalars = false;
+    std::vector<Entry> lru;  // most recently used first
+  };
+  std::unordered_map<const Obj*, FnCache> fns_;
+  JitStats stats_;
+  std::string key_;               // scratch buffers reused between calls
+  std::vector<Tensor> inputs_;
+
+  Entry compile(Interp& in, FnCache& c, const Value& fn, std::span<const Value> args, SrcLoc site);
+};
+
+}  // namespace sheaf

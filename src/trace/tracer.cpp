@@ -1,0 +1,312 @@
+// trace/tracer.cpp — runs a user function on symbolic tensors and records the IR graph.
+// The Tracer is the active ir::Recorder of its thread while the function body is evaluated:
+// every primitive that meets a symbolic operand appends a node (typed by the shape rule) and
+// returns symbolic results. Concrete tensors that meet symbolic ones (closure captures, literals,
+// constants of builtins) become constant nodes, shared per storage.
+#include "trace/tracer.hpp"
+
+#include <map>
+
+#include "base/error.hpp"
+#include "eval/interp.hpp"
+#include "ir/recorder.hpp"
+#include "tensor/elementwise.hpp"
+#include "tensor/shape.hpp"
+#include "value/function.hpp"
+#include "value/tensor_value.hpp"
+
+namespace sheaf::trace {
+namespace {
+
+constexpr size_t kMaxNodes = 200000;  // a bigger trace is almost surely an unrolled loop gone wrong
+
+thread_local int g_depth = 0;
+thread_local SrcLoc g_site;
+
+class Tracer final : public ir::Recorder {
+ public:
+  ir::Graph g;
+
+  std::vector<Tensor> record(ir::Op op, const std::vector<Tensor>& operands, const ir::Attrs& attrs,
+                             const ir::Type* declared) override {
+    if (g.nodes.size() > kMaxNodes) throw TraceAbort(fmt::format("the trace grew past {} IR nodes", kMaxNodes));
+    std::vector<int32_t> ids;
+    std::vector<ir::Type> types;
+    bool weak = true;
+    for (const Tensor& t : operands) {
+      Tensor s = lift(t);
+      ids.push_back(s.symbol_id());
+      types.push_back(g.type(s.symbol_id()));
+      weak = weak && t.rank() == 0 && (t.weak() || !t.is_symbolic());
+    }
+    std::vector<ir::Type> out = ir::infer_types(op, types, attrs, declared);
+    int32_t first = g.add(op, std::move(ids), attrs, out, g_site);
+    std::vector<Tensor> r;
+    for (size_t i = 0; i < out.size(); ++i)
+      r.push_back(Tensor::symbolic(out[i].dtype, out[i].shape, first + static_cast<int32_t>(i), weak && out[i].shape.empty()));
+    return r;
+  }
+
+  Tensor lift(const Tensor& t) override {
+    if (t.is_symbolic()) return t;
+    auto key = std::make_tuple(t.storage().get(), t.dtype(), t.shape());
+    auto it = constants_.find(key);
+    int32_t id = it != constants_.end() ? it->second : (constants_[key] = g.emit_constant(t, g_site));
+    return Tensor::symbolic(t.dtype(), t.shape(), id);
+  }
+
+  Tensor parameter(DType dtype, Shape shape, bool weak) {
+    ir::Attrs a;
+    a.index = static_cast<int64_t>(g.params.size());
+    int32_t id = g.add(ir::Op::Parameter, {}, a, {ir::Type{dtype, shape}});
+    return Tensor::symbolic(dtype, std::move(shape), id, weak);
+  }
+
+ private:
+  std::map<std::tuple<const std::byte*, DType, Shape>, int32_t> constants_;
+};
+
+// Active-trace scope: installs the recorder and marks the thread as tracing.
+struct Scope {
+  ir::Recorder* saved;
+  SrcLoc saved_site;
+  explicit Scope(Tracer& t) : saved(ir::active_recorder()), saved_site(g_site) {
+    ir::set_active_recorder(&t);
+    ++g_depth;
+  }
+  ~Scope() {
+    ir::set_active_recorder(saved);
+    g_site = saved_site;
+    --g_depth;
+  }
+};
+
+// Symbolic arguments: tensor leaves (and, unless static, int/float leaves) become parameters.
+Value symbolic_args(Tracer& t, const Value& v, bool static_scalars) {
+  switch (v.kind()) {
+    case Kind::Tensor: return Value::tensor(t.parameter(v.as_tensor().dtype(), v.as_tensor().shape(), false));
+    case Kind::Int:
+      return static_scalars ? v : Value::tensor(t.parameter(DType::I32, {}, true));
+    case Kind::Float:
+      return static_scalars ? v : Value::tensor(t.parameter(DType::F32, {}, true));
+    case Kind::List: {
+      std::vector<Value> items;
+      for (const Value& x : v.as_list().items) items.push_back(symbolic_args(t, x, static_scalars));
+      return Value::list(std::move(items), v.as_list().kind, v.as_list().loc);
+    }
+    case Kind::Dict: {
+      std::vector<std::pair<std::string, Value>> entries;
+      for (const auto& [k, x] : v.as_dict().entries) entries.emplace_back(k, symbolic_args(t, x, static_scalars));
+      return make_dict(std::move(entries));
+    }
+    case Kind::Handle: throw TraceAbort("a data handle is passed as an argument (reading it is I/O)");
+    default: return v;
+  }
+}
+
+ResultTree result_tree(Tracer& t, const Value& v) {
+  ResultTree r;
+  switch (v.kind()) {
+    case Kind::Tensor: {
+      const Tensor& x = v.as_tensor();
+      r.kind = ResultTree::Kind::Slot;
+      r.slot = static_cast<int32_t>(t.g.results.size());
+      r.weak = x.weak();
+      t.g.results.push_back(t.lift(x).symbol_id());
+      return r;
+    }
+    case Kind::List:
+      r.kind = ResultTree::Kind::List;
+      r.list_kind = v.as_list().kind;
+      for (const Value& x : v.as_list().items) r.items.push_back(result_tree(t, x));
+      return r;
+    case Kind::Dict:
+      r.kind = ResultTree::Kind::Dict;
+      for (const auto& [k, x] : v.as_dict().entries) {
+        r.keys.push_back(k);
+        r.items.push_back(result_tree(t, x));
+      }
+      return r;
+    case Kind::Fn: case Kind::Builtin: throw TraceAbort("the function returns a function");
+    case Kind::Handle: throw TraceAbort("the function returns a data handle");
+    default:
+      r.value = v;
+      return r;
+  }
+}
+
+void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<Tensor>& inputs, std::string& why) {
+  auto put = [&](const void* p, size_t n) { key.append(static_cast<const char*>(p), n); };
+  auto tag = [&](char c) { key.push_back(c); };
+  switch (v.kind()) {
+    case Kind::Tensor: {
+      const Tensor& t = v.as_tensor();
+      tag('T');
+      tag(static_cast<char>(t.dtype()));
+      tag(static_cast<char>(t.rank()));
+      put(t.shape().data(), t.shape().size() * sizeof(int64_t));
+      inputs.push_back(t);
+      return;
+    }
+    case Kind::Int:
+      if (static_scalars) {
+        tag('I');
+        int64_t i = v.as_int();
+        put(&i, sizeof i);
+      } else {
+        tag('i');
+        inputs.push_back(Tensor::scalar(DType::I32, static_cast<double>(v.as_int())));
+      }
+      return;
+    case Kind::Float:
+      if (static_scalars) {
+        tag('F');
+        float f = v.as_float();
+        put(&f, sizeof f);
+      } else {
+        tag('f');
+        inputs.push_back(Tensor::scalar(DType::F32, v.as_float()));
+      }
+      return;
+    case Kind::Bool: tag(v.as_bool() ? 'B' : 'b'); return;
+    case Kind::Nil: tag('N'); return;
+    case Kind::Str: case Kind::Keyword: case Kind::Symbol: {
+      tag(v.is(Kind::Str) ? 'S' : v.is(Kind::Keyword) ? 'K' : 'Y');
+      const std::string& s = v.as_str();
+      uint32_t n = static_cast<uint32_t>(s.size());
+      put(&n, sizeof n);
+      key += s;
+      return;
+    }
+    case Kind::List: {
+      tag('L');
+      tag(static_cast<char>(v.as_list().kind));
+      uint32_t n = static_cast<uint32_t>(v.as_list().items.size());
+      put(&n, sizeof n);
+      for (const Value& x : v.as_list().items) key_of(x, static_scalars, key, inputs, why);
+      return;
+    }
+    case Kind::Dict: {
+      tag('D');
+      uint32_t n = static_cast<uint32_t>(v.as_dict().entries.size());
+      put(&n, sizeof n);
+      for (const auto& [k, x] : v.as_dict().entries) {
+        uint32_t m = static_cast<uint32_t>(k.size());
+        put(&m, sizeof m);
+        key += k;
+        key_of(x, static_scalars, key, inputs, why);
+      }
+      return;
+    }
+    case Kind::Handle: why = "a data handle is passed as an argument (reading it is I/O)"; return;
+    default: {  // functions, slices: by identity (the cache entry keeps the object alive)
+      tag('O');
+      const void* p = v.raw();
+      put(&p, sizeof p);
+      return;
+    }
+  }
+}
+
+Value rebuild_tree(const ResultTree& t, std::span<const Tensor> results) {
+  switch (t.kind) {
+    case ResultTree::Kind::Slot: {
+      const Tensor& x = results[static_cast<size_t>(t.slot)];
+      return t.weak ? scalar_value(x) : Value::tensor(x);
+    }
+    case ResultTree::Kind::Static: return t.value;
+    case ResultTree::Kind::List: {
+      std::vector<Value> items;
+      items.reserve(t.items.size());
+      for (const ResultTree& c : t.items) items.push_back(rebuild_tree(c, results));
+      return Value::list(std::move(items), t.list_kind);
+    }
+    case ResultTree::Kind::Dict: {
+      std::vector<std::pair<std::string, Value>> entries;
+      entries.reserve(t.items.size());
+      for (size_t i = 0; i < t.items.size(); ++i) entries.emplace_back(t.keys[i], rebuild_tree(t.items[i], results));
+      return make_dict(std::move(entries));
+    }
+  }
+  return Value();
+}
+
+// A host number or bool leaf of a runtime `if` branch as a weak rank-0 tensor.
+std::optional<Tensor> weak_scalar(const Value& v) {
+  if (v.is(Kind::Int)) return Tensor::scalar(DType::I32, static_cast<double>(v.as_int()));
+  if (v.is(Kind::Float)) return Tensor::scalar(DType::F32, v.as_float());
+  if (v.is(Kind::Bool)) return Tensor::scalar(DType::Bool, v.as_bool());
+  return std::nullopt;
+}
+
+Value merge(const Tensor& cond, const Value& a, const Value& b) {
+  auto differ = [] { return TraceAbort("the branches of a runtime `if` differ in structure, shape or dtype"); };
+  if (a.is(Kind::Tensor) || b.is(Kind::Tensor)) {
+    std::optional<Tensor> x = a.is(Kind::Tensor) ? std::optional<Tensor>(a.as_tensor()) : weak_scalar(a);
+    std::optional<Tensor> y = b.is(Kind::Tensor) ? std::optional<Tensor>(b.as_tensor()) : weak_scalar(b);
+    if (!x || !y) throw differ();
+    bool wx = !a.is(Kind::Tensor) || x->weak(), wy = !b.is(Kind::Tensor) || y->weak();
+    // Interpreted, the branch taken decides whether the result is a host scalar or a tensor and
+    // its dtype: both branches must agree for the merged value to mean the same.
+    if (x->shape() != y->shape() || x->dtype() != y->dtype() || wx != wy) throw differ();
+    DType d = x->dtype();
+    Tensor r = select(cond, convert(*x, d), convert(*y, d));
+    if (wx && wy) r = Tensor::symbolic(r.dtype(), r.shape(), r.symbol_id(), true);
+    return Value::tensor(r);
+  }
+  if (a.is_number() && b.is_number() && !equal(a, b)) return merge(cond, Value::tensor(*weak_scalar(a)), b);
+  if (a.is(Kind::Bool) && b.is(Kind::Bool) && a.as_bool() != b.as_bool()) return merge(cond, Value::tensor(*weak_scalar(a)), b);
+  if (a.is_list() && b.is_list()) {
+    const auto &xa = a.as_list().items, &xb = b.as_list().items;
+    if (xa.size() != xb.size() || a.as_list().kind != b.as_list().kind) throw differ();
+    std::vector<Value> items;
+    for (size_t i = 0; i < xa.size(); ++i) items.push_back(merge(cond, xa[i], xb[i]));
+    return Value::list(std::move(items), a.as_list().kind);
+  }
+  if (a.is(Kind::Dict) && b.is(Kind::Dict)) {
+    const auto &ea = a.as_dict().entries, &eb = b.as_dict().entries;
+    if (ea.size() != eb.size()) throw differ();
+    std::vector<std::pair<std::string, Value>> entries;
+    for (size_t i = 0; i < ea.size(); ++i) {
+      if (ea[i].first != eb[i].first) throw differ();
+      entries.emplace_back(ea[i].first, merge(cond, ea[i].second, eb[i].second));
+    }
+    return make_dict(std::move(entries));
+  }
+  if (a.is_callable() || b.is_callable() ? a.raw() != b.raw() : !equal(a, b)) throw differ();
+  return a;
+}
+
+}  // namespace
+
+bool tracing() { return g_depth > 0; }
+void set_site(SrcLoc loc) { g_site = loc; }
+
+Traced trace_call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site, bool static_scalars) {
+  Tracer t;
+  t.g.name = fn.is(Kind::Fn) ? fn.as<FnObj>().name : "";
+  Scope scope(t);
+  g_site = site;
+  std::vector<Value> sym;
+  for (const Value& a : args) sym.push_back(symbolic_args(t, a, static_scalars));
+  Value r = in.call(fn, sym, site);
+  Traced out;
+  out.result = result_tree(t, r);
+  out.graph = std::move(t.g);
+  return out;
+}
+
+std::string flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs) {
+  std::string why;
+  for (const Value& a : args) key_of(a, static_scalars, key, inputs, why);
+  return why;
+}
+
+Value rebuild(const ResultTree& tree, std::span<const Tensor> results) { return rebuild_tree(tree, results); }
+
+Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v) {
+  if (cond.dtype() != DType::Bool || cond.rank() != 0) throw TraceAbort("internal: runtime if on a non-boolean");
+  return merge(cond, then_v, else_v);
+}
+
+}  // namespace sheaf::trace

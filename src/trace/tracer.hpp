@@ -1,0 +1,62 @@
+// trace/tracer.hpp — a user function → IR, by running the evaluator on symbolic tensors.
+// Arguments are flattened in pytree order (SPEC §6.5): every tensor leaf becomes a parameter;
+// host floats and ints become weak rank-0 parameters unless `static_scalars` (then, like bools,
+// strings, keywords, nil and functions, they are part of the specialization key and constants
+// of the trace). The function body is evaluated with the symbolic arguments bound: builtins
+// record IR through the primitives, user functions inline, structure (dicts, lists, static
+// `if`, static loops) is resolved. The result pytree's tensor leaves become the graph results.
+// Tracing stops with TraceAbort (effects, data-dependent values or shapes, non-tensor results);
+// SheafErrors raised while tracing are the user's errors and propagate as they are.
+#pragma once
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/ir.hpp"
+#include "value/value.hpp"
+
+namespace sheaf {
+class Interp;
+}
+
+namespace sheaf::trace {
+
+// How a result pytree is rebuilt from the flat results: dicts, lists and tuples as they were,
+// tensor leaves as slots (indices into the flat results), other leaves as static values.
+struct ResultTree {
+  enum class Kind : uint8_t { Slot, Static, List, Dict } kind = Kind::Static;
+  int32_t slot = -1;
+  bool weak = false;                // a host scalar: rebuilt as int/float/bool
+  Value value;                      // Static leaf
+  ListKind list_kind = ListKind::Bracket;
+  std::vector<std::string> keys;    // Dict
+  std::vector<ResultTree> items;    // List, Dict
+};
+
+struct Traced {
+  ir::Graph graph;
+  ResultTree result;
+};
+
+// Traces `fn` (a user function) applied to `args`. Tensors in `args` only give shapes and
+// dtypes (their values are not used). Throws TraceAbort when the call cannot be compiled.
+Traced trace_call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site, bool static_scalars);
+
+// Flattens the arguments of a call: `inputs` receives the positional inputs in parameter order
+// (tensor leaves; int/float scalars as rank-0 i32/f32 unless static_scalars) and `key` the
+// specialization key (tree structure, dtypes, shapes, static values). Returns a reason when an
+// argument cannot be passed to compiled code (a data handle), else an empty string.
+std::string flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs);
+
+// The result pytree from the flat results of a run.
+Value rebuild(const ResultTree& tree, std::span<const Tensor> results);
+
+// True while this thread is tracing (user function calls then inline instead of dispatching).
+bool tracing();
+// The call site of the builtin being evaluated while tracing: recorded nodes carry it.
+void set_site(SrcLoc loc);
+// Runtime `if` (SPEC §6.4): both branches were traced; merges them leaf by leaf with select.
+// Throws TraceAbort when they differ in structure, shape or dtype.
+Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v);
+
+}  // namespace sheaf::trace
