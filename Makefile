@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -G Ninja -DSHEAF_WERROR=ON
 
-.PHONY: all bootstrap build test test-asan fuzz demo clean
+.PHONY: all bootstrap build test test-asan fuzz demo bench clean
 
 all: build
 
@@ -31,6 +31,9 @@ fuzz: bootstrap
 
 demo: build
 	./build/sheaf examples/mlp/train.shf
+
+bench: build
+	./build/bench/dispatch_bench
 
 clean:
 	rm -rf build build-asan build-fuzz
