@@ -10,6 +10,12 @@
 // E_j = −ln(u_j)/w_j, with u_j = (top 53 bits of (b0_j, b1_j) + 0.5)·2^−53 from the bits of
 // element j of a draw of shape [n] (w_j = 1 without :p); the k smallest E_j (ties: lower j
 // first), in increasing order, are the sample. Zero weights are never drawn.
+//
+// Traced keys: while a function is compiled, a key argument may be a symbolic tensor (SPEC
+// §6.7: compiled code draws the same bits). Its words are then computed with primitives and the
+// bits by the primitive version of random_bits (tensor/random.hpp), so the samplers record IR;
+// a concrete key keeps the fast host loop. A symbolic f32[4] is taken to be a valid key value
+// (its limbs cannot be checked); a symbolic rank-0 integer is a seed, a symbolic [2] two words.
 #include <algorithm>
 #include <cmath>
 
@@ -19,7 +25,9 @@
 #include "eval/interp.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
+#include "tensor/layout.hpp"
 #include "tensor/random.hpp"
+#include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf {
@@ -46,6 +54,41 @@ RandomKey arg_key(const CallArgs& a, size_t i) {
   type_error(a, i, "a key (from random-key), an integer seed or a list of two 32-bit words");
 }
 
+Tensor u32c(uint32_t v) { return Tensor::scalar(DType::U32, v); }
+
+// Rank-0 u32 word from element i of a 1-D tensor (by primitives).
+Tensor word_at(const Tensor& t, int64_t i) { return convert(reshape(slice(t, {i}, {i + 1}, {1}), {}), DType::U32); }
+
+// key_from_seed on a rank-0 integer tensor: w0 = the seed's low 32 bits, w1 = its sign extension.
+// Built from non-negative pieces because convert saturates negative values to u32.
+KeyWords seed_words(const Tensor& seed) {
+  if (seed.dtype() == DType::U32) return {seed, u32c(0)};
+  auto piece = [&](Binary op, uint32_t v) { return convert(binary(op, seed, Tensor::scalar(DType::I32, v)), DType::U32); };
+  Tensor w0 = binary(Binary::Or, piece(Binary::And, 0xffff), binary(Binary::ShiftLeft, piece(Binary::ShiftRightLogical, 16), u32c(16)));
+  Tensor negative = binary(Binary::Lt, seed, Tensor::scalar(DType::I32, 0));
+  return {w0, select(negative, u32c(0xffffffff), u32c(0))};
+}
+
+// A key argument: host words, or the words of a symbolic key (see the top of this file).
+struct KeyArg {
+  RandomKey host;
+  std::optional<KeyWords> traced;
+};
+
+KeyArg key_arg(const CallArgs& a, size_t i) {
+  const Value& v = a[i];
+  if (!v.is(Kind::Tensor) || !v.as_tensor().is_symbolic()) return {arg_key(a, i), std::nullopt};
+  const Tensor& t = v.as_tensor();
+  if (t.shape() == Shape{4}) return {{}, key_words(t)};
+  if (t.rank() == 0 && is_int(t.dtype())) return {{}, seed_words(t)};
+  if (t.shape() == Shape{2}) return {{}, KeyWords{word_at(t, 0), word_at(t, 1)}};
+  type_error(a, i, "a key (from random-key), an integer seed or a list of two 32-bit words");
+}
+
+RandomBits bits_of(const KeyArg& key, const Shape& shape, uint32_t stream) {
+  return key.traced ? random_bits(*key.traced, shape, stream) : random_bits(key.host, shape, stream);
+}
+
 // Element count of `shape`, at most 2^32 per call (§6.7) and within the interpreter's limit.
 int64_t checked_count(Interp& in, const CallArgs& a, const Shape& shape) {
   int64_t n = 1;
@@ -57,11 +100,11 @@ int64_t checked_count(Interp& in, const CallArgs& a, const Shape& shape) {
   return n;
 }
 
-// The bits of a whole result of `shape` drawn from the key in argument `key_arg`.
-RandomBits draw(Interp& in, const CallArgs& a, size_t key_arg, const Shape& shape) {
-  RandomKey key = arg_key(a, key_arg);
+// The bits of a whole result of `shape` drawn from the key in argument `key_index`.
+RandomBits draw(Interp& in, const CallArgs& a, size_t key_index, const Shape& shape) {
+  KeyArg key = key_arg(a, key_index);
   checked_count(in, a, shape);
-  return random_bits(key, shape, kSampleStream);
+  return bits_of(key, shape, kSampleStream);
 }
 
 // Positional arguments of an option-taking call, with the arity check of its signature.
@@ -74,17 +117,22 @@ CallArgs positional(const CallArgs& a, const std::vector<Value>& pos, size_t lo,
 Value b_random_key(Interp&, const CallArgs& a) { return Value::tensor(key_tensor(key_from_seed(arg_int(a, 0)))); }
 
 Value b_random_split(Interp& in, const CallArgs& a) {
-  RandomKey key = arg_key(a, 0);
+  KeyArg key = key_arg(a, 0);
   int64_t n = a.size() > 1 ? arg_int(a, 1) : 2;
   if (n < 0) throw SheafError(fmt::format("random-split: n must be non-negative, got {}", n), a.site);
   if (n > kMaxRandomElements) throw SheafError(fmt::format("random-split: at most 2^32 children per split, got {}", n), a.site);
   in.check_elements(n, a.site);
-  RandomBits bits = random_bits(key, {n}, kSplitStream);  // child i: threefry(key, (i, 1))
-  const uint32_t* b0 = bits.b0.data<uint32_t>();
-  const uint32_t* b1 = bits.b1.data<uint32_t>();
+  RandomBits bits = bits_of(key, {n}, kSplitStream);  // child i: threefry(key, (i, 1))
   std::vector<Value> children;
   children.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) children.push_back(Value::tensor(key_tensor({b0[i], b1[i]})));
+  if (key.traced) {
+    Tensor limbs = key_limbs_of_words(bits.b0, bits.b1);  // [n 4]
+    for (int64_t i = 0; i < n; ++i) children.push_back(Value::tensor(reshape(slice(limbs, {i, 0}, {i + 1, 4}, {1, 1}), {4})));
+  } else {
+    const uint32_t* b0 = bits.b0.data<uint32_t>();
+    const uint32_t* b1 = bits.b1.data<uint32_t>();
+    for (int64_t i = 0; i < n; ++i) children.push_back(Value::tensor(key_tensor({b0[i], b1[i]})));
+  }
   return Value::list(std::move(children));
 }
 
@@ -144,11 +192,21 @@ std::vector<float> choice_weights(const CallArgs& a, const Value& p, int64_t n) 
   return w;
 }
 
-// index_e = min(n−1, #{j : c_j ≤ u_e·c_{n−1}}), c the running f32 sums of w (§6.7).
+// index_e = min(n−1, #{j : c_j ≤ u_e·c_{n−1}}), c the running f32 sums of w (§6.7). On
+// symbolic u the count is a sum over a [shape n] comparison, by primitives.
 Tensor inverse_cdf(const Tensor& u, const std::vector<float>& w) {
   std::vector<float> c(w.size());
   float s = 0;
   for (size_t j = 0; j < w.size(); ++j) c[j] = s += w[j];  // non-decreasing: w_j ≥ 0
+  if (u.is_symbolic()) {
+    Tensor cs = Tensor::empty(DType::F32, {static_cast<int64_t>(c.size())});
+    std::copy(c.begin(), c.end(), cs.mutable_data<float>());
+    Shape column = u.shape();
+    column.push_back(1);
+    Tensor t = reshape(binary(Binary::Mul, u, Tensor::scalar(DType::F32, c.back())), column);
+    Tensor count = reduce(Reduce::Sum, convert(binary(Binary::Le, cs, t), DType::I32), {u.rank()});
+    return binary(Binary::Min, count, Tensor::scalar(DType::I32, static_cast<double>(c.size() - 1)));
+  }
   Tensor out = Tensor::empty(DType::I32, u.shape());
   const float* pu = u.data<float>();
   int32_t* po = out.mutable_data<int32_t>();
@@ -203,6 +261,8 @@ Value b_choice(Interp& in, const CallArgs& a) {
     RandomBits bits = draw(in, pa, 0, shape);
     idx = w.empty() ? randint_from_bits(bits.b0, 0, n) : inverse_cdf(uniform_from_bits(bits.b0), w);
   } else {
+    if (pa[0].is(Kind::Tensor) && pa[0].as_tensor().is_symbolic())
+      throw TraceAbort("choice without replacement runs in the interpreter only");
     checked_count(in, pa, shape);
     idx = exponential_race(a, draw(in, pa, 0, {n}), w, shape);
   }
@@ -216,7 +276,7 @@ Value b_dropout(Interp& in, const CallArgs& a) {
   Operand x = operand(a, 0);
   double r = arg_number(a, 2);
   if (!(r >= 0 && r <= 1)) throw SheafError(fmt::format("dropout: rate must be in [0, 1], got {}", static_cast<float>(r)), a.site);
-  arg_key(a, 1);
+  key_arg(a, 1);
   if (r == 0) return a[0];
   RandomBits bits = draw(in, a, 1, x.t.shape());
   auto rate = static_cast<float>(r);

@@ -1,6 +1,8 @@
 // tensor/random.cpp — Threefry-2x32-20 (SPEC §6.7) and the bit-generating primitive.
 // The per-element loop is straight-line 32-bit integer code (rounds fully unrolled), so the
-// compiler vectorises it across elements; the samplers are plain loops over the bits.
+// compiler vectorises it across elements; the samplers are plain loops over the bits. The same
+// generator and samplers are also written as chains of tensor primitives (for traced keys and
+// bits); both versions must agree bit for bit, which tests/unit/random_traced_test.cpp checks.
 #include "tensor/random.hpp"
 
 #include <algorithm>
@@ -8,6 +10,10 @@
 #include <cstdint>
 
 #include "base/error.hpp"
+#include "ir/recorder.hpp"
+#include "tensor/elementwise.hpp"
+#include "tensor/layout.hpp"
+#include "tensor/shape.hpp"
 
 namespace sheaf {
 namespace {
@@ -52,7 +58,36 @@ void fill_bits(RandomKey key, uint32_t stream, int64_t n, uint32_t* __restrict b
 }
 
 constexpr float kUnit = 0x1p-24f;
+constexpr float kTwoPi = 6.28318530717958647692f;
 inline float unit(uint32_t b) { return static_cast<float>(b >> 8) * kUnit; }
+
+// ---- The primitive versions (they record IR on symbolic operands) ----
+
+Tensor u32c(uint32_t v) { return Tensor::scalar(DType::U32, v); }
+Tensor f32c(float v) { return Tensor::scalar(DType::F32, static_cast<double>(v)); }  // exact
+
+Tensor rotl_prim(const Tensor& x, uint32_t r) {
+  return binary(Binary::Or, binary(Binary::ShiftLeft, x, u32c(r)), binary(Binary::ShiftRightLogical, x, u32c(32 - r)));
+}
+
+// The counter word c0 of every element: its row-major flat index as u32, of `shape`. An iota
+// node when tracing (a symbolic key), so the counters are not baked into the graph as a constant.
+Tensor counters(const Shape& shape, bool symbolic) {
+  Shape flat{shape_numel(shape)};
+  Tensor e;
+  if (symbolic) {
+    ir::Type t{DType::U32, flat};
+    e = ir::record1(ir::Op::Iota, {}, {.dtype = DType::U32, .axis = 0}, &t);
+  } else {
+    e = iota(DType::U32, flat, 0);
+  }
+  return reshape(e, shape);
+}
+
+// mul(convert(shift_right_logical(b, 8), f32), 2^-24)
+Tensor uniform_prim(const Tensor& b) {
+  return binary(Binary::Mul, convert(binary(Binary::ShiftRightLogical, b, u32c(8)), DType::F32), f32c(kUnit));
+}
 }  // namespace
 
 RandomKey key_from_seed(int64_t seed) {
@@ -75,7 +110,54 @@ RandomBits random_bits(RandomKey key, const Shape& shape, uint32_t stream) {
   return r;
 }
 
+// block() on tensors. While one operand is rank 0 the first round broadcasts it to the shape.
+// Round r uses rotation R[r mod 8]; key injection s follows round 4s.
+RandomBits threefry2x32(const KeyWords& key, const Tensor& c0, const Tensor& c1) {
+  if (key.w0.dtype() != DType::U32 || key.w1.dtype() != DType::U32 || key.w0.rank() != 0 || key.w1.rank() != 0)
+    throw SheafError("internal: threefry2x32 needs rank-0 u32 key words");
+  const Tensor ks[3] = {key.w0, key.w1, binary(Binary::Xor, binary(Binary::Xor, key.w0, key.w1), u32c(kParity))};
+  Tensor x0 = binary(Binary::Add, c0, ks[0]);
+  Tensor x1 = binary(Binary::Add, c1, ks[1]);
+  for (uint32_t s = 1; s <= 5; ++s) {
+    for (uint32_t r = 4 * (s - 1); r < 4 * s; ++r) {
+      x0 = binary(Binary::Add, x0, x1);
+      x1 = binary(Binary::Xor, rotl_prim(x1, kRotations[r % 8]), x0);
+    }
+    x0 = binary(Binary::Add, x0, ks[s % 3]);
+    x1 = binary(Binary::Add, x1, binary(Binary::Add, ks[(s + 1) % 3], u32c(s)));
+  }
+  return {x0, x1};
+}
+
+RandomBits random_bits(const KeyWords& key, const Shape& shape, uint32_t stream) {
+  if (shape_numel(shape) > kMaxRandomElements) throw SheafError("internal: random_bits over 2^32 elements");
+  RandomBits x = threefry2x32(key, counters(shape, key.w0.is_symbolic() || key.w1.is_symbolic()), u32c(stream));
+  return {broadcast_to(x.b0, shape), broadcast_to(x.b1, shape)};
+}
+
+KeyWords key_words(const Tensor& key_limbs) {
+  if (key_limbs.shape() != Shape{4}) throw SheafError("internal: a key value is 1-D with 4 limbs, got " + type_str(key_limbs));
+  auto limb = [&](int64_t i) { return convert(reshape(slice(key_limbs, {i}, {i + 1}, {1}), {}), DType::U32); };
+  auto word = [&](int64_t i) { return binary(Binary::Or, limb(i), binary(Binary::ShiftLeft, limb(i + 1), u32c(16))); };
+  return {word(0), word(2)};
+}
+
+RandomBits random_bits(const Tensor& key_limbs, const Shape& shape, uint32_t stream) {
+  return random_bits(key_words(key_limbs), shape, stream);
+}
+
+Tensor key_limbs_of_words(const Tensor& w0, const Tensor& w1) {
+  Shape one = w0.shape();
+  one.push_back(1);
+  auto limb = [&](const Tensor& w, bool high) {
+    Tensor v = high ? binary(Binary::ShiftRightLogical, w, u32c(16)) : binary(Binary::And, w, u32c(0xffff));
+    return reshape(convert(v, DType::F32), one);
+  };
+  return concatenate({limb(w0, false), limb(w0, true), limb(w1, false), limb(w1, true)}, w0.rank());
+}
+
 Tensor uniform_from_bits(const Tensor& b0) {
+  if (b0.is_symbolic()) return uniform_prim(b0);
   Tensor out = Tensor::empty(DType::F32, b0.shape());
   const uint32_t* __restrict b = b0.data<uint32_t>();
   float* __restrict u = out.mutable_data<float>();
@@ -84,22 +166,33 @@ Tensor uniform_from_bits(const Tensor& b0) {
 }
 
 Tensor normal_from_bits(const Tensor& b0, const Tensor& b1) {
+  if (b0.is_symbolic() || b1.is_symbolic()) {
+    Tensor u1 = binary(Binary::Max, uniform_prim(b0), f32c(kUnit));
+    Tensor r = unary(Unary::Sqrt, binary(Binary::Mul, unary(Unary::Log, u1), f32c(-2.0f)));
+    return binary(Binary::Mul, r, unary(Unary::Cos, binary(Binary::Mul, uniform_prim(b1), f32c(kTwoPi))));
+  }
   Tensor out = Tensor::empty(DType::F32, b0.shape());
   const uint32_t* __restrict p0 = b0.data<uint32_t>();
   const uint32_t* __restrict p1 = b1.data<uint32_t>();
   float* __restrict z = out.mutable_data<float>();
-  constexpr float two_pi = 6.28318530717958647692f;
   for (int64_t i = 0, n = out.numel(); i < n; ++i) {
     float u1 = std::max(unit(p0[i]), kUnit), u2 = unit(p1[i]);
-    z[i] = std::sqrt(std::log(u1) * -2.0f) * std::cos(u2 * two_pi);
+    z[i] = std::sqrt(std::log(u1) * -2.0f) * std::cos(u2 * kTwoPi);
   }
   return out;
 }
 
 Tensor randint_from_bits(const Tensor& b0, int64_t low, int64_t high) {
-  Tensor out = Tensor::empty(DType::I32, b0.shape());
   const float lo = static_cast<float>(low), hi = static_cast<float>(high);
-  const float span = hi - lo, top = hi - 1.0f;
+  const float span = hi - lo, top = hi - 1.0f;  // each rounded to f32, shared by both versions
+  if (b0.is_symbolic()) {
+    Tensor v = binary(Binary::Add, unary(Unary::Floor, binary(Binary::Mul, uniform_prim(b0), f32c(span))), f32c(lo));
+    v = binary(Binary::Min, binary(Binary::Max, v, f32c(lo)), f32c(top));
+    Tensor r = convert(v, DType::I32);
+    if (top < 0x1p31f) return r;  // else f32(2^31 − 1) = 2^31 is reachable: saturate explicitly, as below
+    return select(binary(Binary::Ge, v, f32c(0x1p31f)), Tensor::scalar(DType::I32, INT32_MAX), r);
+  }
+  Tensor out = Tensor::empty(DType::I32, b0.shape());
   const uint32_t* __restrict b = b0.data<uint32_t>();
   int32_t* __restrict r = out.mutable_data<int32_t>();
   for (int64_t i = 0, n = out.numel(); i < n; ++i) {

@@ -2,8 +2,10 @@
 // A key is two 32-bit words (w0, w1). The one bit-generating primitive, `random_bits`, hashes
 // the counters (e, stream) of every element e of a shape: stream 0 gives the bits of samples,
 // stream 1 the children of a split. The samplers below are pure elementwise maps of those bits,
-// written as tight loops; each names the chain of elementwise primitives it equals, which is
-// how a tracer lowers it.
+// written as tight loops; each names the chain of elementwise primitives it equals, and computes
+// exactly that chain (recording IR) when its bits are symbolic, i.e. while a function is traced.
+// The generator itself also exists as a chain of primitives over tensor keys (the second
+// random_bits below): that is how a traced key draws bits; it equals the host loop bit for bit.
 // As a value a key is an f32[4] tensor of exact 16-bit limbs [lo16(w0) hi16(w0) lo16(w1)
 // hi16(w1)], so that keys survive f32 buffers losslessly.
 #pragma once
@@ -41,6 +43,25 @@ struct RandomBits {
   Tensor b0, b1;
 };
 RandomBits random_bits(RandomKey key, const Shape& shape, uint32_t stream);
+
+// The same bits computed only with tensor primitives (iota, convert, add, xor, or, shifts,
+// slice, reshape), so the key may be symbolic: then it records IR (the counters as an iota
+// node) instead of running. On concrete keys it runs eagerly, much slower than the loop above.
+// w0, w1: u32 rank-0 tensors (concrete or symbolic).
+struct KeyWords {
+  Tensor w0, w1;
+};
+RandomBits random_bits(const KeyWords& key, const Shape& shape, uint32_t stream);
+// The block on tensors: u32 counters c0, c1 (NumPy-broadcastable) → (x0, x1) of the broadcast
+// shape, element i = threefry2x32(key, (c0[i], c1[i])). random_bits is this on (iota, stream).
+RandomBits threefry2x32(const KeyWords& key, const Tensor& c0, const Tensor& c1);
+// key_limbs: an f32[4] key value; w = u32(limb 2k) | u32(limb 2k+1) << 16. The limbs are taken
+// as valid (integral, in [0, 65535]): key_of_limbs checks that on concrete keys only.
+KeyWords key_words(const Tensor& key_limbs);
+RandomBits random_bits(const Tensor& key_limbs, const Shape& shape, uint32_t stream);
+// Key values from words by primitives: u32 w0, w1 of one shape S → f32 S×[4] limbs (the last
+// axis [lo16(w0) hi16(w0) lo16(w1) hi16(w1)]); equals key_tensor on every (w0, w1).
+Tensor key_limbs_of_words(const Tensor& w0, const Tensor& w1);
 
 // u = (b0 >> 8)·2^-24 ∈ [0, 1): f32 of b0's shape.
 //   = mul(convert(shift_right_logical(b0, 8), f32), 2^-24)
