@@ -1,6 +1,8 @@
 // backend/ref/executor.cpp — IR interpreter over the eager kernels of src/tensor.
 #include "backend/ref/executor.hpp"
 
+#include <algorithm>
+
 #include "base/error.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
@@ -78,6 +80,12 @@ Plan plan(const ir::Graph& g) {
     p.last_use[static_cast<size_t>(r)] = static_cast<int32_t>(g.nodes.size());
     p.implicit[static_cast<size_t>(r)] = false;
   }
+  // A reader whose operands were all left implicit would produce the unbroadcast shape: one of
+  // them is materialised.
+  for (const ir::Node& n : g.nodes)
+    if ((n.op == Op::Binary || n.op == Op::Select) &&
+        std::all_of(n.in.begin(), n.in.end(), [&](int32_t v) { return p.implicit[static_cast<size_t>(v)]; }))
+      p.implicit[static_cast<size_t>(n.in[0])] = false;
   return p;
 }
 

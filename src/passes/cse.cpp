@@ -1,0 +1,30 @@
+// passes/cse.cpp — common-subexpression elimination on the tensor IR.
+// Two nodes are equal when op, attributes, operands and result types are equal (node_key in
+// rewrite.hpp: constants by dtype, shape and bytes when small, by storage identity when large;
+// float attributes by bits, so a pad with -0.0 is not one with +0.0). The later node is replaced
+// by the earlier, all its results at once. Operands are compared after mapping, so chains of
+// equal nodes collapse in one sweep; runs after constant folding so folded constants dedupe too.
+// Every op is pure (random numbers are integer ops on explicit keys), so merging is exact.
+// Parameters are never merged: equal types do not make two inputs equal.
+#include <string>
+#include <unordered_map>
+
+#include "passes/passes.hpp"
+#include "passes/rewrite.hpp"
+
+namespace sheaf::passes {
+
+ir::Graph eliminate_common_subexpressions(const ir::Graph& g) {
+  std::unordered_map<std::string, int32_t> first;  // node key → first result id in the new graph
+  return rewrite(g, [&](Rewriter& rw, const ir::Node& n) {
+    std::string key = node_key(rw.src(), n, rw.map(n.in));
+    if (auto it = first.find(key); it != first.end()) {
+      rw.map_results(n, it->second);
+    } else {
+      first.emplace(std::move(key), rw.copy(n));
+    }
+    return true;
+  });
+}
+
+}  // namespace sheaf::passes

@@ -1,0 +1,25 @@
+// passes/dce.cpp — dead-code elimination on the tensor IR.
+// A node is live when one of its results is read by a live node or is a result of the graph;
+// everything else is dropped. One backward sweep over use counts decides it: a node whose
+// results have no uses left is dead and releases its operands. Parameters are always kept (they
+// are the function's inputs, in ABI order), and a multi-result node (sort, top_k) stays whole
+// when any one of its results is used. Surviving values are renumbered densely, in order.
+#include "passes/passes.hpp"
+#include "passes/rewrite.hpp"
+
+namespace sheaf::passes {
+
+ir::Graph eliminate_dead_code(const ir::Graph& g) {
+  std::vector<int32_t> uses = use_counts(g);
+  std::vector<bool> live(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const ir::Node& n = g.nodes[i];
+    for (int32_t v = n.out; v < n.out + n.nout; ++v)
+      if (uses[static_cast<size_t>(v)] > 0) live[i] = true;
+    if (!live[i])
+      for (int32_t v : n.in) --uses[static_cast<size_t>(v)];
+  }
+  return rewrite(g, [&](Rewriter&, const ir::Node& n) { return !live[static_cast<size_t>(g.def[static_cast<size_t>(n.out)])]; });
+}
+
+}  // namespace sheaf::passes

@@ -1,0 +1,31 @@
+// passes/pipeline.hpp — the optimisation pipeline: the passes in order, run to a fixed point.
+// One round is fold_constants → simplify → eliminate_common_subexpressions →
+// eliminate_dead_code; rounds repeat until a round changes nothing (same_graph) or kMaxRounds
+// have run, and the result is checked with ir::verify. An observer sees the graph after every
+// pass (for dumps such as the IR after each pass, SPEC tests/ir).
+#pragma once
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "passes/passes.hpp"
+
+namespace sheaf::passes {
+
+struct Pass {
+  std::string_view name;  // "fold", "simplify", "cse", "dce"
+  ir::Graph (*run)(const ir::Graph&);
+};
+
+// The passes of one round, in order.
+std::span<const Pass> pipeline();
+
+inline constexpr int kMaxRounds = 8;
+
+// Called after each pass with its name, the round (from 1) and the graph it produced.
+using PassObserver = std::function<void(std::string_view pass, int round, const ir::Graph& g)>;
+
+// optimize(g) with an observer; returns the number of rounds run.
+int optimize(ir::Graph& g, const PassObserver& observe);
+
+}  // namespace sheaf::passes

@@ -1,0 +1,207 @@
+// passes/rewrite.cpp — the Rewriter (old → new value map over a graph rebuilt from scratch) and
+// the helpers passes share: constants, splats, use counts, node keys.
+#include "passes/rewrite.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "backend/ref/executor.hpp"
+#include "base/error.hpp"
+#include "tensor/shape.hpp"
+
+namespace sheaf::passes {
+
+using ir::Graph;
+using ir::Node;
+using ir::Op;
+
+Rewriter::Rewriter(const Graph& src) : src_(src), map_(src.types.size(), -1) {
+  out_.name = src.name;
+  for (int32_t p : src.params) {
+    const Node& n = src.producer(p);
+    map_[static_cast<size_t>(p)] = out_.add(Op::Parameter, {}, n.attrs, {src.type(p)}, n.loc);
+  }
+}
+
+int32_t Rewriter::map(int32_t old) const {
+  int32_t v = map_.at(static_cast<size_t>(old));
+  if (v < 0) throw SheafError(fmt::format("internal: a pass over '{}' read %{}, which it had dropped", src_.name, old));
+  return v;
+}
+
+std::vector<int32_t> Rewriter::map(const std::vector<int32_t>& olds) const {
+  std::vector<int32_t> r;
+  r.reserve(olds.size());
+  for (int32_t v : olds) r.push_back(map(v));
+  return r;
+}
+
+void Rewriter::map_results(const Node& n, int32_t first) {
+  for (int32_t k = 0; k < n.nout; ++k) {
+    if (out_.type(first + k) != src_.type(n.out + k))
+      throw SheafError(fmt::format("internal: a pass replaced %{} : {} by a value of type {}", n.out + k,
+                                   ir::type_str(src_.type(n.out + k)), ir::type_str(out_.type(first + k))));
+    map_[static_cast<size_t>(n.out + k)] = first + k;
+  }
+}
+
+int32_t Rewriter::copy(const Node& n) {
+  std::vector<ir::Type> types(src_.types.begin() + n.out, src_.types.begin() + n.out + n.nout);
+  int32_t first = out_.add(n.op, map(n.in), n.attrs, std::move(types), n.loc);
+  map_results(n, first);
+  return first;
+}
+
+int32_t Rewriter::add(Op op, std::vector<int32_t> in, ir::Attrs attrs, std::vector<ir::Type> types, SrcLoc loc) {
+  return out_.add(op, std::move(in), std::move(attrs), std::move(types), loc);
+}
+
+int32_t Rewriter::emit(Op op, std::vector<int32_t> in, ir::Attrs attrs, SrcLoc loc) {
+  return out_.emit(op, std::move(in), std::move(attrs), loc);
+}
+
+int32_t Rewriter::constant(Tensor value, SrcLoc loc) { return out_.emit_constant(std::move(value), loc); }
+
+int32_t Rewriter::splat(const ir::Type& t, const Tensor& scalar, SrcLoc loc) {
+  if (scalar.rank() != 0 || scalar.dtype() != t.dtype)
+    throw SheafError(fmt::format("internal: splat of {} as {}", type_str(scalar.dtype(), scalar.shape()), ir::type_str(t)));
+  int32_t c = constant(scalar, loc);
+  if (t.shape.empty()) return c;
+  return add(Op::BroadcastInDim, {c}, {}, {t}, loc);
+}
+
+Graph Rewriter::finish() {
+  out_.results = map(src_.results);
+  return std::move(out_);
+}
+
+Graph rewrite(const Graph& g, const Visit& visit) {
+  Rewriter rw(g);
+  for (const Node& n : g.nodes)
+    if (n.op != Op::Parameter && !visit(rw, n)) rw.copy(n);
+  return rw.finish();
+}
+
+const Tensor* constant_value(const Graph& g, int32_t v) {
+  const Node& n = g.producer(v);
+  return n.op == Op::Constant ? &n.attrs.value : nullptr;
+}
+
+std::optional<Tensor> constant_tensor(const Graph& g, int32_t v, int64_t max_elements) {
+  if (const Tensor* t = constant_value(g, v)) return *t;
+  const Node& n = g.producer(v);
+  if (shape_numel(g.type(v).shape) > max_elements) return std::nullopt;
+  if (n.op == Op::Iota) return ref::run_node(g, n, {})[0];
+  if (n.op == Op::BroadcastInDim && g.type(n.in[0]).shape.empty())
+    if (const Tensor* s = constant_value(g, n.in[0])) return ref::run_node(g, n, std::span(s, 1))[0];
+  return std::nullopt;
+}
+
+bool moves_elements(Op op) {
+  switch (op) {
+    case Op::BroadcastInDim: case Op::Reshape: case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::DynamicSlice:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::optional<Tensor> splat_scalar(const Graph& g, int32_t v) {
+  if (shape_numel(g.type(v).shape) == 0) return std::nullopt;
+  const Node* n = &g.producer(v);
+  while (moves_elements(n->op)) n = &g.producer(n->in[0]);
+  if (n->op != Op::Constant) return std::nullopt;
+  const Tensor& t = n->attrs.value;
+  if (t.numel() == 0) return std::nullopt;
+  size_t es = dtype_size(t.dtype());
+  const std::byte* p = t.bytes();
+  for (int64_t i = 1; i < t.numel(); ++i)
+    if (std::memcmp(p, p + static_cast<size_t>(i) * es, es) != 0) return std::nullopt;
+  Tensor s = Tensor::empty(t.dtype(), {});
+  std::memcpy(s.mutable_bytes(), p, es);
+  return s;
+}
+
+bool is_splat_of(const Graph& g, int32_t v, double x) {
+  auto s = splat_scalar(g, v);
+  if (!s) return false;
+  double e = s->get(0);
+  return e == x && std::signbit(e) == std::signbit(x);
+}
+
+std::vector<int32_t> use_counts(const Graph& g) {
+  std::vector<int32_t> uses(g.types.size(), 0);
+  for (const Node& n : g.nodes)
+    for (int32_t v : n.in) ++uses[static_cast<size_t>(v)];
+  for (int32_t r : g.results) ++uses[static_cast<size_t>(r)];
+  return uses;
+}
+
+namespace {
+
+// Appends fixed-width fields; vectors are length-prefixed, so the encoding is injective.
+struct KeyWriter {
+  std::string s;
+  template <typename T>
+  void put(T x) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    s.append(reinterpret_cast<const char*>(&x), sizeof x);
+  }
+  template <typename T>
+  void put(std::span<const T> xs) {
+    put(xs.size());
+    for (const T& x : xs) put(x);
+  }
+  void put(const std::vector<int64_t>& xs) { put(std::span<const int64_t>(xs)); }
+  void put(const ir::Type& t) {
+    put(t.dtype);
+    put(t.shape);
+  }
+};
+
+}  // namespace
+
+std::string node_key(const Graph& g, const Node& n, std::span<const int32_t> in) {
+  KeyWriter k;
+  const ir::Attrs& a = n.attrs;
+  k.put(n.op);
+  k.put(in);
+  k.put(n.nout);
+  for (int32_t v = n.out; v < n.out + n.nout; ++v) k.put(g.type(v));
+  k.put(a.unary);
+  k.put(a.binary);
+  k.put(a.reduce);
+  k.put(a.scatter);
+  k.put(a.dtype);
+  k.put(a.axis);
+  k.put(a.k);
+  k.put(a.index);
+  k.put(a.descending);
+  for (const auto* v : {&a.dims, &a.starts, &a.limits, &a.strides, &a.lo, &a.hi, &a.sizes}) k.put(*v);
+  for (const auto* v : {&a.dot.lhs_batch, &a.dot.rhs_batch, &a.dot.lhs_contract, &a.dot.rhs_contract}) k.put(*v);
+  k.put(std::bit_cast<uint64_t>(a.scalar));
+  if (n.op == Op::Constant) {
+    const Tensor& t = a.value;
+    k.put(ir::Type{t.dtype(), t.shape()});
+    if (t.nbytes() <= kConstantKeyBytes) {
+      k.put(true);
+      k.s.append(reinterpret_cast<const char*>(t.bytes()), t.nbytes());
+    } else {
+      k.put(false);
+      k.put(reinterpret_cast<uintptr_t>(t.bytes()));
+    }
+  }
+  return k.s;
+}
+
+bool same_graph(const Graph& a, const Graph& b) {
+  if (a.nodes.size() != b.nodes.size() || a.types.size() != b.types.size() || a.params != b.params || a.results != b.results)
+    return false;
+  for (size_t i = 0; i < a.nodes.size(); ++i)
+    if (node_key(a, a.nodes[i], a.nodes[i].in) != node_key(b, b.nodes[i], b.nodes[i].in)) return false;
+  return true;
+}
+
+}  // namespace sheaf::passes

@@ -1,0 +1,173 @@
+// passes/simplify.cpp — algebraic simplification that is exact for IEEE floats.
+// A node is replaced only by a value equal to it element for element under the reference
+// kernels (src/tensor), signed zeros included. Rules (s: a splat, see rewrite.hpp):
+//   add(x, -0.0) → x  (floats; x + +0.0 is NOT x: -0.0 + +0.0 = +0.0)    add(x, 0) → x  (ints)
+//   sub(x, +0.0) → x  (x - -0.0 is x + +0.0, not x)                        mul(x, 1), div(x, 1) → x
+//   or/xor(x, 0) → x (ints, bool)   and(x, true) → x (bool)   shifts by 0 → x   (commuted too)
+//   neg(neg(x)) → x   floats and u32 only: the i32 kernel saturates -(-2^31) to 2^31 - 1
+//   convert to x's dtype, reshape to x's shape, identity transpose, broadcast_in_dim to x's type,
+//   slice covering x, reverse of size-1 axes, pad by nothing, concatenate(x) → x
+//   reshape(reshape(x)) → reshape(x); transpose∘transpose and broadcast∘broadcast compose
+//   concatenate drops operands that are empty along its axis
+//   select(c, x, x) → x; select(splat c, x, y) → x or y
+//   dynamic_slice of x's full size → x; with constant starts → slice (starts clamped like the
+//   kernel clamps them); dynamic_update_slice(x, u, ...) with u of x's type → u
+//   reduce over size-1 axes only (or none) → reshape(x), except float sums: the kernel adds each
+//   element to +0.0, so -0.0 would become +0.0
+// Structural rules are exact. Rules that drop an arithmetic op return x itself, also when x is
+// NaN, where the kernel returns a NaN of the same sign whose payload may differ (f16 NaNs are
+// canonicalised, signalling NaNs quietened) — the only deviation from bit-identity.
+#include <algorithm>
+
+#include "passes/passes.hpp"
+#include "passes/rewrite.hpp"
+
+namespace sheaf::passes {
+
+using ir::Graph;
+using ir::Node;
+using ir::Op;
+using ir::Type;
+
+namespace {
+
+using Simplified = std::optional<int32_t>;  // the new value that replaces the node's result
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+Simplified binary_identity(const Graph& g, Binary op, int32_t a, int32_t b) {
+  DType d = g.type(a).dtype;
+  bool fl = is_float(d), in = is_int(d), bo = d == DType::Bool;
+  auto right = [&](double x) -> Simplified { return is_splat_of(g, b, x) ? Simplified(a) : std::nullopt; };
+  auto either = [&](double x) -> Simplified {
+    if (is_splat_of(g, b, x)) return a;
+    if (is_splat_of(g, a, x)) return b;
+    return std::nullopt;
+  };
+  switch (op) {
+    case Binary::Add: return fl ? either(-0.0) : in ? either(0.0) : std::nullopt;
+    case Binary::Sub: return fl || in ? right(0.0) : std::nullopt;
+    case Binary::Mul: return fl || in ? either(1.0) : std::nullopt;
+    case Binary::Div: return fl || in ? right(1.0) : std::nullopt;
+    case Binary::Or: case Binary::Xor: return in || bo ? either(0.0) : std::nullopt;
+    case Binary::And: return bo ? either(1.0) : std::nullopt;
+    case Binary::ShiftLeft: case Binary::ShiftRightLogical: case Binary::ShiftRightArithmetic:
+      return in ? right(0.0) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// x as a value of type t (same elements in row-major order).
+int32_t reshape_to(Rewriter& rw, int32_t x, const Type& t, SrcLoc loc) {
+  return rw.out().type(x) == t ? x : rw.add(Op::Reshape, {x}, {}, {t}, loc);
+}
+
+Simplified simplify_dynamic_slice(Rewriter& rw, const Node& n, const std::vector<int32_t>& in, const Type& t) {
+  const Shape shape = rw.out().type(in[0]).shape;  // a copy: adding nodes moves the type table
+  if (n.attrs.sizes == shape) return in[0];  // the starts clamp to 0
+  ir::Attrs a;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    auto s = constant_tensor(rw.out(), in[d + 1], 1);
+    if (!s) return std::nullopt;
+    int64_t size = n.attrs.sizes[d];
+    a.starts.push_back(std::clamp<int64_t>(static_cast<int64_t>(s->get(0)), 0, shape[d] - size));
+    a.limits.push_back(a.starts.back() + size);
+    a.strides.push_back(1);
+  }
+  return rw.add(Op::Slice, {in[0]}, std::move(a), {t}, n.loc);
+}
+
+Simplified simplify_concatenate(Rewriter& rw, const Node& n, const std::vector<int32_t>& in, const Type& t) {
+  std::vector<int32_t> kept;
+  for (int32_t v : in)
+    if (rw.out().type(v).shape[static_cast<size_t>(n.attrs.axis)] != 0) kept.push_back(v);
+  if (in.size() == 1) return in[0];
+  if (kept.size() == 1) return kept[0];
+  if (kept.empty() || kept.size() == in.size()) return std::nullopt;
+  return rw.add(Op::Concatenate, std::move(kept), n.attrs, {t}, n.loc);
+}
+
+Simplified simplify_reduce(Rewriter& rw, const Node& n, int32_t x, const Type& t) {
+  const Type& xt = rw.out().type(x);
+  if (n.attrs.reduce == Reduce::Sum && is_float(xt.dtype)) return std::nullopt;
+  for (int64_t d : n.attrs.dims)
+    if (xt.shape[static_cast<size_t>(d)] != 1) return std::nullopt;
+  return reshape_to(rw, x, t, n.loc);
+}
+
+Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
+  const Graph& g = rw.out();
+  const ir::Attrs& a = n.attrs;
+  const Type& t = rw.src().type(n.out);
+  auto operand_is = [&](Op op) -> const Node* {
+    const Node& p = g.producer(in[0]);
+    return p.op == op ? &p : nullptr;
+  };
+  switch (n.op) {
+    case Op::Binary: return binary_identity(g, a.binary, in[0], in[1]);
+    case Op::Unary: {
+      const Node* inner = operand_is(Op::Unary);
+      bool exact = is_float(t.dtype) || t.dtype == DType::U32;
+      if (a.unary == Unary::Neg && exact && inner && inner->attrs.unary == Unary::Neg) return inner->in[0];
+      return std::nullopt;
+    }
+    case Op::Convert: return g.type(in[0]).dtype == a.dtype ? Simplified(in[0]) : std::nullopt;
+    case Op::Reshape: {
+      const Node* inner = operand_is(Op::Reshape);
+      if (g.type(in[0]) == t) return in[0];
+      return inner ? Simplified(reshape_to(rw, inner->in[0], t, n.loc)) : std::nullopt;
+    }
+    case Op::Transpose: {
+      if (is_identity(a.dims)) return in[0];
+      const Node* inner = operand_is(Op::Transpose);
+      if (!inner) return std::nullopt;
+      ir::Attrs c;  // out.shape[i] = inner.shape[q[i]] = x.shape[p[q[i]]]
+      for (int64_t q : a.dims) c.dims.push_back(inner->attrs.dims[static_cast<size_t>(q)]);
+      return is_identity(c.dims) ? inner->in[0] : rw.add(Op::Transpose, {inner->in[0]}, std::move(c), {t}, n.loc);
+    }
+    case Op::BroadcastInDim: {
+      if (g.type(in[0]) == t) return in[0];
+      const Node* inner = operand_is(Op::BroadcastInDim);
+      if (!inner) return std::nullopt;
+      ir::Attrs c;  // x axis i → inner axis d1[i] → result axis d2[d1[i]]
+      for (int64_t d : inner->attrs.dims) c.dims.push_back(a.dims[static_cast<size_t>(d)]);
+      return rw.add(Op::BroadcastInDim, {inner->in[0]}, std::move(c), {t}, n.loc);
+    }
+    case Op::Slice: {
+      bool from_zero = std::all_of(a.starts.begin(), a.starts.end(), [](int64_t s) { return s == 0; });
+      return from_zero && g.type(in[0]) == t ? Simplified(in[0]) : std::nullopt;
+    }
+    case Op::Reverse: {
+      bool trivial = std::all_of(a.dims.begin(), a.dims.end(), [&](int64_t d) { return t.shape[static_cast<size_t>(d)] <= 1; });
+      return trivial ? Simplified(in[0]) : std::nullopt;
+    }
+    case Op::Pad: return g.type(in[0]) == t ? Simplified(in[0]) : std::nullopt;
+    case Op::Concatenate: return simplify_concatenate(rw, n, in, t);
+    case Op::Select: {
+      if (in[1] == in[2]) return in[1];
+      if (auto c = splat_scalar(g, in[0])) return c->get(0) != 0 ? in[1] : in[2];
+      return std::nullopt;
+    }
+    case Op::DynamicSlice: return simplify_dynamic_slice(rw, n, in, t);
+    case Op::DynamicUpdateSlice: return g.type(in[1]) == t ? Simplified(in[1]) : std::nullopt;
+    case Op::Reduce: return simplify_reduce(rw, n, in[0], t);
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Graph simplify(const Graph& g) {
+  return rewrite(g, [](Rewriter& rw, const Node& n) {
+    if (n.nout != 1) return false;
+    Simplified r = simplify_node(rw, n, rw.map(n.in));
+    if (r) rw.map_results(n, *r);
+    return r.has_value();
+  });
+}
+
+}  // namespace sheaf::passes
