@@ -11,6 +11,7 @@
 #include "builtins/args.hpp"
 #include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
+#include "builtins/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
@@ -95,10 +96,12 @@ Value b_relu(Interp&, const CallArgs& a) {
   return x.result(binary(Binary::Max, x.x, k(x.x, 0)));
 }
 
-// The activated value and an optional parameter, positional (argument 2) or keyword.
+// The activated value and an optional parameter, positional (argument 2) or keyword. The
+// parameter is a rank-0 f32 tensor: a host number, or a traced (runtime) value.
 struct WithParam {
   Value x;
-  double param;
+  Tensor param;
+  Tensor like(const Tensor& t) const { return convert(param, t.dtype()); }
 };
 WithParam with_param(const CallArgs& a, std::string_view name, double fallback) {
   Options o = parse_options(a, {name});
@@ -106,27 +109,30 @@ WithParam with_param(const CallArgs& a, std::string_view name, double fallback) 
     throw SheafError(fmt::format("{}: expected x and an optional {}", a.name, name), a.site);
   const Value* v = o.get(name);
   if (!v && o.positional.size() == 2) v = &o.positional[1];
-  if (!v) return {o.positional[0], fallback};
+  if (!v) return {o.positional[0], Tensor::scalar(DType::F32, fallback)};
+  if (is_traced(*v) && v->as_tensor().rank() == 0 && v->as_tensor().dtype() != DType::Bool)
+    return {o.positional[0], convert(v->as_tensor(), DType::F32)};
   auto d = number_of(*v);
   if (!d) throw SheafError(fmt::format("{}: {} must be a number", a.name, name), a.site);
-  return {o.positional[0], *d};
+  return {o.positional[0], Tensor::scalar(DType::F32, *d)};
 }
 
 // x if x > 0 else slope·x
 Value b_leaky_relu(Interp&, const CallArgs& a) {
-  auto [v, slope] = with_param(a, "slope", 0.01);
-  Act x = act_arg(a, v);
-  return x.result(select(binary(Binary::Gt, x.x, k(x.x, 0)), x.x, mul(k(x.x, slope), x.x)));
+  WithParam p = with_param(a, "slope", 0.01);
+  Act x = act_arg(a, p.x);
+  return x.result(select(binary(Binary::Gt, x.x, k(x.x, 0)), x.x, mul(p.like(x.x), x.x)));
 }
 
 // max(0, x) + min(0, α(e^{x/α} − 1))
 Value b_celu(Interp&, const CallArgs& a) {
-  auto [v, alpha] = with_param(a, "alpha", 1.0);
-  if (alpha == 0) throw SheafError("celu: alpha must not be 0", a.site);
-  Act x = act_arg(a, v);
+  WithParam p = with_param(a, "alpha", 1.0);
+  if (!p.param.is_symbolic() && p.param.get(0) == 0) throw SheafError("celu: alpha must not be 0", a.site);
+  Act x = act_arg(a, p.x);
   const Tensor& t = x.x;
-  Tensor e = sub(unary(Unary::Exp, binary(Binary::Div, t, k(t, alpha))), k(t, 1));
-  Tensor y = add(binary(Binary::Max, t, k(t, 0)), binary(Binary::Min, k(t, 0), mul(k(t, alpha), e)));
+  Tensor alpha = p.like(t);
+  Tensor e = sub(unary(Unary::Exp, binary(Binary::Div, t, alpha)), k(t, 1));
+  Tensor y = add(binary(Binary::Max, t, k(t, 0)), binary(Binary::Min, k(t, 0), mul(alpha, e)));
   return x.result(y);
 }
 

@@ -1,15 +1,58 @@
 // builtins/compare.cpp — equality, ordering and logic on host values (SPEC §5.2).
+#include <algorithm>
+
 #include "builtins/args.hpp"
 #include "builtins/registry.hpp"
 #include "builtins/scalar.hpp"
+#include "tensor/reduce.hpp"
 
 namespace sheaf {
 namespace {
 
+bool traced(const Value& v) {
+  if (v.is(Kind::Tensor)) return v.as_tensor().is_symbolic();
+  return v.is_list() && std::any_of(v.as_list().items.begin(), v.as_list().items.end(), traced);
+}
+
+// x and y, where each is a host boolean or a rank-0 bool tensor (traced).
+Value both(const Value& x, const Value& y) {
+  if (x.is(Kind::Bool)) return x.as_bool() ? y : x;
+  if (y.is(Kind::Bool)) return y.as_bool() ? x : y;
+  return Value::tensor(binary(Binary::And, x.as_tensor(), y.as_tensor()).as_weak());
+}
+
+// Structural equality (SPEC §5.2) as a host boolean. When traced tensors take part, what is
+// static (kinds, shapes, lengths) is decided while tracing and the element comparison becomes
+// part of the graph: the result is then a weak rank-0 bool tensor (true when all elements are
+// equal, compared in the common dtype, or f32 for mixed dtypes, like the host comparison).
+Value equal_value(const Value& x, const Value& y) {
+  if (!traced(x) && !traced(y)) return Value::boolean(equal(x, y));
+  if (x.is_list() && y.is_list()) {
+    const auto &xs = x.as_list().items, &ys = y.as_list().items;
+    if (xs.size() != ys.size()) return Value::boolean(false);
+    Value r = Value::boolean(true);
+    for (size_t i = 0; i < xs.size(); ++i) r = both(r, equal_value(xs[i], ys[i]));
+    return r;
+  }
+  auto as_tensor = [](const Value& v) -> std::optional<Tensor> {
+    if (v.is(Kind::Tensor)) return v.as_tensor();
+    if (v.is(Kind::Int)) return Tensor::scalar(DType::I32, static_cast<double>(v.as_int()));
+    if (v.is(Kind::Float)) return Tensor::scalar(DType::F32, v.as_float());
+    return std::nullopt;
+  };
+  auto tx = as_tensor(x), ty = as_tensor(y);
+  if (!tx || !ty || tx->shape() != ty->shape()) return Value::boolean(equal(x, y));  // decided by kinds and shapes
+  DType d = tx->dtype() == ty->dtype() ? tx->dtype() : DType::F32;
+  Tensor eq = binary(Binary::Eq, convert(*tx, d), convert(*ty, d));
+  std::vector<int64_t> all(static_cast<size_t>(eq.rank()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return Value::tensor(reduce(Reduce::Min, eq, all).as_weak());
+}
+
 Value b_equal(Interp&, const CallArgs& a) {
-  for (size_t i = 1; i < a.size(); ++i)
-    if (!equal(a[0], a[i])) return Value::boolean(false);
-  return Value::boolean(true);
+  Value r = Value::boolean(true);
+  for (size_t i = 1; i < a.size(); ++i) r = both(r, equal_value(a[0], a[i]));
+  return r;
 }
 
 // ==, !=: element-wise; on scalars (numbers, strings, keywords, bools) a boolean.
@@ -50,7 +93,13 @@ bool gt(int o) { return o > 0; }
 bool le(int o) { return o <= 0; }
 bool ge(int o) { return o >= 0; }
 
-Value b_not(Interp&, const CallArgs& a) { return Value::boolean(!a[0].truthy()); }
+// A traced rank-0 bool is a runtime truth value: its negation is computed in the graph.
+Value b_not(Interp&, const CallArgs& a) {
+  const Value& v = a[0];
+  if (v.is(Kind::Tensor) && v.as_tensor().is_symbolic() && v.as_tensor().rank() == 0 && v.as_tensor().dtype() == DType::Bool)
+    return Value::tensor(unary(Unary::Not, v.as_tensor()).as_weak());
+  return Value::boolean(!v.truthy());
+}
 
 const BuiltinDef kCompare[] = {
     {"=", "(= a b ...)", "Structural equality: same kind, shape and values; (= 1 1.0) is true.", b_equal, 1, -1},

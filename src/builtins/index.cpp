@@ -21,16 +21,29 @@ std::pair<Tensor, Tensor> common(const CallArgs& a, size_t xi, size_t vi) {
   return run_primitive(a, [&] { return promoted(x, array_operand(a, vi), a.name); });
 }
 
-// Starts (one per leading axis) padded with zeros to the rank.
-std::vector<int64_t> starts_arg(const CallArgs& a, size_t i, int64_t rank) {
-  std::vector<int64_t> s = int_list(a, a[i], i);
+// Starts (one per leading axis: an integer, a list, or a 1-D integer tensor), padded with zeros
+// to the rank. Known starts are rank-0 constants; traced ones stay in the graph.
+std::vector<Tensor> starts_arg(const CallArgs& a, size_t i, int64_t rank) {
+  const Value& v = a[i];
+  std::vector<Tensor> s;
+  if (is_traced(v) && v.as_tensor().rank() == 1) {
+    const Tensor& t = v.as_tensor();
+    for (int64_t k = 0; k < t.numel(); ++k) s.push_back(convert(reshape(slice_axis(t, 0, k, k + 1), {}), DType::I32));
+  } else if (v.is_list()) {
+    for (const Value& x : v.as_list().items) s.push_back(int_scalar(a, x, i, "an integer or a list of integers"));
+  } else if (is_int_list(v)) {
+    for (int64_t x : int_list(a, v, i)) s.push_back(Tensor::scalar(DType::I32, static_cast<double>(x)));
+  } else {
+    s.push_back(int_scalar(a, v, i, "an integer or a list of integers"));
+  }
   if (static_cast<int64_t>(s.size()) > rank)
     throw SheafError(fmt::format("{}: {} start indices for a rank-{} tensor", a.name, s.size(), rank), a.site);
-  s.resize(static_cast<size_t>(rank), 0);
+  s.resize(static_cast<size_t>(rank), Tensor::scalar(DType::I32, 0));
   return s;
 }
 
 // (index-update t i v): t with slice i along axis 0 replaced by v (broadcast to the row shape).
+// i may be a runtime value; a known i out of range is an error (a traced one is clamped).
 Value b_index_update(Interp&, const CallArgs& a) {
   if (a[0].is_list()) {  // lists: functional replacement of element i
     std::vector<Value> items = a[0].as_list().items;
@@ -41,15 +54,21 @@ Value b_index_update(Interp&, const CallArgs& a) {
   }
   auto [t, v] = common(a, 0, 2);
   if (t.rank() == 0) throw SheafError(fmt::format("index-update: cannot index a scalar {}", type_str(t)), a.site);
-  int64_t n = t.dim(0), i = arg_int(a, 1);
-  if (i < -n || i >= n) throw SheafError(fmt::format("index-update: index {} out of range for axis 0 of {}", i, type_str(t)), a.site);
+  int64_t n = t.dim(0);
+  if (!is_traced(a[1])) {
+    int64_t i = arg_int(a, 1);
+    if (i < -n || i >= n) throw SheafError(fmt::format("index-update: index {} out of range for axis 0 of {}", i, type_str(t)), a.site);
+  }
+  Tensor i = int_scalar(a, a[1], 1, "an integer");
+  Tensor zero = Tensor::scalar(DType::I32, 0);
+  i = select(binary(Binary::Lt, i, zero), binary(Binary::Add, i, Tensor::scalar(DType::I32, static_cast<double>(n))), i);
   Shape row(t.shape().begin() + 1, t.shape().end());
   auto b = broadcast_shapes(v.shape(), row);
   if (!b || *b != row) throw SheafError(fmt::format("index-update: value {} does not fit a row of {}", type_str(v), type_str(t)), a.site);
   Shape one = row;
   one.insert(one.begin(), 1);
-  std::vector<int64_t> starts(static_cast<size_t>(t.rank()), 0);
-  starts[0] = i < 0 ? i + n : i;
+  std::vector<Tensor> starts(static_cast<size_t>(t.rank()), zero);
+  starts[0] = i;
   return Value::tensor(dynamic_update_slice(t, reshape(broadcast_to(v, row), one), starts));
 }
 
@@ -57,7 +76,7 @@ Value b_index_update(Interp&, const CallArgs& a) {
 Value b_dynamic_slice(Interp&, const CallArgs& a) {
   Tensor x = array_arg(a, 0);
   if (x.rank() == 0) throw SheafError(fmt::format("dynamic-slice: cannot slice a scalar {}", type_str(x)), a.site);
-  std::vector<int64_t> starts = starts_arg(a, 1, x.rank());
+  std::vector<Tensor> starts = starts_arg(a, 1, x.rank());
   std::vector<int64_t> sizes = int_list(a, a[2], 2);
   if (sizes.size() > static_cast<size_t>(x.rank()))
     throw SheafError(fmt::format("dynamic-slice: sizes {} have more entries than {} has axes", list_str(sizes), type_str(x)), a.site);

@@ -1,13 +1,14 @@
 // builtins/list.cpp — lists and sequences, higher-order functions over them (SPEC §5.10–5.11).
 // A sequence is a list, a tuple, a tensor (rows along axis 0; scalars for 1-D) or a string.
 #include <algorithm>
-#include <cstring>
 
 #include "builtins/args.hpp"
 #include "builtins/registry.hpp"
 #include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
+#include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
+#include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
 #include "value/handle.hpp"
 #include "value/printer.hpp"
@@ -30,15 +31,6 @@ int64_t seq_count(const CallArgs& a, size_t i) {
   throw SheafError(fmt::format("{}: {} has no length", a.name, v.is(Kind::Tensor) ? "a scalar tensor" : std::string("a ") + std::string(kind_name(v.kind()))), a.site);
 }
 
-// Rows [begin, end) of a tensor along axis 0, as a tensor.
-Value tensor_rows(const Tensor& t, int64_t begin, int64_t end) {
-  Shape s = t.shape();
-  s[0] = std::max<int64_t>(0, end - begin);
-  Tensor r(t.dtype(), s);
-  if (r.nbytes()) std::memcpy(r.mutable_bytes(), t.bytes() + static_cast<size_t>(begin) * (t.nbytes() / static_cast<size_t>(t.shape()[0])), r.nbytes());
-  return Value::tensor(std::move(r));
-}
-
 Value nth_or_nil(const CallArgs& a, int64_t i) {
   if (a[0].is_nil()) return Value();
   if (a[0].is(Kind::Tensor) && a[0].as_tensor().rank() > 0) {  // one row, without splitting the rest
@@ -59,7 +51,7 @@ Value b_last(Interp&, const CallArgs& a) { return nth_or_nil(a, -1); }
 Value b_rest(Interp&, const CallArgs& a) {
   if (a[0].is(Kind::Tensor) && a[0].as_tensor().rank() > 0) {
     const Tensor& t = a[0].as_tensor();
-    return tensor_rows(t, std::min<int64_t>(1, t.shape()[0]), t.shape()[0]);
+    return Value::tensor(slice_axis(t, 0, std::min<int64_t>(1, t.dim(0)), t.dim(0)));
   }
   std::vector<Value> e = elems(a, 0);
   if (!e.empty()) e.erase(e.begin());
@@ -97,19 +89,17 @@ Value b_append(Interp&, const CallArgs& a) {
     const Tensor& t = a[0].as_tensor();
     Shape row(t.shape().begin() + 1, t.shape().end());
     Tensor x;
-    if (a[1].is(Kind::Tensor)) x = a[1].as_tensor();
-    else if (auto d = number_of(a[1]); d && row.empty()) x = make_tensor(t.dtype(), {}, {*d});
+    bool host_number = a[1].is_number() || (a[1].is(Kind::Tensor) && a[1].as_tensor().weak());  // weak: traced
+    if (host_number && row.empty()) x = convert(as_operand(a[1])->t, t.dtype());
+    else if (a[1].is(Kind::Tensor)) x = a[1].as_tensor();
     else type_error(a, 1, "a row of the tensor");
     if (x.shape() != row || x.dtype() != t.dtype())
       throw SheafError(fmt::format("append: row {}[{}] does not match tensor {}[{}]", dtype_name(x.dtype()), fmt::join(x.shape(), "x"),
                                    dtype_name(t.dtype()), fmt::join(t.shape(), "x")),
                        a.site);
-    Shape s = t.shape();
-    s[0] += 1;
-    Tensor r(t.dtype(), s);
-    if (t.nbytes()) std::memcpy(r.mutable_bytes(), t.bytes(), t.nbytes());
-    if (x.nbytes()) std::memcpy(r.mutable_bytes() + t.nbytes(), x.bytes(), x.nbytes());
-    return Value::tensor(std::move(r));
+    Shape one = row;
+    one.insert(one.begin(), 1);
+    return Value::tensor(concatenate({t, reshape(x, one)}, 0));
   }
   std::vector<Value> e = elems(a, 0);
   e.push_back(a[1]);

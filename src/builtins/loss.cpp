@@ -7,6 +7,7 @@
 #include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/layout.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
 
@@ -16,7 +17,8 @@ namespace {
 // (sparse-cross-entropy logits targets [:i32])
 //   logits [..., C] (float; integers compute in f32), targets [...] integral class ids (any
 //   numeric dtype; `:i32` only tags them) → mean over positions of −log_softmax(logits)[..., t].
-//   The class is picked with a one-hot mask: (iota C == t[..., None]) · log-probabilities.
+//   The class is picked with a one-hot mask: (iota C == t[..., None]) · log-probabilities, so
+//   the same primitives run eagerly and in a trace.
 Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
   Options o = parse_options(a, {"i32"});
   if (o.positional.size() != 2)
@@ -35,17 +37,17 @@ Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
   if (targets.shape() != expected)
     throw SheafError(fmt::format("sparse-cross-entropy: targets {} do not match logits {} (expected targets of shape [{}])",
                                  type_str(targets), type_str(logits), fmt::join(expected, "x")), a.site);
-  for (int64_t i = 0; i < targets.numel(); ++i) {
+  // Known targets are checked; traced ones cannot be (compiled code raises no data-dependent
+  // errors): there a target outside [0, C) picks no class and adds 0 to the sum.
+  for (int64_t i = 0; !targets.is_symbolic() && i < targets.numel(); ++i) {
     double t = targets.get(i);
     if (t != std::trunc(t) || t < 0 || t >= static_cast<double>(classes))
       throw SheafError(fmt::format("sparse-cross-entropy: target {} is not a class index in [0, {})", t, classes), a.site);
   }
 
-  std::vector<double> ids(static_cast<size_t>(classes));
-  for (int64_t c = 0; c < classes; ++c) ids[static_cast<size_t>(c)] = static_cast<double>(c);
   Shape column = expected;
   column.push_back(1);
-  Tensor hit = binary(Binary::Eq, make_tensor(DType::I32, {classes}, ids), convert(targets, DType::I32).reshaped(column));
+  Tensor hit = binary(Binary::Eq, iota(DType::I32, {classes}, 0), reshape(convert(targets, DType::I32), column));
   Tensor picked = binary(Binary::Mul, log_softmax(logits, logits.rank() - 1), convert(hit, logits.dtype()));
   std::vector<int64_t> all(static_cast<size_t>(logits.rank()));
   for (int64_t i = 0; i < logits.rank(); ++i) all[static_cast<size_t>(i)] = i;

@@ -8,6 +8,7 @@
 #include "builtins/promote.hpp"
 #include "builtins/scalar.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/shape.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -149,7 +150,21 @@ Value b_neg(Interp&, const CallArgs& a) {
   return negate(num_arg(a, 0));
 }
 
+// (ash v shift): v·2^shift for shift ≥ 0, ⌊v / 2^−shift⌋ otherwise. Integer tensors (and traced
+// host integers) shift element-wise with broadcasting, in their 32-bit dtype.
 Value b_ash(Interp&, const CallArgs& a) {
+  if (any_tensor(a)) {
+    Operand ov = operand(a, 0), os = operand(a, 1);
+    auto [v, s] = promoted(ov, os, a.name);
+    if (!is_int(v.dtype()))
+      throw SheafError(fmt::format("ash: expects integers, got {} and {}", type_str(ov.t), type_str(os.t)), a.site);
+    bool weak = ov.weak && os.weak;
+    Tensor zero = Tensor::scalar(s.dtype(), 0);
+    Tensor left = binary(Binary::ShiftLeft, v, s);
+    Tensor right = binary(Binary::ShiftRightArithmetic, v, binary(Binary::Sub, zero, s));
+    Tensor r = select(binary(Binary::Ge, s, zero), left, right);
+    return Value::tensor(weak ? r.as_weak() : r);
+  }
   int64_t v = arg_int(a, 0), s = arg_int(a, 1);
   if (s >= 0) return Value::integer(s >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(v) << s));
   return Value::integer(s <= -64 ? (v < 0 ? -1 : 0) : v >> (-s));  // arithmetic shift = floor division
@@ -194,6 +209,8 @@ Value b_int(Interp&, const CallArgs& a) {
   }
   if (v.is(Kind::Bool)) return Value::integer(v.as_bool());
   if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return Value::tensor(convert(v.as_tensor(), DType::I32));
+  // A traced rank-0 tensor: the host integer it stands for is a weak i32 of the graph.
+  if (v.is(Kind::Tensor) && v.as_tensor().is_symbolic()) return Value::tensor(convert(v.as_tensor(), DType::I32).as_weak());
   if (v.is(Kind::Tensor) && v.as_tensor().dtype() == DType::Bool) return Value::integer(v.as_tensor().get(0) != 0);
   Num x = num_arg(a, 0);
   if (x.is_int) return Value::integer(x.i);
@@ -214,6 +231,7 @@ Value b_float(Interp&, const CallArgs& a) {
   }
   if (v.is(Kind::Bool)) return Value::real(v.as_bool());
   if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return Value::tensor(convert(v.as_tensor(), DType::F32));
+  if (v.is(Kind::Tensor) && v.as_tensor().is_symbolic()) return Value::tensor(convert(v.as_tensor(), DType::F32).as_weak());
   if (v.is(Kind::Tensor)) return Value::real(static_cast<float>(v.as_tensor().get(0)));
   return Value::real(static_cast<float>(num_arg(a, 0).d()));
 }

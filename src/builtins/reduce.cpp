@@ -16,6 +16,7 @@
 #include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/layout.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
 
@@ -116,8 +117,8 @@ Value arg_extreme(const CallArgs& a, Reduce op) {
   if (!r.all_axes && r.axes.size() != 1) throw SheafError(fmt::format("{}: :axis must be a single integer", a.name), a.site);
   if (r.x.numel() == 0) throw SheafError(fmt::format("{}: empty tensor {} has no extreme element", a.name, type_str(r.x)), a.site);
   if (!r.all_axes) return r.result(arg_reduce(op, r.x, r.axes[0], r.keepdims));
-  Tensor idx = arg_reduce(op, r.x.reshaped({r.x.numel()}), 0);  // index into the flattened tensor
-  return r.result(r.keepdims ? idx.reshaped(Shape(static_cast<size_t>(r.x.rank()), 1)) : idx);
+  Tensor idx = arg_reduce(op, reshape(r.x, {r.x.numel()}), 0);  // index into the flattened tensor
+  return r.result(r.keepdims ? reshape(idx, Shape(static_cast<size_t>(r.x.rank()), 1)) : idx);
 }
 
 Value b_argmax(Interp&, const CallArgs& a) { return arg_extreme(a, Reduce::Max); }

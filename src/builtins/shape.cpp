@@ -2,7 +2,8 @@
 // transpose/tr, swapaxes, slice, roll, concat, stack, flip, tril, where, tensor-split,
 // broadcast, append-and-roll. Each maps the language's conventions (negative axes and indices,
 // options, lists as arrays, SPEC §2.3 dtypes) onto the layout primitives of tensor/layout.hpp.
-// Structural operations keep the dtype: an i32 tensor stays i32.
+// Structural operations keep the dtype: an i32 tensor stays i32. The shift of `roll` and the
+// diagonal of `tril` may be runtime values (traced); sizes, bounds and axes are static.
 #include <algorithm>
 #include <numeric>
 
@@ -11,6 +12,7 @@
 #include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/gather.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
 
@@ -115,11 +117,18 @@ Value b_slice(Interp&, const CallArgs& a) {
   return Value::tensor(slice_axis(t, axis, s, e));
 }
 
-// x rolled by `shift` along one axis: the last `shift` entries move to the front.
-Tensor roll_axis(const Tensor& x, int64_t shift, int64_t axis) {
+// x rolled by `shift` along one axis: the last `shift` entries move to the front. A known shift
+// joins two slices; a runtime one (traced) gathers x[(j − shift) mod n] along the axis.
+Tensor roll_axis(const Tensor& x, const Tensor& shift, int64_t axis) {
   int64_t n = x.dim(axis);
   if (n == 0) return x;
-  int64_t s = ((shift % n) + n) % n;
+  if (shift.is_symbolic()) {
+    Tensor size = Tensor::scalar(DType::I32, static_cast<double>(n));
+    Tensor idx = binary(Binary::Rem, binary(Binary::Sub, iota(DType::I32, {n}, 0), binary(Binary::Rem, shift, size)), size);
+    return take(x, idx, axis);
+  }
+  int64_t s = static_cast<int64_t>(shift.get(0)) % n;
+  s = (s + n) % n;
   if (s == 0) return x;
   return concatenate({slice_axis(x, axis, n - s, n), slice_axis(x, axis, 0, n - s)}, axis);
 }
@@ -129,7 +138,7 @@ Value b_roll(Interp&, const CallArgs& a) {
   if (o.positional.size() != 2) throw SheafError("roll: expected (roll x shift [:axis a])", a.site);
   CallArgs p = positional(a, o);
   Tensor x = array_arg(p, 0);
-  int64_t shift = arg_int(p, 1);
+  Tensor shift = int_scalar(p, p[1], 1);
   if (!o.get("axis")) return Value::tensor(reshape(roll_axis(reshape(x, {x.numel()}), shift, 0), x.shape()));
   return Value::tensor(roll_axis(x, shift, axis_of(a, *o.get("axis"), x.rank())));
 }
@@ -229,10 +238,10 @@ Value b_flip(Interp&, const CallArgs& a) {
 Value b_tril(Interp&, const CallArgs& a) {
   Tensor x = array_arg(a, 0);
   if (x.rank() < 2) throw SheafError(fmt::format("tril: needs at least 2 dimensions, got {}", type_str(x)), a.site);
-  int64_t k = a.size() > 1 ? arg_int(a, 1) : 0;
+  Tensor k = a.size() > 1 ? int_scalar(a, a[1], 1) : Tensor::scalar(DType::I32, 0);  // may be a runtime value
   Shape mat{x.dim(x.rank() - 2), x.dim(x.rank() - 1)};
   // keep[i, j] = i + k >= j
-  Tensor rows = binary(Binary::Add, iota(DType::I32, mat, 0), Tensor::scalar(DType::I32, static_cast<double>(k)));
+  Tensor rows = binary(Binary::Add, iota(DType::I32, mat, 0), k);
   Tensor keep = binary(Binary::Ge, rows, iota(DType::I32, mat, 1));
   return Value::tensor(select(keep, x, Tensor::scalar(x.dtype(), 0)));
 }

@@ -58,7 +58,7 @@ std::optional<Operand> as_operand(const Value& v) {
   Shape row = ops[0].t.shape();
   row.insert(row.begin(), 1);
   std::vector<Tensor> rows;
-  for (const Operand& o : ops) rows.push_back(convert(o.t, acc.t.dtype()).reshaped(row));
+  for (const Operand& o : ops) rows.push_back(reshape(convert(o.t, acc.t.dtype()), row));
   return Operand{concatenate(rows, 0), false};
 }
 
@@ -96,6 +96,16 @@ std::vector<int64_t> int_list(const CallArgs& a, const Value& v, size_t arg_inde
   return out;
 }
 
+Tensor int_scalar(const CallArgs& a, const Value& v, size_t arg_index, std::string_view expected) {
+  if (is_traced(v)) {
+    if (v.as_tensor().rank() != 0) type_error(a, arg_index, expected);
+    return convert(v.as_tensor(), DType::I32);
+  }
+  std::vector<int64_t> n = int_list(a, v, arg_index);
+  if (n.size() != 1 || is_int_list(v)) type_error(a, arg_index, expected);
+  return Tensor::scalar(DType::I32, static_cast<double>(n[0]));
+}
+
 std::string list_str(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 Value shape_value(const Shape& s) {
@@ -113,8 +123,12 @@ int64_t axis_of(const CallArgs& a, const Value& v, int64_t rank) {
 Tensor take_index(const Tensor& x, const Tensor& idx, int64_t axis, std::string_view who, SrcLoc loc) {
   Tensor i = idx;
   if (!is_int(i.dtype())) {
-    for (int64_t k = 0; k < i.numel(); ++k)
-      if (double d = i.get(k); std::trunc(d) != d || i.dtype() == DType::Bool)
+    if (i.dtype() == DType::Bool && i.numel() > 0)
+      throw SheafError(fmt::format("{}: indices must be integers, got {}", who, type_str(idx)), loc);
+    // Integral floats are accepted. The values can only be checked when they are known: traced
+    // indices are converted (truncated) without the check.
+    for (int64_t k = 0; !i.is_symbolic() && k < i.numel(); ++k)
+      if (double d = i.get(k); std::trunc(d) != d)
         throw SheafError(fmt::format("{}: indices must be integers, got {}", who, type_str(idx)), loc);
     i = convert(i, DType::I32);
   }

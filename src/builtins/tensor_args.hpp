@@ -28,6 +28,14 @@ bool is_int_list(const Value& v);  // a list or a 1-D tensor (the many-integers 
 std::string list_str(const std::vector<int64_t>& v);  // "[4, 2]"
 Value shape_value(const Shape& s);                     // list of ints, printed [4, 2]
 
+// True for a traced (symbolic) tensor: its elements are unknown until the compiled code runs.
+inline bool is_traced(const Value& v) { return v.is(Kind::Tensor) && v.as_tensor().is_symbolic(); }
+
+// An integer argument that may be a runtime value (a start, a shift, a diagonal offset) as a
+// rank-0 i32 tensor: a host integer or integral rank-0 tensor, checked like any integer (else
+// the type error "<name>: argument i must be <expected>"), or a traced rank-0 value.
+Tensor int_scalar(const CallArgs& a, const Value& v, size_t arg_index, std::string_view expected = "an integer");
+
 // Axis value v (negative counts from the end) checked against `rank`: the error names the builtin.
 int64_t axis_of(const CallArgs& a, const Value& v, int64_t rank);
 

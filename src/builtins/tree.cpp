@@ -25,6 +25,10 @@ Value b_tree_map(Interp& in, const CallArgs& a) {
 Value b_tree_map_zeros(Interp&, const CallArgs& a) {
   return tree_map(a.args.first(1), [&](std::span<const Value> leaves) {
     const Value& v = leaves[0];
+    if (v.is(Kind::Tensor) && v.as_tensor().weak()) {  // a host number being traced
+      DType d = v.as_tensor().dtype();
+      return is_float(d) ? Value::real(0) : d == DType::Bool ? Value::boolean(false) : Value::integer(0);
+    }
     switch (v.kind()) {
       case Kind::Tensor: return Value::tensor(Tensor(v.as_tensor().dtype(), v.as_tensor().shape()));
       case Kind::Int: return Value::integer(0);

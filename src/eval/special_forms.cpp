@@ -152,6 +152,8 @@ Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
     // A runtime condition while tracing: both branches are traced and merged with select (SPEC §6.4).
     Value a = in.eval(f.items[2], env);
     Value b = f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
+    if (a.is(Kind::Recur) || b.is(Kind::Recur))
+      throw TraceAbort("`loop` decides whether to `recur` on traced values (a data-dependent loop)");
     return trace::merge_branches(c.as_tensor(), a, b);
   }
   if (c.truthy()) return in.eval(f.items[2], env);
@@ -170,23 +172,25 @@ Value sf_case(Interp& in, const ListObj& f, const EnvPtr& env) {
   return Value();
 }
 
-Value sf_and(Interp& in, const ListObj& f, const EnvPtr& env) {
-  Value v = Value::boolean(true);
-  for (size_t i = 1; i < f.items.size(); ++i) {
+// (and a b ...) from operand i on; `is_and` false gives `or`. A runtime (traced) condition c
+// splits like `if` (SPEC §6.4): and → (if c rest c), or → (if c c rest), merged with select.
+Value and_or(Interp& in, const ListObj& f, const EnvPtr& env, size_t i, bool is_and) {
+  Value v = Value::boolean(is_and);
+  for (; i < f.items.size(); ++i) {
     v = in.eval(f.items[i], env);
-    if (!v.truthy()) return v;
+    const bool last = i + 1 == f.items.size();
+    if (!last && v.is(Kind::Tensor) && v.as_tensor().is_symbolic() && v.as_tensor().rank() == 0 &&
+        v.as_tensor().dtype() == DType::Bool) {
+      Value rest = and_or(in, f, env, i + 1, is_and);
+      return is_and ? trace::merge_branches(v.as_tensor(), rest, v) : trace::merge_branches(v.as_tensor(), v, rest);
+    }
+    if (last || v.truthy() != is_and) return v;
   }
   return v;
 }
 
-Value sf_or(Interp& in, const ListObj& f, const EnvPtr& env) {
-  Value v = Value::boolean(false);
-  for (size_t i = 1; i < f.items.size(); ++i) {
-    v = in.eval(f.items[i], env);
-    if (v.truthy()) return v;
-  }
-  return v;
-}
+Value sf_and(Interp& in, const ListObj& f, const EnvPtr& env) { return and_or(in, f, env, 1, true); }
+Value sf_or(Interp& in, const ListObj& f, const EnvPtr& env) { return and_or(in, f, env, 1, false); }
 
 // An accumulator clause [acc init] (acc may be a pattern), present when a body follows it.
 bool is_acc_clause(const ListObj& f, size_t i) {
@@ -254,7 +258,10 @@ Value sf_while(Interp& in, const ListObj& f, const EnvPtr& env) {
     auto local = std::make_shared<Env>(env);
     acc.bind(in, *local, f.loc);
     DepthGuard step(in, f.loc);  // counts steps for the evaluation limit
-    if (!in.eval(f.items[1], local).truthy()) break;
+    Value c = in.eval(f.items[1], local);
+    if (c.is(Kind::Tensor) && c.as_tensor().is_symbolic() && c.as_tensor().rank() == 0 && c.as_tensor().dtype() == DType::Bool)
+      throw TraceAbort("`while` has a condition computed from traced values (a data-dependent loop)");
+    if (!c.truthy()) break;
     acc.update(in.eval_body(acc.body, local));
   }
   return acc.value;

@@ -109,6 +109,14 @@ float apply_unary(Unary op, float x) {
   return x;
 }
 
+// An operand of a recorded elementwise op, broadcast to `shape`. A concrete operand that needs
+// broadcasting becomes a constant first (so the graph broadcasts it, not the host); one that
+// already has the shape is passed as it is, so that a concrete rank-0 operand still counts as a
+// host scalar (weak) for the result's typing.
+Tensor broadcast_operand(const Tensor& t, const Shape& shape) {
+  return t.shape() == shape ? t : broadcast_to(ir::recorder().lift(t), shape);
+}
+
 }  // namespace
 
 bool is_comparison(Binary op) { return op >= Binary::Eq && op <= Binary::Ge; }
@@ -182,8 +190,7 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   if (a.is_symbolic() || b.is_symbolic()) {
     auto shape = broadcast_shapes(a.shape(), b.shape());
     if (!shape) throw SheafError(fmt::format("cannot broadcast {} and {}", type_str(a), type_str(b)));
-    ir::Recorder& r = ir::recorder();
-    return ir::record1(ir::Op::Binary, {broadcast_to(r.lift(a), *shape), broadcast_to(r.lift(b), *shape)}, {.binary = op});
+    return ir::record1(ir::Op::Binary, {broadcast_operand(a, *shape), broadcast_operand(b, *shape)}, {.binary = op});
   }
   if (a.dtype() != b.dtype())
     throw SheafError(fmt::format("internal: binary op on {} and {}", dtype_name(a.dtype()), dtype_name(b.dtype())));
@@ -226,9 +233,8 @@ Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto shape = ab ? broadcast_shapes(cond.shape(), *ab) : std::nullopt;
   if (!shape) throw SheafError(fmt::format("cannot broadcast {}, {} and {}", type_str(cond), type_str(a), type_str(b)));
   if (cond.is_symbolic() || a.is_symbolic() || b.is_symbolic()) {
-    ir::Recorder& r = ir::recorder();
-    return ir::record1(ir::Op::Select, {broadcast_to(convert(r.lift(cond), DType::Bool), *shape), broadcast_to(r.lift(a), *shape),
-                                        broadcast_to(r.lift(b), *shape)}, {});
+    return ir::record1(ir::Op::Select, {broadcast_operand(convert(cond, DType::Bool), *shape), broadcast_operand(a, *shape),
+                                        broadcast_operand(b, *shape)}, {});
   }
   Tensor c = convert(cond, DType::Bool);
   Tensor x = broadcast_to(a, *shape), y = broadcast_to(b, *shape), cc = broadcast_to(c, *shape);

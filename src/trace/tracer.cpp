@@ -254,8 +254,11 @@ Value merge(const Tensor& cond, const Value& a, const Value& b) {
     if (wx && wy) r = Tensor::symbolic(r.dtype(), r.shape(), r.symbol_id(), true);
     return Value::tensor(r);
   }
-  if (a.is_number() && b.is_number() && !equal(a, b)) return merge(cond, Value::tensor(*weak_scalar(a)), b);
-  if (a.is(Kind::Bool) && b.is(Kind::Bool) && a.as_bool() != b.as_bool()) return merge(cond, Value::tensor(*weak_scalar(a)), b);
+  if ((a.is_number() && b.is_number() && !equal(a, b)) || (a.is(Kind::Bool) && b.is(Kind::Bool) && a.as_bool() != b.as_bool())) {
+    Tensor x = *weak_scalar(a), y = *weak_scalar(b);
+    if (x.dtype() != y.dtype()) throw differ();  // an int in one branch, a float in the other
+    return Value::tensor(select(cond, x, y).as_weak());
+  }
   if (a.is_list() && b.is_list()) {
     const auto &xa = a.as_list().items, &xb = b.as_list().items;
     if (xa.size() != xb.size() || a.as_list().kind != b.as_list().kind) throw differ();
