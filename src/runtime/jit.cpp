@@ -7,6 +7,7 @@
 
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
+#include "passes/passes.hpp"
 #include "eval/interp.hpp"
 
 namespace sheaf {
@@ -64,7 +65,7 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     auto exe = std::make_shared<Executable>();
     exe->traced_nodes = t.graph.nodes.size();
     exe->graph = std::move(t.graph);
-    ir::verify(exe->graph);
+    passes::optimize(exe->graph);  // verifies
     exe->plan = ref::plan(exe->graph);
     if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
     exe->result = std::move(t.result);
@@ -92,6 +93,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
   bool any = false;
   for (const Value& a : args) any = any || has_tensor(a);
   if (!any) return std::nullopt;
+  if (observe) observe(fn, args);
   ++stats_.calls;
   auto t0 = profile ? Clock::now() : Clock::time_point{};
   FnCache& c = fns_[fn.raw()];

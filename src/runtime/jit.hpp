@@ -8,6 +8,7 @@
 // count), it is retraced once with scalars as part of the key, and stays so.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -42,6 +43,8 @@ class Jit {
  public:
   static constexpr size_t kLruSize = 8;
   bool profile = false;  // time the phases of every dispatch (--jit-profile)
+  // Sees every call that reaches the JIT before dispatch (`sheaf build --trace-with`).
+  std::function<void(const Value& fn, std::span<const Value> args)> observe;
 
   // The result of `fn` on `args` through compiled code, or nullopt when the call must be
   // interpreted (no tensor argument, or tracing failed for this key).
