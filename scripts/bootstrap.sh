@@ -10,6 +10,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev                         # libFuzzer target
   libgtest-dev libgmock-dev googletest             # unit tests
   llvm-14-tools                                    # FileCheck + lit for IR tests
+  libbenchmark-dev                                 # micro-benchmarks (bench/dispatch_bench.cpp)
   libedit-dev                                      # REPL line editing
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libopenblas-dev                                  # CPU BLAS
@@ -32,9 +33,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Python tools for tests and benchmarks (numpy is the reference for tensor printing checks;
-# safetensors is the reference reader/writer for tests/cli/io_interop.sh).
+# safetensors is the reference reader/writer for tests/cli/io_interop.sh; IREE's iree-compile and
+# iree-run-module check the emitted StableHLO in tests/unit/stablehlo_test.cpp and back
+# `sheaf build -o x.vmfb`).
 PY=python3
-if ! $PY -c "import numpy, safetensors" 2>/dev/null; then
+if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime" 2>/dev/null; then
   echo "bootstrap: pip install -r scripts/requirements-test.txt"
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt

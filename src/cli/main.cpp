@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "base/error.hpp"
+#include "cli/build.hpp"
 #include "cli/repl.hpp"
 #include "eval/interp.hpp"
 #include "runtime/jit.hpp"
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   // One malloc arena: the interpreter thread would otherwise get a secondary arena that returns
   // large tensor buffers to the kernel on every free (thousands of page faults per matmul).
   mallopt(M_ARENA_MAX, 1);
+  if (argc > 1 && std::string_view(argv[1]) == "build") return build_main(argc - 1, argv + 1);
   Cli cli;
   CLI::App app{"Sheaf — a Lisp for writing and training neural networks as plain math.", "sheaf"};
   app.set_version_flag("--version", std::string("Sheaf ") + SHEAF_VERSION);

@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "passes/passes.hpp"
 #include "eval/interp.hpp"
+#include "value/handle.hpp"
 
 namespace sheaf {
 namespace {
@@ -30,6 +31,30 @@ bool has_tensor(const Value& v) {
       return false;
     default: return false;
   }
+}
+
+bool has_handle(const Value& v) {
+  if (v.is(Kind::Handle)) return true;
+  if (v.is_list()) return std::any_of(v.as_list().items.begin(), v.as_list().items.end(), has_handle);
+  if (v.is(Kind::Dict))
+    return std::any_of(v.as_dict().entries.begin(), v.as_dict().entries.end(), [](const auto& e) { return has_handle(e.second); });
+  return false;
+}
+
+// SPEC §7.3: a data handle passed to a compiled call is materialized.
+Value materialized(const Value& v, SrcLoc site) {
+  if (v.is(Kind::Handle)) return v.as<HandleObj>().materialize(site);
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& x : v.as_list().items) items.push_back(materialized(x, site));
+    return Value::list(std::move(items), v.as_list().kind);
+  }
+  if (v.is(Kind::Dict)) {
+    std::vector<std::pair<std::string, Value>> entries;
+    for (const auto& [k, x] : v.as_dict().entries) entries.emplace_back(k, materialized(x, site));
+    return make_dict(std::move(entries));
+  }
+  return v;
 }
 
 bool has_scalar(const Value& v) {
@@ -90,8 +115,17 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
 }
 
 std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site) {
-  bool any = false;
-  for (const Value& a : args) any = any || has_tensor(a);
+  bool any = false, handles = false;
+  for (const Value& a : args) {
+    any = any || has_tensor(a);
+    handles = handles || has_handle(a);
+  }
+  std::vector<Value> read;
+  if (handles) {
+    for (const Value& a : args) read.push_back(materialized(a, site));
+    args = read;
+    any = true;
+  }
   if (!any) return std::nullopt;
   if (observe) observe(fn, args);
   ++stats_.calls;
