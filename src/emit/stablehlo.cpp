@@ -180,14 +180,20 @@ class Writer {
   // returns with stablehlo.return.
   using Body = std::function<std::vector<Val>(Writer&, const std::vector<Val>&)>;
   std::string region(const std::vector<DType>& args, const Body& body) {
+    std::vector<Type> ts;
+    for (DType d : args) ts.push_back(Type{d, {}});
+    return typed_region(ts, body);
+  }
+  // The same with arguments of any type; with none, the block header is left out (case branches).
+  std::string typed_region(const std::vector<Type>& args, const Body& body) {
     std::string text = "{\n";
     std::vector<Val> vals;
     std::vector<std::string> decl;
-    for (DType d : args) {
-      vals.push_back({fmt::format("%{}", counter_++), Type{d, {}}});
-      decl.push_back(vals.back().name + ": " + tensor_type(vals.back().type));
+    for (const Type& t : args) {
+      vals.push_back({fmt::format("%{}", counter_++), t});
+      decl.push_back(vals.back().name + ": " + tensor_type(t));
     }
-    text += fmt::format("{}^bb0({}):\n", pad_, fmt::join(decl, ", "));
+    if (!args.empty()) text += fmt::format("{}^bb0({}):\n", pad_, fmt::join(decl, ", "));
     Writer inner(text, static_cast<int>(pad_.size() / 2) + 1, counter_);
     inner.ret("stablehlo.return", body(inner, vals));
     return text + pad_ + "}";
@@ -465,6 +471,36 @@ std::vector<Val> sort_with_indices(Writer& w, const Val& x, int64_t axis, bool d
 
 // ---- one case per IR op -------------------------------------------------------------------
 
+std::vector<Val> lower_graph(Writer& w, const ir::Graph& g, const std::vector<Val>& params);
+
+// stablehlo.while: both regions take the carried values as block arguments; cond returns the
+// tensor<i1> its graph computes.
+std::vector<Val> lower_while(Writer& w, const ir::Attrs& a, const std::vector<Val>& in) {
+  std::vector<Type> ts;
+  for (const Val& v : in) ts.push_back(v.type);
+  std::vector<std::string> regions;
+  for (const auto& r : a.regions)
+    regions.push_back(w.typed_region(ts, [&](Writer& inner, const std::vector<Val>& args) { return lower_graph(inner, *r, args); }));
+  return w.ops("stablehlo.while", in, ts, {}, regions);
+}
+
+// stablehlo.case: branches have no block arguments, they read the enclosing operands directly
+// (names are unique in the whole function, and case regions are not isolated from above). The
+// index is clamped explicitly (out of range → the last branch), not left to the backend.
+std::vector<Val> lower_case(Writer& w, const ir::Graph& g, const ir::Node& n, const std::vector<Val>& in) {
+  const ir::Attrs& a = n.attrs;
+  Val idx = in[0];
+  auto last = static_cast<double>(a.regions.size() - 1);
+  Val oob = w.bin("or", w.cmp0(idx, "LT"), w.cmp(idx, w.like(idx, last), "GT"));
+  idx = w.sel(oob, w.like(idx, last), idx);
+  std::vector<Val> xs(in.begin() + 1, in.end());
+  std::vector<std::string> regions;
+  for (const auto& r : a.regions)
+    regions.push_back(w.typed_region({}, [&](Writer& inner, const std::vector<Val>&) { return lower_graph(inner, *r, xs); }));
+  std::vector<Type> out(g.types.begin() + n.out, g.types.begin() + n.out + n.nout);
+  return w.ops("stablehlo.case", {idx}, out, {}, regions);
+}
+
 std::vector<Val> lower_node(Writer& w, const ir::Graph& g, const ir::Node& n, const std::vector<Val>& in) {
   const ir::Attrs& a = n.attrs;
   const Type& out = g.type(n.out);
@@ -590,24 +626,17 @@ std::vector<Val> lower_node(Writer& w, const ir::Graph& g, const ir::Node& n, co
     }
     case Op::Sort: return sort_with_indices(w, in[0], a.axis, a.descending, in[0].type.shape[static_cast<size_t>(a.axis)]);
     case Op::TopK: return sort_with_indices(w, in[0], static_cast<int64_t>(in[0].type.shape.size()) - 1, true, a.k);
+    case Op::While: return lower_while(w, a, in);
+    case Op::Case: return lower_case(w, g, n, in);
   }
   throw SheafError(fmt::format("internal: StableHLO emission of {}", ir::op_name(n.op)));
 }
 
-void emit_function(const ir::Graph& g, std::string& out) {
-  ir::verify(g);
+// Lowers the nodes of `g` (a function body or a region) with its parameters bound to `params`;
+// returns the values of `g.results`.
+std::vector<Val> lower_graph(Writer& w, const ir::Graph& g, const std::vector<Val>& params) {
   std::vector<Val> vals(g.types.size());
-  std::vector<Type> params, results;
-  std::vector<std::string> decl;
-  for (size_t i = 0; i < g.params.size(); ++i) {
-    int32_t v = g.params[i];
-    vals[static_cast<size_t>(v)] = {fmt::format("%arg{}", i), g.type(v)};
-    params.push_back(g.type(v));
-    decl.push_back(fmt::format("%arg{}: {}", i, tensor_type(g.type(v))));
-  }
-  std::string body;
-  int counter = 0;
-  Writer w(body, 2, counter);
+  for (size_t i = 0; i < g.params.size(); ++i) vals[static_cast<size_t>(g.params[i])] = params[i];
   for (const ir::Node& n : g.nodes) {
     if (n.op == Op::Parameter) continue;
     std::vector<Val> in;
@@ -616,11 +645,26 @@ void emit_function(const ir::Graph& g, std::string& out) {
     for (int32_t k = 0; k < n.nout; ++k) vals[static_cast<size_t>(n.out + k)] = res[static_cast<size_t>(k)];
   }
   std::vector<Val> rets;
-  for (int32_t r : g.results) {
-    rets.push_back(vals[static_cast<size_t>(r)]);
-    results.push_back(g.type(r));
+  for (int32_t r : g.results) rets.push_back(vals[static_cast<size_t>(r)]);
+  return rets;
+}
+
+void emit_function(const ir::Graph& g, std::string& out) {
+  ir::verify(g);
+  std::vector<Val> args;
+  std::vector<Type> params, results;
+  std::vector<std::string> decl;
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    int32_t v = g.params[i];
+    args.push_back({fmt::format("%arg{}", i), g.type(v)});
+    params.push_back(g.type(v));
+    decl.push_back(fmt::format("%arg{}: {}", i, tensor_type(g.type(v))));
   }
-  w.ret("func.return", rets);
+  for (int32_t r : g.results) results.push_back(g.type(r));
+  std::string body;
+  int counter = 0;
+  Writer w(body, 2, counter);
+  w.ret("func.return", lower_graph(w, g, args));
   out += "  \"func.func\"() ({\n";
   if (!decl.empty()) out += fmt::format("  ^bb0({}):\n", fmt::join(decl, ", "));
   out += body;

@@ -24,6 +24,9 @@
 //   - arg_reduce, sort and top_k order NaN above every number, first index first on ties.
 //   - gather clamps its indices, scatter skips out-of-range ones (both explicitly, so the result
 //     does not rest on a backend's bounds handling).
+//   - while → stablehlo.while (regions take the carried values); case → stablehlo.case with its
+//     index clamped explicitly (out of range → last branch); case branches take no arguments and
+//     read the case's operands from the enclosing function, whose SSA names are all unique.
 // Unsigned tensors are `ui32`, bool is `i1`, rank 0 is `tensor<f32>`. Float literals always carry
 // a decimal point (`1.0`, `1.0e+20`), non-finite ones are bit patterns
 // (`0x7F800000`); constants over 16 elements are hex blobs `dense<"0x...">` (bool stays a list).

@@ -259,8 +259,18 @@ Value sf_while(Interp& in, const ListObj& f, const EnvPtr& env) {
     acc.bind(in, *local, f.loc);
     DepthGuard step(in, f.loc);  // counts steps for the evaluation limit
     Value c = in.eval(f.items[1], local);
-    if (c.is(Kind::Tensor) && c.as_tensor().is_symbolic() && c.as_tensor().rank() == 0 && c.as_tensor().dtype() == DType::Bool)
-      throw TraceAbort("`while` has a condition computed from traced values (a data-dependent loop)");
+    if (c.is(Kind::Tensor) && c.as_tensor().is_symbolic() && c.as_tensor().rank() == 0 && c.as_tensor().dtype() == DType::Bool) {
+      // A data-dependent loop while tracing: the rest of it becomes one IR while (SPEC §6.4).
+      if (acc.pattern.is_nil()) throw TraceAbort("`while` has a condition computed from traced values and no state to carry");
+      auto in_state = [&](const Value& st, auto&& eval) {
+        auto e = std::make_shared<Env>(env);
+        bind_pattern(in, *e, acc.pattern, st, f.loc);
+        return eval(e);
+      };
+      return trace::trace_while(
+          acc.value, [&](const Value& st) { return in_state(st, [&](const EnvPtr& e) { return in.eval(f.items[1], e); }); },
+          [&](const Value& st) { return in_state(st, [&](const EnvPtr& e) { return in.eval_body(acc.body, e); }); });
+    }
     if (!c.truthy()) break;
     acc.update(in.eval_body(acc.body, local));
   }

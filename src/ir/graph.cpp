@@ -1,4 +1,5 @@
 // ir/graph.cpp — building graphs, names of ops, the verifier and the readable printer.
+// Both recurse into the regions of while/case (whole graphs of their own, see ir.hpp).
 #include <sstream>
 
 #include "base/error.hpp"
@@ -14,7 +15,7 @@ std::string_view op_name(Op op) {
       "parameter", "constant", "iota", "unary", "binary", "convert", "select",
       "broadcast_in_dim", "reshape", "transpose", "slice", "reverse", "concatenate", "pad",
       "dynamic_slice", "dynamic_update_slice", "reduce", "arg_reduce", "dot_general",
-      "gather", "scatter", "sort", "top_k"};
+      "gather", "scatter", "sort", "top_k", "while", "case"};
   return names[static_cast<size_t>(op)];
 }
 
@@ -94,6 +95,13 @@ void verify(const Graph& g) {
       fail(i, e.what());
     }
     if (expect != declared) fail(i, "result type differs from the shape rule");
+    for (size_t k = 0; k < n.attrs.regions.size(); ++k) {
+      try {
+        verify(*n.attrs.regions[k]);  // non-null: the shape rule checked the signatures
+      } catch (const SheafError& e) {
+        fail(i, fmt::format("region {}: {}", k, e.what()));
+      }
+    }
   }
   if (next != static_cast<int32_t>(g.types.size())) throw SheafError("IR verifier: values without a defining node");
   if (params != g.params.size()) throw SheafError("IR verifier: parameter list disagrees with the nodes");
@@ -128,6 +136,7 @@ std::string attr_text(const Node& n) {
       return fmt::format("batch={}x{} contract={}x{}", ints(a.dot.lhs_batch), ints(a.dot.rhs_batch), ints(a.dot.lhs_contract),
                          ints(a.dot.rhs_contract));
     case Op::TopK: return fmt::format("k={}", a.k);
+    case Op::Case: return fmt::format("branches={}", a.regions.size());
     default: return "";
   }
 }
@@ -143,13 +152,22 @@ std::string op_text(const Node& n) {
   }
 }
 
-}  // namespace
-
-std::string print(const Graph& g, bool with_locations) {
-  std::ostringstream os;
+std::string param_list(const Graph& g) {
   std::vector<std::string> ps;
   for (int32_t p : g.params) ps.push_back(fmt::format("%{}: {}", p, type_str(g.type(p))));
-  os << "func @" << (g.name.empty() ? "main" : g.name) << "(" << fmt::format("{}", fmt::join(ps, ", ")) << ") {\n";
+  return fmt::format("{}", fmt::join(ps, ", "));
+}
+
+// Names of the regions of `n`: cond/body for while, branch k for case.
+std::string region_name(const Node& n, size_t k) {
+  if (n.op == Op::While) return k == 0 ? "cond" : "body";
+  return fmt::format("branch {}", k);
+}
+
+// The nodes and the return of `g`, each line indented by `indent` spaces; regions follow their
+// node as `cond(%0: i32[]) { ... }` blocks, two spaces deeper (their value ids are their own).
+void print_body(std::ostringstream& os, const Graph& g, size_t indent, bool with_locations) {
+  std::string pad(indent, ' ');
   for (const Node& n : g.nodes) {
     if (n.op == Op::Parameter) continue;
     std::vector<std::string> outs, ins, ts;
@@ -159,15 +177,34 @@ std::string print(const Graph& g, bool with_locations) {
     }
     for (int32_t v : n.in) ins.push_back(fmt::format("%{}", v));
     std::string attrs = attr_text(n);
-    os << "  " << fmt::format("{}", fmt::join(outs, ", ")) << " = " << op_text(n) << "(" << fmt::format("{}", fmt::join(ins, ", ")) << ")";
+    os << pad << fmt::format("{}", fmt::join(outs, ", ")) << " = " << op_text(n) << "(" << fmt::format("{}", fmt::join(ins, ", ")) << ")";
     if (!attrs.empty()) os << " {" << attrs << "}";
     os << " : " << fmt::format("{}", fmt::join(ts, ", "));
     if (with_locations && n.loc.valid()) os << "  ; " << sources::describe(n.loc);
     os << "\n";
+    for (size_t k = 0; k < n.attrs.regions.size(); ++k) {
+      const Graph* r = n.attrs.regions[k].get();
+      if (!r) {
+        os << pad << "  " << region_name(n, k) << " <missing>\n";
+        continue;
+      }
+      os << pad << "  " << region_name(n, k) << "(" << param_list(*r) << ") {\n";
+      print_body(os, *r, indent + 4, with_locations);
+      os << pad << "  }\n";
+    }
   }
   std::vector<std::string> rs;
   for (int32_t r : g.results) rs.push_back(fmt::format("%{}", r));
-  os << "  return " << fmt::format("{}", fmt::join(rs, ", ")) << "\n}\n";
+  os << pad << "return " << fmt::format("{}", fmt::join(rs, ", ")) << "\n";
+}
+
+}  // namespace
+
+std::string print(const Graph& g, bool with_locations) {
+  std::ostringstream os;
+  os << "func @" << (g.name.empty() ? "main" : g.name) << "(" << param_list(g) << ") {\n";
+  print_body(os, g, 2, with_locations);
+  os << "}\n";
   return os.str();
 }
 

@@ -30,8 +30,18 @@
 //   scatter(x, idx, upd)            attrs.axis, attrs.scatter (Set/Add)
 //   sort(x)                         2 results (values, i32 indices), attrs.axis, attrs.descending
 //   top_k(x)                        2 results, attrs.k, along the last axis
+//   while(v0.. vn-1)                attrs.regions = {cond, body}: both take n parameters of the
+//                                   operand types; cond returns one bool[], body returns the next
+//                                   n values (same types). Results: the values when cond is false.
+//   case(index, x0.. xm-1)          attrs.regions = branches (≥ 1); index is i32[] (out of range
+//                                   → the last branch, like stablehlo.case); every branch takes
+//                                   the m operands x as parameters and returns values of the
+//                                   node's result types.
+// Regions are whole graphs: isolated from the enclosing graph, everything they read is passed
+// as an operand (loop-carried for while).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +61,7 @@ enum class Op : uint8_t {
   DynamicSlice, DynamicUpdateSlice,
   Reduce, ArgReduce, DotGeneral,
   Gather, Scatter, Sort, TopK,
+  While, Case,
 };
 std::string_view op_name(Op op);  // "dot_general"
 std::string_view unary_name(Unary u);    // "exp"
@@ -78,6 +89,7 @@ struct Attrs {
   DotDims dot;
   double scalar = 0;
   Tensor value;
+  std::vector<std::shared_ptr<const struct Graph>> regions;  // While: {cond, body}; Case: branches
 };
 
 struct Node {
@@ -111,10 +123,12 @@ struct Graph {
 std::vector<Type> infer_types(Op op, const std::vector<Type>& in, const Attrs& a, const Type* declared = nullptr);
 
 // Checks the invariants: operands defined before use, types equal to the shape rule, parameters
-// first and numbered in order, results defined. Throws SheafError describing the first violation.
+// first and numbered in order, results defined; region graphs are verified recursively. Throws
+// SheafError describing the first violation.
 void verify(const Graph& g);
 
-// Readable text: one binding per line, `%3 = add(%1, %2) : f32[4x8]  ; file.shf:3:5`.
+// Readable text: one binding per line, `%3 = add(%1, %2) : f32[4x8]  ; file.shf:3:5`; the regions
+// of while/case follow their node as indented `cond(%0: i32[]) { ... }` / `branch 1(...) { ... }`.
 std::string print(const Graph& g, bool with_locations = false);
 
 }  // namespace sheaf::ir

@@ -27,12 +27,6 @@ void set_active_recorder(Recorder* r);
 // The active recorder; a symbolic tensor used after its trace ended is a TraceAbort.
 Recorder& recorder();
 
-inline bool any_symbolic(std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    if (t->is_symbolic()) return true;
-  return false;
-}
-
 // The single result of a recorded op.
 inline Tensor record1(Op op, const std::vector<Tensor>& operands, const Attrs& attrs, const Type* declared = nullptr) {
   return recorder().record(op, operands, attrs, declared)[0];

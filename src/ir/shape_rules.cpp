@@ -1,5 +1,7 @@
 // ir/shape_rules.cpp — the shape and dtype rule of every IR op (StableHLO semantics).
 // The tracer uses it to type each node it records, the verifier to re-check a whole graph.
+// Control flow checks only the signatures of its regions (parameter and result types against
+// the operands); the regions' insides are ir::verify's business (it recurses into them).
 #include <algorithm>
 #include <set>
 
@@ -73,6 +75,34 @@ Type dot_type(Op op, const std::vector<Type>& in, const DotDims& d) {
   for (size_t i = 0; i < b.size(); ++i)
     if (!used_b[i]) out.push_back(b[i]);
   return {in[0].dtype, out};
+}
+
+// Parameter and result types of a region graph.
+std::vector<Type> param_types(const Graph& r) {
+  std::vector<Type> ts;
+  for (int32_t p : r.params) ts.push_back(r.type(p));
+  return ts;
+}
+std::vector<Type> result_types(const Graph& r) {
+  std::vector<Type> ts;
+  for (int32_t v : r.results) ts.push_back(r.type(v));
+  return ts;
+}
+
+std::string types_text(const std::vector<Type>& ts) {
+  std::vector<std::string> s;
+  for (const Type& t : ts) s.push_back(type_str(t));
+  return fmt::format("({})", fmt::join(s, ", "));
+}
+
+// Region `r` (named `what`) must take `params` and, when `results` is given, return them.
+void want_region(Op op, const std::vector<Type>& in, const std::shared_ptr<const Graph>& r, const std::string& what,
+                 const std::vector<Type>& params, const std::vector<Type>* results) {
+  if (!r) bad(op, in, what + " region is missing");
+  if (param_types(*r) != params)
+    bad(op, in, fmt::format("{} region takes {}, expected {}", what, types_text(param_types(*r)), types_text(params)));
+  if (results && result_types(*r) != *results)
+    bad(op, in, fmt::format("{} region returns {}, expected {}", what, types_text(result_types(*r)), types_text(*results)));
 }
 
 }  // namespace
@@ -241,6 +271,24 @@ std::vector<Type> infer_types(Op op, const std::vector<Type>& in, const Attrs& a
       Shape s = in[0].shape;
       s.back() = a.k;
       return {Type{in[0].dtype, s}, Type{DType::I32, s}};
+    }
+    case Op::While: {
+      if (a.regions.size() != 2) bad(op, in, "while needs two regions (cond, body)");
+      if (in.empty()) bad(op, in, "while needs at least one carried value");
+      const std::vector<Type> pred{Type{DType::Bool, {}}};
+      want_region(op, in, a.regions[0], "cond", in, &pred);
+      want_region(op, in, a.regions[1], "body", in, &in);
+      return in;
+    }
+    case Op::Case: {
+      if (in.empty() || in[0] != Type{DType::I32, {}}) bad(op, in, "the branch index must be i32[]");
+      if (a.regions.empty()) bad(op, in, "case needs at least one branch");
+      std::vector<Type> xs(in.begin() + 1, in.end());
+      want_region(op, in, a.regions[0], "branch 0", xs, nullptr);
+      std::vector<Type> out = result_types(*a.regions[0]);
+      if (out.empty()) bad(op, in, "branches must return at least one value");
+      for (size_t b = 1; b < a.regions.size(); ++b) want_region(op, in, a.regions[b], fmt::format("branch {}", b), xs, &out);
+      return out;
     }
   }
   bad(op, in, "unknown op");

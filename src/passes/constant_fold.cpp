@@ -10,7 +10,9 @@
 //   - any other result of more than kFoldLimit elements stays unfolded, and iotas or splats
 //     are only expanded as operands up to that size;
 //   - parameters, constants and iotas themselves are kept (an iota is folded only into the
-//     nodes that read it), so the graph's inputs and results keep their types.
+//     nodes that read it), so the graph's inputs and results keep their types;
+//   - control flow (while, case) is never evaluated, even on known operands: a loop may run
+//     long or forever. Their regions are optimised on their own (pipeline.cpp).
 #include "backend/ref/executor.hpp"
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
@@ -83,7 +85,7 @@ bool fold_known(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
 
 Graph fold_constants(const Graph& g) {
   return rewrite(g, [](Rewriter& rw, const Node& n) {
-    if (n.op == Op::Constant || n.op == Op::Iota) return false;
+    if (n.op == Op::Constant || n.op == Op::Iota || !n.attrs.regions.empty()) return false;
     std::vector<int32_t> in = rw.map(n.in);
     if (is_folded_splat(rw.out(), n, in)) return false;
     return fold_splat(rw, n, in) || fold_known(rw, n, in);

@@ -2,8 +2,8 @@
 // A node is live when one of its results is read by a live node or is a result of the graph;
 // everything else is dropped. One backward sweep over use counts decides it: a node whose
 // results have no uses left is dead and releases its operands. Parameters are always kept (they
-// are the function's inputs, in ABI order), and a multi-result node (sort, top_k) stays whole
-// when any one of its results is used. Surviving values are renumbered densely, in order.
+// are the function's inputs, in ABI order), and a multi-result node (sort, top_k, while, case)
+// stays whole when any one of its results is used. Surviving values are renumbered densely, in order.
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
 

@@ -1,9 +1,34 @@
 // passes/pipeline.cpp — runs the passes in rounds until nothing changes (see pipeline.hpp).
 #include "passes/pipeline.hpp"
 
+#include <map>
+#include <memory>
+
 #include "passes/rewrite.hpp"
 
 namespace sheaf::passes {
+
+namespace {
+
+// Optimises the region graphs of g's while/case nodes (recursively, through optimize) once,
+// before the rounds. A region is replaced only when it changed, and a region shared by several
+// nodes stays shared: region identity is what CSE compares (node_key), and it must not change
+// from round to round or the pipeline would never see a fixed point.
+void optimize_regions(ir::Graph& g) {
+  std::map<const ir::Graph*, std::shared_ptr<const ir::Graph>> done;
+  for (ir::Node& n : g.nodes)
+    for (std::shared_ptr<const ir::Graph>& r : n.attrs.regions) {
+      auto [it, fresh] = done.try_emplace(r.get(), r);
+      if (fresh) {
+        ir::Graph copy = *r;
+        optimize(copy);
+        if (!same_graph(*r, copy)) it->second = std::make_shared<const ir::Graph>(std::move(copy));
+      }
+      r = it->second;
+    }
+}
+
+}  // namespace
 
 std::span<const Pass> pipeline() {
   static constexpr Pass passes[] = {
@@ -16,6 +41,7 @@ std::span<const Pass> pipeline() {
 }
 
 int optimize(ir::Graph& g, const PassObserver& observe) {
+  optimize_regions(g);
   int round = 0;
   while (round < kMaxRounds) {
     ++round;

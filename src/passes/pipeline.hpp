@@ -1,7 +1,9 @@
 // passes/pipeline.hpp — the optimisation pipeline: the passes in order, run to a fixed point.
 // One round is fold_constants → simplify → eliminate_common_subexpressions →
 // eliminate_dead_code; rounds repeat until a round changes nothing (same_graph) or kMaxRounds
-// have run, and the result is checked with ir::verify. An observer sees the graph after every
+// have run, and the result is checked with ir::verify. The regions of while/case are optimised
+// first, each as a graph of its own (recursively; not shown to the observer); the passes treat
+// the control-flow nodes themselves as opaque. An observer sees the graph after every
 // pass (for dumps such as the IR after each pass, SPEC tests/ir).
 #pragma once
 #include <functional>

@@ -182,6 +182,8 @@ std::string node_key(const Graph& g, const Node& n, std::span<const int32_t> in)
   for (const auto* v : {&a.dims, &a.starts, &a.limits, &a.strides, &a.lo, &a.hi, &a.sizes}) k.put(*v);
   for (const auto* v : {&a.dot.lhs_batch, &a.dot.rhs_batch, &a.dot.lhs_contract, &a.dot.rhs_contract}) k.put(*v);
   k.put(std::bit_cast<uint64_t>(a.scalar));
+  k.put(a.regions.size());  // regions by identity: two whiles merge only when they share their graphs
+  for (const auto& r : a.regions) k.put(reinterpret_cast<uintptr_t>(r.get()));
   if (n.op == Op::Constant) {
     const Tensor& t = a.value;
     k.put(ir::Type{t.dtype(), t.shape()});

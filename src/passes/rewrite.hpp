@@ -84,7 +84,8 @@ std::vector<int32_t> use_counts(const ir::Graph& g);
 
 // Byte string identifying node `n` of `g` read with operands `in`: equal keys ⇔ equal op,
 // operands, result types and attributes (floats compared by bits). Constants are keyed by
-// their bytes up to kConstantKeyBytes, larger ones by storage identity. Locations are ignored.
+// their bytes up to kConstantKeyBytes, larger ones by storage identity; regions (while, case)
+// by the identity of their graphs. Locations are ignored.
 inline constexpr size_t kConstantKeyBytes = 4096;
 std::string node_key(const ir::Graph& g, const ir::Node& n, std::span<const int32_t> in);
 

@@ -170,7 +170,12 @@ Tensor unary(Unary op, const Tensor& x) {
     return out;
   }
   if (op == Unary::Not) {
-    for (int64_t i = 0; i < n; ++i) out.set(i, x.dtype() == DType::Bool ? x.get(i) == 0 : static_cast<double>(~static_cast<int64_t>(x.get(i))));
+    for (int64_t i = 0; i < n; ++i) {
+      double v = x.get(i);
+      out.set(i, x.dtype() == DType::Bool  ? v == 0
+                 : x.dtype() == DType::U32 ? static_cast<double>(~static_cast<uint32_t>(v))
+                                           : static_cast<double>(~static_cast<int32_t>(v)));
+    }
     return out;
   }
   for (int64_t i = 0; i < n; ++i) {

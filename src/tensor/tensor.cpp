@@ -94,12 +94,13 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
   return t;
 }
 
-Tensor Tensor::symbolic(DType dtype, Shape shape, int32_t id, bool weak) {
+Tensor Tensor::symbolic(DType dtype, Shape shape, int32_t id, bool weak, uint32_t trace) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.numel_ = shape_numel(t.shape_);
   t.sym_ = id;
+  t.trace_ = trace;
   t.weak_ = weak;
   return t;
 }

@@ -52,9 +52,11 @@ class Tensor {
   // Symbolic tensors exist only while a pure function is traced (src/trace): dtype and shape are
   // known, elements are not; `id` is the IR value it stands for. `weak` marks values that stand
   // for host scalars, which keep their weak typing (SPEC §2.3). Reading elements throws TraceAbort.
-  static Tensor symbolic(DType dtype, Shape shape, int32_t id, bool weak = false);
+  // `trace` names the trace (graph) the id belongs to.
+  static Tensor symbolic(DType dtype, Shape shape, int32_t id, bool weak = false, uint32_t trace = 0);
   bool is_symbolic() const { return sym_ >= 0; }
   int32_t symbol_id() const { return sym_; }
+  uint32_t trace_id() const { return trace_; }
   bool weak() const { return weak_; }
   Tensor as_weak() const {  // the same symbolic value standing for a host scalar
     Tensor t = *this;
@@ -75,6 +77,7 @@ class Tensor {
   int64_t numel_ = 0;
   std::shared_ptr<std::byte> data_;  // 64-byte aligned when allocated here
   int32_t sym_ = -1;
+  uint32_t trace_ = 0;
   bool weak_ = false;
 
   std::byte* concrete() const {

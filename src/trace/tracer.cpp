@@ -5,6 +5,7 @@
 // constants of builtins) become constant nodes, shared per storage.
 #include "trace/tracer.hpp"
 
+#include <atomic>
 #include <map>
 
 #include "base/error.hpp"
@@ -23,9 +24,21 @@ constexpr size_t kMaxNodes = 200000;  // a bigger trace is almost surely an unro
 thread_local int g_depth = 0;
 thread_local SrcLoc g_site;
 
+// Traces get distinct serials, so a symbolic tensor knows which graph its id belongs to.
+uint32_t next_serial() {
+  static std::atomic<uint32_t> n{0};
+  return ++n;
+}
+
 class Tracer final : public ir::Recorder {
  public:
   ir::Graph g;
+  const uint32_t serial = next_serial();
+  // A region (loop body, condition) reads values of its enclosing trace as extra parameters.
+  Tracer* parent = nullptr;
+  bool discovering = false;         // first pass over a region: captures become parameters anywhere
+  std::vector<Tensor> captures;     // enclosing-trace tensors read by this region, in order
+  std::map<std::pair<uint32_t, int32_t>, int32_t> captured;  // (trace, id) → parameter id here
 
   std::vector<Tensor> record(ir::Op op, const std::vector<Tensor>& operands, const ir::Attrs& attrs,
                              const ir::Type* declared) override {
@@ -43,39 +56,62 @@ class Tracer final : public ir::Recorder {
     int32_t first = g.add(op, std::move(ids), attrs, out, g_site);
     std::vector<Tensor> r;
     for (size_t i = 0; i < out.size(); ++i)
-      r.push_back(Tensor::symbolic(out[i].dtype, out[i].shape, first + static_cast<int32_t>(i), weak && out[i].shape.empty()));
+      r.push_back(symbolic(out[i], first + static_cast<int32_t>(i), weak && out[i].shape.empty()));
     return r;
   }
 
   Tensor lift(const Tensor& t) override {
-    if (t.is_symbolic()) return t;
+    if (t.is_symbolic()) return t.trace_id() == serial ? t : capture(t);
     auto key = std::make_tuple(t.storage().get(), t.dtype(), t.shape());
     auto it = constants_.find(key);
     int32_t id = it != constants_.end() ? it->second : (constants_[key] = g.emit_constant(t, g_site));
-    return Tensor::symbolic(t.dtype(), t.shape(), id);
+    return symbolic(ir::Type{t.dtype(), t.shape()}, id, false);
   }
 
   Tensor parameter(DType dtype, Shape shape, bool weak) {
     ir::Attrs a;
     a.index = static_cast<int64_t>(g.params.size());
     int32_t id = g.add(ir::Op::Parameter, {}, a, {ir::Type{dtype, shape}});
-    return Tensor::symbolic(dtype, std::move(shape), id, weak);
+    return symbolic(ir::Type{dtype, std::move(shape)}, id, weak);
+  }
+
+  Tensor symbolic(const ir::Type& t, int32_t id, bool weak) const { return Tensor::symbolic(t.dtype, t.shape, id, weak, serial); }
+
+  // Declares `outer` (a tensor of an enclosing trace) as the next parameter of this region.
+  void declare_capture(const Tensor& outer) {
+    Tensor p = parameter(outer.dtype(), outer.shape(), outer.weak());
+    captured[{outer.trace_id(), outer.symbol_id()}] = p.symbol_id();
+    captures.push_back(outer);
   }
 
  private:
   std::map<std::tuple<const std::byte*, DType, Shape>, int32_t> constants_;
+
+  Tensor capture(const Tensor& t) {
+    if (!parent) throw TraceAbort("a traced value was used outside of its trace");
+    if (auto it = captured.find({t.trace_id(), t.symbol_id()}); it != captured.end())
+      return symbolic(g.type(it->second), it->second, t.weak());
+    if (!discovering) throw TraceAbort("internal: a loop region read a value that was not declared");
+    declare_capture(t);
+    return symbolic(g.type(captured[{t.trace_id(), t.symbol_id()}]), captured[{t.trace_id(), t.symbol_id()}], t.weak());
+  }
 };
+
+thread_local Tracer* g_tracer = nullptr;  // the innermost active trace
 
 // Active-trace scope: installs the recorder and marks the thread as tracing.
 struct Scope {
   ir::Recorder* saved;
+  Tracer* saved_tracer;
   SrcLoc saved_site;
-  explicit Scope(Tracer& t) : saved(ir::active_recorder()), saved_site(g_site) {
+  explicit Scope(Tracer& t) : saved(ir::active_recorder()), saved_tracer(g_tracer), saved_site(g_site) {
     ir::set_active_recorder(&t);
+    g_tracer = &t;
     ++g_depth;
   }
   ~Scope() {
     ir::set_active_recorder(saved);
+    g_tracer = saved_tracer;
     g_site = saved_site;
     --g_depth;
   }
@@ -251,7 +287,7 @@ Value merge(const Tensor& cond, const Value& a, const Value& b) {
     if (x->shape() != y->shape() || x->dtype() != y->dtype() || wx != wy) throw differ();
     DType d = x->dtype();
     Tensor r = select(cond, convert(*x, d), convert(*y, d));
-    if (wx && wy) r = Tensor::symbolic(r.dtype(), r.shape(), r.symbol_id(), true);
+    if (wx && wy) r = r.as_weak();
     return Value::tensor(r);
   }
   if ((a.is_number() && b.is_number() && !equal(a, b)) || (a.is(Kind::Bool) && b.is(Kind::Bool) && a.as_bool() != b.as_bool())) {
@@ -280,6 +316,137 @@ Value merge(const Tensor& cond, const Value& a, const Value& b) {
   return a;
 }
 
+// ---- loops with a traced condition ----------------------------------------------------------
+
+// The carried part of a loop state: its tensor and number leaves, in pytree order. Other leaves
+// (strings, keywords, bools, functions, nil) are static and must come back unchanged.
+struct StateLeaf {
+  ir::Type type;
+  bool weak;
+};
+
+void carried_leaves(const Value& v, std::vector<Tensor>& out, std::vector<bool>& weak) {
+  if (v.is(Kind::Tensor)) {
+    out.push_back(v.as_tensor());
+    weak.push_back(v.as_tensor().weak());
+  } else if (v.is_number()) {
+    out.push_back(*weak_scalar(v));
+    weak.push_back(true);
+  } else if (v.is_list()) {
+    for (const Value& x : v.as_list().items) carried_leaves(x, out, weak);
+  } else if (v.is(Kind::Dict)) {
+    for (const auto& [k, x] : v.as_dict().entries) carried_leaves(x, out, weak);
+  }
+}
+
+// `v` with its carried leaves replaced, in order, by `leaves` (host numbers by weak tensors).
+Value with_leaves(const Value& v, std::span<const Tensor> leaves, size_t& i) {
+  if (v.is(Kind::Tensor) || v.is_number()) return Value::tensor(leaves[i++]);
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& x : v.as_list().items) items.push_back(with_leaves(x, leaves, i));
+    return Value::list(std::move(items), v.as_list().kind);
+  }
+  if (v.is(Kind::Dict)) {
+    std::vector<std::pair<std::string, Value>> entries;
+    for (const auto& [k, x] : v.as_dict().entries) entries.emplace_back(k, with_leaves(x, leaves, i));
+    return make_dict(std::move(entries));
+  }
+  return v;
+}
+
+// True when `next` has the structure of `state` with the same static leaves.
+bool same_structure(const Value& state, const Value& next) {
+  bool leaf = state.is(Kind::Tensor) || state.is_number();
+  if (leaf) return next.is(Kind::Tensor) || next.is_number();
+  if (state.is_list()) {
+    if (!next.is_list() || next.as_list().items.size() != state.as_list().items.size()) return false;
+    for (size_t i = 0; i < state.as_list().items.size(); ++i)
+      if (!same_structure(state.as_list().items[i], next.as_list().items[i])) return false;
+    return true;
+  }
+  if (state.is(Kind::Dict)) {
+    if (!next.is(Kind::Dict) || next.as_dict().entries.size() != state.as_dict().entries.size()) return false;
+    for (size_t i = 0; i < state.as_dict().entries.size(); ++i)
+      if (state.as_dict().entries[i].first != next.as_dict().entries[i].first ||
+          !same_structure(state.as_dict().entries[i].second, next.as_dict().entries[i].second))
+        return false;
+    return true;
+  }
+  return state.is_callable() || next.is_callable() ? state.raw() == next.raw() : equal(state, next);
+}
+
+// A region over the carried leaves: parameters first (the carried types, then the captures),
+// `run` maps the rebuilt state to the region's results.
+std::shared_ptr<ir::Graph> trace_region(Tracer& outer, const Value& state, const std::vector<StateLeaf>& leaves,
+                                        const std::vector<Tensor>& captures, bool discovering, bool pass_through,
+                                        std::vector<Tensor>& found,
+                                        const std::function<std::vector<Tensor>(Tracer&, const Value&)>& run) {
+  Tracer t;
+  t.parent = &outer;
+  Scope scope(t);
+  std::vector<Tensor> params;
+  for (const StateLeaf& l : leaves) params.push_back(t.parameter(l.type.dtype, l.type.shape, l.weak));
+  for (const Tensor& c : captures) t.declare_capture(c);
+  t.discovering = discovering;
+  size_t i = 0;
+  Value rebuilt = with_leaves(state, params, i);
+  for (const Tensor& r : run(t, rebuilt)) t.g.results.push_back(t.lift(r).symbol_id());
+  for (size_t k = captures.size(); k < t.captures.size(); ++k) found.push_back(t.captures[k]);
+  if (pass_through)  // captured values pass through the body unchanged: the region returns them
+    for (size_t k = 0; k < captures.size(); ++k) t.g.results.push_back(t.g.params[leaves.size() + k]);
+  return std::make_shared<ir::Graph>(std::move(t.g));
+}
+
+Value lower_while(const Value& init, const std::function<Value(const Value&)>& cond, const std::function<Value(const Value&)>& body) {
+  Tracer& outer = *g_tracer;
+  std::vector<Tensor> init_leaves;
+  std::vector<bool> init_weak;
+  carried_leaves(init, init_leaves, init_weak);
+  std::vector<StateLeaf> leaves;
+  for (size_t k = 0; k < init_leaves.size(); ++k)
+    leaves.push_back({ir::Type{init_leaves[k].dtype(), init_leaves[k].shape()}, init_weak[k]});
+  auto cond_run = [&](Tracer&, const Value& st) {
+    Value c = cond(st);
+    if (c.is(Kind::Bool)) return std::vector<Tensor>{Tensor::scalar(DType::Bool, c.as_bool())};
+    if (!c.is(Kind::Tensor) || c.as_tensor().rank() != 0 || c.as_tensor().dtype() != DType::Bool)
+      throw TraceAbort("a `while` condition on traced values must be a boolean scalar");
+    return std::vector<Tensor>{c.as_tensor()};
+  };
+  auto body_run = [&](Tracer&, const Value& st) {
+    Value next = body(st);
+    if (!same_structure(st, next)) throw TraceAbort("the state of a `while` changes structure between iterations");
+    std::vector<Tensor> out;
+    std::vector<bool> weak;
+    carried_leaves(next, out, weak);
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (out[k].dtype() != leaves[k].type.dtype || out[k].shape() != leaves[k].type.shape || weak[k] != leaves[k].weak)
+        throw TraceAbort("the state of a `while` changes dtype or shape between iterations");
+    }
+    return out;
+  };
+  // Pass 1 finds the enclosing values the regions read; pass 2 traces them with those declared.
+  std::vector<Tensor> captures, found;
+  trace_region(outer, init, leaves, captures, true, false, found, cond_run);
+  trace_region(outer, init, leaves, captures, true, false, found, body_run);
+  for (const Tensor& f : found) {
+    bool dup = false;
+    for (const Tensor& c : captures) dup = dup || (c.trace_id() == f.trace_id() && c.symbol_id() == f.symbol_id());
+    if (!dup) captures.push_back(f);
+  }
+  std::vector<Tensor> none;
+  ir::Attrs a;
+  a.regions.push_back(trace_region(outer, init, leaves, captures, false, false, none, cond_run));
+  a.regions.push_back(trace_region(outer, init, leaves, captures, false, true, none, body_run));
+  std::vector<Tensor> operands = init_leaves;
+  operands.insert(operands.end(), captures.begin(), captures.end());
+  std::vector<Tensor> results = outer.record(ir::Op::While, operands, a, nullptr);
+  for (size_t k = 0; k < leaves.size(); ++k)
+    if (leaves[k].weak) results[k] = results[k].as_weak();
+  size_t i = 0;
+  return with_leaves(init, results, i);
+}
+
 }  // namespace
 
 bool tracing() { return g_depth > 0; }
@@ -306,6 +473,12 @@ std::string flatten_args(std::span<const Value> args, bool static_scalars, std::
 }
 
 Value rebuild(const ResultTree& tree, std::span<const Tensor> results) { return rebuild_tree(tree, results); }
+
+Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
+                  const std::function<Value(const Value&)>& body) {
+  if (!g_tracer) throw TraceAbort("internal: trace_while outside a trace");
+  return lower_while(init, cond, body);
+}
 
 Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v) {
   if (cond.dtype() != DType::Bool || cond.rank() != 0) throw TraceAbort("internal: runtime if on a non-boolean");

@@ -8,6 +8,7 @@
 // Tracing stops with TraceAbort (effects, data-dependent values or shapes, non-tensor results);
 // SheafErrors raised while tracing are the user's errors and propagate as they are.
 #pragma once
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,6 +56,14 @@ Value rebuild(const ResultTree& tree, std::span<const Tensor> results);
 bool tracing();
 // The call site of the builtin being evaluated while tracing: recorded nodes carry it.
 void set_site(SrcLoc loc);
+// A `while` whose condition depends on traced values (SPEC §6.4): the loop state (the
+// accumulator pytree: its tensor and number leaves are carried, other leaves must not change) is
+// lowered to one IR `while` whose regions are traced from `cond` and `body` (state → condition,
+// state → next state). Values of the enclosing trace that the regions read are passed in as
+// extra carried values. Returns the final state. Throws TraceAbort when the state changes
+// structure, dtype or shape between iterations.
+Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
+                  const std::function<Value(const Value&)>& body);
 // Runtime `if` (SPEC §6.4): both branches were traced; merges them leaf by leaf with select.
 // Throws TraceAbort when they differ in structure, shape or dtype.
 Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v);

@@ -617,5 +617,155 @@ TEST(Pipeline, RandomGraphsKeepTheirResults) {
   EXPECT_LT(after, before * 3 / 4) << before << " nodes became " << after;
 }
 
+
+// ---- control flow: while and case are opaque nodes; their regions are optimised on their own ----
+
+const Type i32s{DType::I32, {}};
+const Type f32x4{DType::F32, {4}};
+
+// A region graph taking `ts`; `body` adds its nodes and returns its results.
+std::shared_ptr<const Graph> region(const std::vector<Type>& ts, const std::function<std::vector<int32_t>(Graph&, std::vector<int32_t>)>& body) {
+  auto r = std::make_shared<Graph>();
+  std::vector<int32_t> ps;
+  for (const Type& t : ts) ps.push_back(param(*r, t));
+  r->results = body(*r, ps);
+  return r;
+}
+
+// while (i < limit) { i += 1; x = x * 2 * 1 } over (i: i32[], x: f32[4]); the * 1 is for simplify.
+Attrs counting_loop(double limit) {
+  Attrs a;
+  a.regions = {region({i32s, f32x4}, [&](Graph& g, std::vector<int32_t> p) { return std::vector<int32_t>{bin(g, Binary::Lt, p[0], scalar(g, DType::I32, limit))}; }),
+               region({i32s, f32x4}, [](Graph& g, std::vector<int32_t> p) {
+                 int32_t x = bin(g, Binary::Mul, p[1], splat(g, f32x4, 2));
+                 x = bin(g, Binary::Mul, x, splat(g, f32x4, 1));
+                 return std::vector<int32_t>{bin(g, Binary::Add, p[0], scalar(g, DType::I32, 1)), x};
+               })};
+  return a;
+}
+
+// case over (a, b: f32[4]) → f32[4]: a + b, a - b, a * b.
+Attrs three_way() {
+  Attrs a;
+  for (Binary op : {Binary::Add, Binary::Sub, Binary::Mul})
+    a.regions.push_back(region({f32x4, f32x4}, [&](Graph& g, std::vector<int32_t> p) { return std::vector<int32_t>{bin(g, op, p[0], p[1])}; }));
+  return a;
+}
+
+Tensor f32x4_of(double v) {
+  Tensor t(DType::F32, {4});
+  for (int64_t i = 0; i < 4; ++i) t.set(i, v);
+  return t;
+}
+
+const Graph& body_of(const Graph& g, size_t nth_while) {
+  for (const ir::Node& n : g.nodes)
+    if (n.op == Op::While && nth_while-- == 0) return *n.attrs.regions[1];
+  throw SheafError("no such while");
+}
+
+TEST(ControlFlow, VerifierChecksRegionsAndPrintsThem) {
+  Graph g;
+  int32_t x = param(g, f32x4);
+  int32_t w = g.emit(Op::While, {scalar(g, DType::I32, 0), x}, counting_loop(5));
+  g.results = {w + 1};
+  EXPECT_NO_THROW(ir::verify(g));
+  EXPECT_EQ(ir::print(g),
+            "func @main(%0: f32[4]) {\n"
+            "  %1 = constant() {0} : i32[]\n"
+            "  %2, %3 = while(%1, %0) : i32[], f32[4]\n"
+            "    cond(%0: i32[], %1: f32[4]) {\n"
+            "      %2 = constant() {5} : i32[]\n"
+            "      %3 = lt(%0, %2) : bool[]\n"
+            "      return %3\n"
+            "    }\n"
+            "    body(%0: i32[], %1: f32[4]) {\n"
+            "      %2 = constant() {2.0} : f32[]\n"
+            "      %3 = broadcast_in_dim(%2) {dims=[]} : f32[4]\n"
+            "      %4 = mul(%1, %3) : f32[4]\n"
+            "      %5 = constant() {1.0} : f32[]\n"
+            "      %6 = broadcast_in_dim(%5) {dims=[]} : f32[4]\n"
+            "      %7 = mul(%4, %6) : f32[4]\n"
+            "      %8 = constant() {1} : i32[]\n"
+            "      %9 = add(%0, %8) : i32[]\n"
+            "      return %9, %7\n"
+            "    }\n"
+            "  return %3\n"
+            "}\n");
+}
+
+TEST(ControlFlow, VerifierRejectsMismatchedRegions) {
+  Graph g;
+  int32_t i = param(g, i32s), x = param(g, f32x4), y = param(g, {DType::F32, {3}});
+  Attrs bad = counting_loop(5);
+  bad.regions[1] = region({i32s, f32x4}, [](Graph& r, std::vector<int32_t> p) {  // returns f32[3], not f32[4]
+    return std::vector<int32_t>{p[0], r.emit(Op::Slice, {p[1]}, {.starts = {0}, .limits = {3}, .strides = {1}})};
+  });
+  EXPECT_THROW(g.emit(Op::While, {i, x}, bad), SheafError);
+  Graph h = g;
+  h.add(Op::While, {i, x}, bad, {i32s, f32x4});
+  try {
+    ir::verify(h);
+    ADD_FAILURE() << "a body returning the wrong type was accepted";
+  } catch (const SheafError& e) {
+    EXPECT_NE(std::string(e.what()).find("body region returns (i32[], f32[3]), expected (i32[], f32[4])"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(g.emit(Op::While, {i, y}, counting_loop(5)), SheafError);   // operands differ from the parameters
+  EXPECT_THROW(g.emit(Op::Case, {x, x, x}, three_way()), SheafError);      // index not i32[]
+  Attrs mixed = three_way();
+  mixed.regions[2] = region({f32x4, f32x4}, [](Graph&, std::vector<int32_t> p) { return std::vector<int32_t>{p[0], p[1]}; });
+  EXPECT_THROW(g.emit(Op::Case, {i, x, x}, mixed), SheafError);           // branches return different types
+  // A broken node inside a region is found by the recursive verify.
+  Graph inner = *counting_loop(5).regions[1];
+  inner.nodes.back().in[0] = 99;
+  Attrs broken = counting_loop(5);
+  broken.regions[1] = std::make_shared<const Graph>(inner);
+  Graph k = g;
+  k.add(Op::While, {i, x}, broken, {i32s, f32x4});
+  EXPECT_THROW(ir::verify(k), SheafError);
+}
+
+TEST(ControlFlow, PassesKeepWhileAndCaseResults) {
+  Graph g;
+  int32_t x = param(g, f32x4), k = param(g, i32s);
+  int32_t zero = scalar(g, DType::I32, 0);
+  Attrs loop = counting_loop(5);
+  int32_t w1 = g.emit(Op::While, {zero, x}, loop);
+  int32_t w2 = g.emit(Op::While, {zero, x}, loop);                 // same regions: merged by CSE
+  int32_t w3 = g.emit(Op::While, {zero, x}, counting_loop(5));     // equal but other graphs: kept apart
+  g.emit(Op::While, {zero, un(g, Unary::Neg, x)}, loop);           // unused: dropped
+  int32_t c = g.emit(Op::Case, {k, w1 + 1, w2 + 1}, three_way());
+  int32_t c2 = g.emit(Op::Case, {scalar(g, DType::I32, 1), w3 + 1, x}, three_way());  // known index: still a case
+  g.results = {w1, c, w3 + 1, c2};
+  std::vector<std::vector<Tensor>> inputs;
+  for (double index : {-1.0, 0.0, 1.0, 2.0, 7.0}) inputs.push_back({f32x4_of(1.5), Tensor::scalar(DType::I32, index)});
+  for (const Pass& p : pipeline()) expect_same_results(g, p.run(g), inputs);
+  Graph out = g;
+  EXPECT_LE(optimize(out, nullptr), 3);
+  expect_same_results(g, out, inputs);
+  EXPECT_EQ(count(out, Op::While), 2u);
+  EXPECT_EQ(count(out, Op::Case), 2u);
+  EXPECT_EQ(count(body_of(g, 0), Op::Binary), 3u);
+  EXPECT_EQ(count(body_of(out, 0), Op::Binary), 2u);  // the region was simplified: x * 1 is gone
+  Graph again = out;
+  EXPECT_EQ(optimize(again, nullptr), 1);  // region identity is stable: a fixed point at once
+  EXPECT_TRUE(same_graph(out, again));
+  std::vector<Tensor> r = ref::run(out, inputs[0]);  // index -1 → the last branch: a * b
+  EXPECT_EQ(r[0].get(0), 5);
+  EXPECT_EQ(r[1].get(0), 48.0 * 48.0);
+  EXPECT_EQ(r[3].get(0), 48.0 - 1.5);
+}
+
+TEST(ControlFlow, FoldingNeverRunsALoop) {
+  Graph g;
+  param(g, f32x4);
+  int32_t w = g.emit(Op::While, {scalar(g, DType::I32, 0), full(g, f32x4, 3)}, counting_loop(5));
+  g.results = {w + 1};
+  Graph out = run_checked(fold_constants, g);
+  EXPECT_EQ(count(out, Op::While), 1u);
+  std::vector<Tensor> args{f32x4_of(0)};
+  EXPECT_EQ(ref::run(out, args)[0].get(2), 96);
+}
+
 }  // namespace
 }  // namespace sheaf::passes

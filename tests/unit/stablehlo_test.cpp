@@ -555,5 +555,127 @@ TEST(StableHloIree, SortAndTopK) {
   Oracle::check(cs);
 }
 
+
+// ---- control flow -------------------------------------------------------------------------
+
+// A region graph: parameters of `ts`; `body` adds its nodes and returns its results.
+std::shared_ptr<const ir::Graph> region(const std::vector<Type>& ts, const std::function<std::vector<int32_t>(ir::Graph&, const std::vector<int32_t>&)>& body) {
+  auto r = std::make_shared<ir::Graph>();
+  std::vector<int32_t> ps;
+  for (const Type& t : ts) ps.push_back(r->add(Op::Parameter, {}, {.index = static_cast<int64_t>(ps.size())}, {t}));
+  r->results = body(*r, ps);
+  return r;
+}
+
+int32_t rconst(ir::Graph& g, DType d, double v) { return g.emit_constant(Tensor::scalar(d, v)); }
+int32_t rsplat(ir::Graph& g, const Type& t, double v) { return g.add(Op::BroadcastInDim, {rconst(g, t.dtype, v)}, {}, {t}); }
+int32_t rbin(ir::Graph& g, Binary b, int32_t x, int32_t y) { return g.emit(Op::Binary, {x, y}, {.binary = b}); }
+
+const Type kI32{DType::I32, {}};
+const Type kF32x4{DType::F32, {4}};
+
+// while (i < limit) { i += 1; x *= 2 } over carried (i: i32[], x: f32[4]).
+ir::Attrs doubling_loop(double limit) {
+  ir::Attrs a;
+  a.regions = {region({kI32, kF32x4}, [&](ir::Graph& g, const std::vector<int32_t>& p) {
+                 return std::vector<int32_t>{rbin(g, Binary::Lt, p[0], rconst(g, DType::I32, limit))};
+               }),
+               region({kI32, kF32x4}, [](ir::Graph& g, const std::vector<int32_t>& p) {
+                 return std::vector<int32_t>{rbin(g, Binary::Add, p[0], rconst(g, DType::I32, 1)),
+                                             rbin(g, Binary::Mul, p[1], rsplat(g, kF32x4, 2))};
+               })};
+  return a;
+}
+
+// case over (a: f32[4], n: i32[]) returning (f32[4], i32[]): branch 0 a + a, 1 -a, 2 a * 10 and n + 100.
+ir::Attrs three_branches() {
+  ir::Attrs a;
+  a.regions = {region({kF32x4, kI32}, [](ir::Graph& g, const std::vector<int32_t>& p) {
+                 return std::vector<int32_t>{rbin(g, Binary::Add, p[0], p[0]), p[1]};
+               }),
+               region({kF32x4, kI32}, [](ir::Graph& g, const std::vector<int32_t>& p) {
+                 return std::vector<int32_t>{g.emit(Op::Unary, {p[0]}, {.unary = Unary::Neg}), rconst(g, DType::I32, 7)};
+               }),
+               region({kF32x4, kI32}, [](ir::Graph& g, const std::vector<int32_t>& p) {
+                 return std::vector<int32_t>{rbin(g, Binary::Mul, p[0], rsplat(g, kF32x4, 10)), rbin(g, Binary::Add, p[1], rconst(g, DType::I32, 100))};
+               })};
+  return a;
+}
+
+TEST(StableHloText, WhileAndCaseRegions) {
+  Case c("loop");
+  int32_t i = c.param(Tensor::scalar(DType::I32, 0)), x = c.param(filled(DType::F32, {4}, {1, 2, 3, 4}));
+  int32_t k = c.param(Tensor::scalar(DType::I32, 1));
+  int32_t w = c.op(Op::While, {i, x}, doubling_loop(5));
+  int32_t s = c.op(Op::Case, {k, w + 1, w}, three_branches());
+  c.ret({w, w + 1, s, s + 1});
+  std::string t = emit_one(c);
+  EXPECT_NE(t.find(":2 = \"stablehlo.while\"(%arg0, %arg1) ({\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("^bb0(%0: tensor<i32>, %1: tensor<4xf32>):"), std::string::npos) << t;  // cond's block arguments
+  EXPECT_NE(t.find("\"stablehlo.return\"(%3) : (tensor<i1>) -> ()"), std::string::npos) << t;
+  EXPECT_NE(t.find(" : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>)"), std::string::npos) << t;
+  EXPECT_NE(t.find("\"stablehlo.case\"("), std::string::npos) << t;
+  EXPECT_NE(t.find(") ({\n      %"), std::string::npos) << t;  // branches: no block arguments
+  EXPECT_NE(t.find("-> (tensor<4xf32>, tensor<i32>)"), std::string::npos) << t;
+  // ref semantics: 5 doublings; branch 1 of the case.
+  std::vector<Tensor> r = ref::run(c.g, c.inputs);
+  EXPECT_EQ(r[0].get(0), 5);
+  EXPECT_EQ(r[1].get(3), 128);
+  EXPECT_EQ(r[2].get(0), -32);
+  EXPECT_EQ(r[3].get(0), 7);
+}
+
+TEST(StableHloIree, WhileLoops) {
+  std::vector<Case> cs;
+  for (double start : {0.0, 3.0, 9.0}) {  // 5, 2 and 0 iterations
+    Case c(fmt::format("while-{}", start));
+    int32_t i = c.param(Tensor::scalar(DType::I32, start)), x = c.param(uniform(DType::F32, {4}, -3, 3));
+    int32_t w = c.op(Op::While, {i, x}, doubling_loop(5));
+    c.ret({w, w + 1});
+    cs.push_back(std::move(c));
+  }
+  // A case nested in the body reads the body's block arguments; a constant is carried along.
+  Case n("while-nested-case");
+  int32_t i = n.param(Tensor::scalar(DType::I32, 0)), x = n.param(uniform(DType::F32, {4}, -3, 3));
+  int32_t lim = n.g.emit_constant(Tensor::scalar(DType::I32, 7));
+  ir::Attrs a;
+  std::vector<Type> carried{kI32, kF32x4, kI32};
+  a.regions = {region(carried, [](ir::Graph& g, const std::vector<int32_t>& p) { return std::vector<int32_t>{rbin(g, Binary::Lt, p[0], p[2])}; }),
+               region(carried, [](ir::Graph& g, const std::vector<int32_t>& p) {
+                 int32_t k = rbin(g, Binary::Rem, p[0], rconst(g, DType::I32, 3));
+                 int32_t s = g.emit(Op::Case, {k, p[1], p[0]}, three_branches());
+                 return std::vector<int32_t>{rbin(g, Binary::Add, p[0], rconst(g, DType::I32, 1)), s, p[2]};
+               })};
+  int32_t w = n.op(Op::While, {i, x, lim}, a);
+  n.ret({w, w + 1, w + 2});
+  cs.push_back(std::move(n));
+  std::vector<Tensor> r = ref::run(cs[0].g, cs[0].inputs);
+  EXPECT_EQ(r[0].get(0), 5);
+  EXPECT_EQ(r[1].get(2), cs[0].inputs[1].get(2) * 32);
+  EXPECT_EQ(ref::run(cs[2].g, cs[2].inputs)[1].get(1), cs[2].inputs[1].get(1));  // no iteration
+  Oracle::check(cs);
+}
+
+TEST(StableHloIree, CaseOutOfRangeTakesTheLastBranch) {
+  std::vector<Case> cs;
+  Tensor x = uniform(DType::F32, {4}, -3, 3);
+  for (double index : {0.0, 1.0, 2.0, -1.0, 7.0, -2147483648.0}) {
+    Case c(fmt::format("case-{}", index));
+    int32_t k = c.param(Tensor::scalar(DType::I32, index)), a = c.param(x), m = c.param(Tensor::scalar(DType::I32, 5));
+    int32_t s = c.op(Op::Case, {k, a, m}, three_branches());
+    c.ret({s, s + 1});
+    cs.push_back(std::move(c));
+  }
+  const double want_n[] = {5, 7, 105, 105, 105, 105};  // ref: -1, 7, INT_MIN → branch 2
+  for (size_t k = 0; k < cs.size(); ++k) {
+    std::vector<Tensor> r = ref::run(cs[k].g, cs[k].inputs);
+    EXPECT_EQ(r[1].get(0), want_n[k]) << cs[k].g.name;
+    if (k >= 2) {
+      EXPECT_FLOAT_EQ(r[0].get(1), x.get(1) * 10) << cs[k].g.name;
+    }
+  }
+  Oracle::check(cs);
+}
+
 }  // namespace
 }  // namespace sheaf

@@ -1,4 +1,5 @@
-// backend/ref/executor.cpp — IR interpreter over the eager kernels of src/tensor.
+// backend/ref/executor.cpp — IR interpreter over the eager kernels of src/tensor; while and case
+// run their region graphs recursively with ref::run.
 #include "backend/ref/executor.hpp"
 
 #include <algorithm>
@@ -17,6 +18,23 @@ std::vector<int64_t> start_values(std::span<const Tensor> operands, size_t first
   std::vector<int64_t> s;
   for (size_t i = first; i < operands.size(); ++i) s.push_back(static_cast<int64_t>(operands[i].get(0)));
   return s;
+}
+
+// while: the carried values go through `body` as long as `cond` gives true. Both regions are
+// planned once per execution of the node, not per iteration.
+std::vector<Tensor> run_while(const ir::Graph& cond, const ir::Graph& body, std::span<const Tensor> init) {
+  Plan pc = plan(cond), pb = plan(body);
+  std::vector<Tensor> vals(init.begin(), init.end());
+  while (run(cond, pc, vals)[0].get(0) != 0) vals = run(body, pb, vals);
+  return vals;
+}
+
+// case: branch `index`, or the last one when the index is out of range (as stablehlo.case).
+std::vector<Tensor> run_case(const ir::Attrs& a, std::span<const Tensor> x) {
+  auto i = static_cast<int64_t>(x[0].get(0));
+  auto last = static_cast<int64_t>(a.regions.size()) - 1;
+  if (i < 0 || i > last) i = last;
+  return run(*a.regions[static_cast<size_t>(i)], x.subspan(1));
 }
 
 }  // namespace
@@ -58,6 +76,8 @@ std::vector<Tensor> run_node(const ir::Graph& g, const ir::Node& n, std::span<co
       Sorted s = top_k(x[0], a.k);
       return {s.values, s.indices};
     }
+    case Op::While: return run_while(*a.regions[0], *a.regions[1], x);
+    case Op::Case: return run_case(a, x);
   }
   throw SheafError("internal: unknown IR op");
 }
