@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/cli/jit.sh — automatic compilation and `sheaf build` from the command line (SPEC §6, §8):
+# errors in compiled functions point at the user's form, --jit-profile names every fallback and its
+# reason, --no-jit gives the same output, and `sheaf build` handles shapes, effects, missing tools
+# and bad outputs with clear messages.
+# Usage: jit.sh path/to/sheaf — runs every check, then exits 1 if any failed.
+set -u
+
+[[ $# -ge 1 && -x $1 ]] || { echo "usage: $0 path/to/sheaf" >&2; exit 2; }
+SHEAF=$(realpath "$1")
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILED=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  echo "  status: $STATUS" >&2
+  echo "  stdout: $(head -c 800 "$TMP/out")" >&2
+  echo "  stderr: $(head -c 800 "$TMP/err")" >&2
+  FAILED=1
+}
+run() {
+  (cd "$TMP" && NO_COLOR=1 "$SHEAF" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null)
+  STATUS=$?
+}
+status_is() { [[ $STATUS -eq $1 ]] || fail "$2: expected exit status $1"; }
+stderr_has() { grep -qF -- "$1" "$TMP/err" || fail "$2: stderr lacks '$1'"; }
+stdout_has() { grep -qF -- "$1" "$TMP/out" || fail "$2: stdout lacks '$1'"; }
+
+# ---- a shape error inside a compiled function is reported at the user's form ----
+cat >"$TMP/shape.shf" <<'SHF'
+(defn layer [w x]
+  (@ x w))
+(layer (ones [3 5]) (ones [4 2]))
+SHF
+run shape.shf
+status_is 1 'shape error in a compiled function'
+stderr_has 'shape.shf:2:3' 'the error points at the (@ x w) form'
+stderr_has 'f32[4x2]' 'the error names the shapes'
+stderr_has 'f32[3x5]' 'the error names the shapes'
+stderr_has 'in layer' 'the error names the function'
+
+# ---- --jit-profile: compiled calls, cache hits, fallbacks with reasons ----
+cat >"$TMP/profile.shf" <<'SHF'
+(defn step [w x] (- w (* 0.1 (@ (transpose x) (@ x w)))))
+(defn noisy [x] (print "sum" (sum x)) x)
+(def w (repeat [i 5] [w (ones [3 1])] (step w (ones [4 3]))))
+(noisy w)
+(print (step w (ones [4 3])))
+SHF
+run profile.shf --jit-profile
+status_is 0 '--jit-profile run'
+stderr_has 'Dispatch profile (' '--jit-profile header'
+stderr_has 'executables: 5 hits, 2 misses' 'one trace of step, reused'
+stderr_has "interpreted noisy: calls 'print', which has effects" 'effect fallback reason'
+cp "$TMP/out" "$TMP/jit.out"
+run profile.shf --no-jit
+cmp -s "$TMP/out" "$TMP/jit.out" || fail '--no-jit prints the same as the compiled run'
+
+# ---- sheaf build ----
+run build profile.shf -S -o out.mlir --config '{"w":[3,1],"x":[4,3]}'
+status_is 0 'build -S'
+grep -qF '"stablehlo.dot_general"' "$TMP/out.mlir" || fail 'build -S writes a StableHLO module'
+grep -qF 'sym_name = "step"' "$TMP/out.mlir" || fail 'the module has the function step'
+grep -qF '"hash"' "$TMP/out.mlir.manifest.json" || fail 'the manifest has content hashes'
+stderr_has "warning: 'noisy' has side effects (print, io) and cannot be compiled" 'effects are skipped with a warning'
+run build profile.shf -S -o none.mlir
+status_is 1 'build without shapes'
+stderr_has 'nothing could be compiled' 'build without shapes'
+run build profile.shf -o out.so --config '{"w":[3,1],"x":[4,3]}'
+status_is 1 'build to an unknown format'
+stderr_has '.vmfb' 'the error names the supported outputs'
+(cd "$TMP" && NO_COLOR=1 PATH=/nonexistent IREE_COMPILE= "$SHEAF" build profile.shf -o out.vmfb --config '{"w":[3,1],"x":[4,3]}' \
+  >"$TMP/out" 2>"$TMP/err" </dev/null)
+STATUS=$?
+status_is 1 'build .vmfb without iree-compile'
+stderr_has "needs IREE's iree-compile" 'a clear error when IREE is absent'
+run build profile.shf --trace-with --ir -o traced.ir
+status_is 0 'build --trace-with'
+grep -qF 'func @step(%0: f32[3x1], %1: f32[4x3])' "$TMP/traced.ir" || fail '--trace-with records the shapes of the first call'
+run build profile.shf -o out.mlir --bogus
+status_is 2 'unknown build option'
+
+exit $FAILED
