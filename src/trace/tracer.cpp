@@ -184,26 +184,22 @@ void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<T
       inputs.push_back(t);
       return;
     }
-    case Kind::Int:
-      if (static_scalars) {
+    case Kind::Int: case Kind::Float: {  // host scalars: static values, or weak rank-0 inputs
+      bool is_int = v.is(Kind::Int);
+      if (!static_scalars) {
+        tag(is_int ? 'i' : 'f');
+        inputs.push_back(Tensor::scalar(is_int ? DType::I32 : DType::F32, v.as_double()));
+      } else if (is_int) {
         tag('I');
         int64_t i = v.as_int();
         put(&i, sizeof i);
       } else {
-        tag('i');
-        inputs.push_back(Tensor::scalar(DType::I32, static_cast<double>(v.as_int())));
-      }
-      return;
-    case Kind::Float:
-      if (static_scalars) {
         tag('F');
         float f = v.as_float();
         put(&f, sizeof f);
-      } else {
-        tag('f');
-        inputs.push_back(Tensor::scalar(DType::F32, v.as_float()));
       }
       return;
+    }
     case Kind::Bool: tag(v.as_bool() ? 'B' : 'b'); return;
     case Kind::Nil: tag('N'); return;
     case Kind::Str: case Kind::Keyword: case Kind::Symbol: {

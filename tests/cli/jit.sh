@@ -8,24 +8,7 @@ set -u
 
 [[ $# -ge 1 && -x $1 ]] || { echo "usage: $0 path/to/sheaf" >&2; exit 2; }
 SHEAF=$(realpath "$1")
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILED=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "  status: $STATUS" >&2
-  echo "  stdout: $(head -c 800 "$TMP/out")" >&2
-  echo "  stderr: $(head -c 800 "$TMP/err")" >&2
-  FAILED=1
-}
-run() {
-  (cd "$TMP" && NO_COLOR=1 "$SHEAF" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null)
-  STATUS=$?
-}
-status_is() { [[ $STATUS -eq $1 ]] || fail "$2: expected exit status $1"; }
-stderr_has() { grep -qF -- "$1" "$TMP/err" || fail "$2: stderr lacks '$1'"; }
-stdout_has() { grep -qF -- "$1" "$TMP/out" || fail "$2: stdout lacks '$1'"; }
+source "$(dirname "$0")/lib/harness.sh"
 
 # ---- a shape error inside a compiled function is reported at the user's form ----
 cat >"$TMP/shape.shf" <<'SHF'

@@ -7,26 +7,7 @@ set -u
 
 [[ $# -ge 1 && -x $1 ]] || { echo "usage: $0 path/to/sheaf" >&2; exit 2; }
 SHEAF=$(realpath "$1")
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILED=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "  status: $STATUS" >&2
-  echo "  stdout: $(head -c 600 "$TMP/out")" >&2
-  echo "  stderr: $(head -c 600 "$TMP/err")" >&2
-  FAILED=1
-}
-
-# run ARGS...: runs sheaf in $TMP, capturing status, stdout and stderr.
-run() {
-  (cd "$TMP" && NO_COLOR=1 "$SHEAF" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null)
-  STATUS=$?
-}
-status_is() { [[ $STATUS -eq $1 ]] || fail "$2: expected exit status $1"; }
-stderr_has() { grep -qF -- "$1" "$TMP/err" || fail "$2: stderr lacks '$1'"; }
-stdout_is() { [[ "$(cat "$TMP/out")" == "$1" ]] || fail "$2: expected stdout '$1'"; }
+source "$(dirname "$0")/lib/harness.sh"
 
 # reader_error TEXT MESSAGE: `sheaf -c TEXT` fails with status 1, MESSAGE and an <eval> location.
 reader_error() {
