@@ -145,6 +145,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
       ++stats_.misses;
       bool was_static = c.static_scalars;
       Entry e = compile(in, c, fn, args, site);
+      if (profile) t0 = Clock::now();  // tracing is reported on its own line, not as flattening
       if (!was_static && c.static_scalars) continue;  // retry with static scalars
       e.key = key_;
       c.lru.insert(c.lru.begin(), std::move(e));
