@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   app.add_flag("--jit-profile", cli.jit_profile, "Print the dispatch profile of compiled calls at exit");
   app.add_flag("--no-progress", cli.no_progress, "Disable progress bars");
   app.positionals_at_end(false);
-  app.footer("With no FILE and no -c, starts the interactive REPL.");
+  app.footer("With no FILE and no -c, starts the interactive REPL.\nAhead-of-time compilation: sheaf build FILE -o OUT [-S] [--config JSON] [--trace-with] (sheaf build --help).");
   try {
     app.parse(argc, argv);
     cli.has_expr = c->count() > 0;
