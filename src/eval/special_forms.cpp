@@ -148,7 +148,7 @@ Value sf_with_params(Interp& in, const ListObj& f, const EnvPtr& env) {
 Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
   if (f.items.size() < 3 || f.items.size() > 4) throw SheafError("if: expected (if cond then [else])", f.loc);
   Value c = in.eval(f.items[1], env);
-  if (c.is(Kind::Tensor) && c.as_tensor().is_symbolic() && c.as_tensor().rank() == 0 && c.as_tensor().dtype() == DType::Bool) {
+  if (trace::runtime_condition(c)) {
     // A runtime condition while tracing: both branches are traced and merged with select (SPEC §6.4).
     Value a = in.eval(f.items[2], env);
     Value b = f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
@@ -179,8 +179,7 @@ Value and_or(Interp& in, const ListObj& f, const EnvPtr& env, size_t i, bool is_
   for (; i < f.items.size(); ++i) {
     v = in.eval(f.items[i], env);
     const bool last = i + 1 == f.items.size();
-    if (!last && v.is(Kind::Tensor) && v.as_tensor().is_symbolic() && v.as_tensor().rank() == 0 &&
-        v.as_tensor().dtype() == DType::Bool) {
+    if (!last && trace::runtime_condition(v)) {
       Value rest = and_or(in, f, env, i + 1, is_and);
       return is_and ? trace::merge_branches(v.as_tensor(), rest, v) : trace::merge_branches(v.as_tensor(), v, rest);
     }
@@ -259,7 +258,7 @@ Value sf_while(Interp& in, const ListObj& f, const EnvPtr& env) {
     acc.bind(in, *local, f.loc);
     DepthGuard step(in, f.loc);  // counts steps for the evaluation limit
     Value c = in.eval(f.items[1], local);
-    if (c.is(Kind::Tensor) && c.as_tensor().is_symbolic() && c.as_tensor().rank() == 0 && c.as_tensor().dtype() == DType::Bool) {
+    if (trace::runtime_condition(c)) {
       // A data-dependent loop while tracing: the rest of it becomes one IR while (SPEC §6.4).
       if (acc.pattern.is_nil()) throw TraceAbort("`while` has a condition computed from traced values and no state to carry");
       auto in_state = [&](const Value& st, auto&& eval) {

@@ -18,27 +18,14 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-bool has_tensor(const Value& v) {
-  switch (v.kind()) {
-    case Kind::Tensor: return true;
-    case Kind::List:
-      for (const Value& x : v.as_list().items)
-        if (has_tensor(x)) return true;
-      return false;
-    case Kind::Dict:
-      for (const auto& [k, x] : v.as_dict().entries)
-        if (has_tensor(x)) return true;
-      return false;
-    default: return false;
-  }
-}
-
-bool has_handle(const Value& v) {
-  if (v.is(Kind::Handle)) return true;
-  if (v.is_list()) return std::any_of(v.as_list().items.begin(), v.as_list().items.end(), has_handle);
+// True when some leaf of the pytree `v` satisfies `pred` (dicts, lists and tuples are walked).
+template <typename Pred>
+bool any_leaf(const Value& v, const Pred& pred) {
+  if (v.is_list())
+    return std::any_of(v.as_list().items.begin(), v.as_list().items.end(), [&](const Value& x) { return any_leaf(x, pred); });
   if (v.is(Kind::Dict))
-    return std::any_of(v.as_dict().entries.begin(), v.as_dict().entries.end(), [](const auto& e) { return has_handle(e.second); });
-  return false;
+    return std::any_of(v.as_dict().entries.begin(), v.as_dict().entries.end(), [&](const auto& e) { return any_leaf(e.second, pred); });
+  return pred(v);
 }
 
 // SPEC §7.3: a data handle passed to a compiled call is materialized.
@@ -57,15 +44,9 @@ Value materialized(const Value& v, SrcLoc site) {
   return v;
 }
 
-bool has_scalar(const Value& v) {
-  if (v.is_number()) return true;
-  if (v.is_list()) return std::any_of(v.as_list().items.begin(), v.as_list().items.end(), has_scalar);
-  if (v.is(Kind::Dict))
-    return std::any_of(v.as_dict().entries.begin(), v.as_dict().entries.end(), [](const auto& e) { return has_scalar(e.second); });
-  return false;
+bool has_scalar_args(std::span<const Value> args) {
+  return std::any_of(args.begin(), args.end(), [](const Value& a) { return any_leaf(a, [](const Value& v) { return v.is_number(); }); });
 }
-
-bool has_scalar_args(std::span<const Value> args) { return std::any_of(args.begin(), args.end(), has_scalar); }
 
 void pin_objects(const Value& v, std::vector<Value>& out) {
   if (v.is_list()) {
@@ -115,16 +96,18 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
 }
 
 std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site) {
+  // One walk per argument: does the call carry tensors (or data handles, SPEC §7.3: materialized)?
   bool any = false, handles = false;
-  for (const Value& a : args) {
-    any = any || has_tensor(a);
-    handles = handles || has_handle(a);
-  }
+  for (const Value& a : args)
+    any_leaf(a, [&](const Value& v) {
+      any = any || v.is(Kind::Tensor) || v.is(Kind::Handle);
+      handles = handles || v.is(Kind::Handle);
+      return false;
+    });
   std::vector<Value> read;
   if (handles) {
     for (const Value& a : args) read.push_back(materialized(a, site));
     args = read;
-    any = true;
   }
   if (!any) return std::nullopt;
   if (observe) observe(fn, args);
@@ -135,8 +118,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
   for (int attempt = 0; attempt < 2; ++attempt) {
     key_.clear();
     inputs_.clear();
-    std::string why = trace::flatten_args(args, c.static_scalars, key_, inputs_);
-    if (!why.empty()) return std::nullopt;
+    trace::flatten_args(args, c.static_scalars, key_, inputs_);
     auto it = std::find_if(c.lru.begin(), c.lru.end(), [&](const Entry& e) { return e.key == key_; });
     if (it != c.lru.end()) {
       ++stats_.hits;
@@ -150,9 +132,6 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
       e.key = key_;
       c.lru.insert(c.lru.begin(), std::move(e));
       if (c.lru.size() > kLruSize) c.lru.pop_back();
-      key_.clear();
-      inputs_.clear();
-      trace::flatten_args(args, c.static_scalars, key_, inputs_);
     }
     const Entry& e = c.lru.front();
     if (!e.exe) {

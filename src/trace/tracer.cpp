@@ -171,7 +171,7 @@ ResultTree result_tree(Tracer& t, const Value& v) {
   }
 }
 
-void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<Tensor>& inputs, std::string& why) {
+void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<Tensor>& inputs) {
   auto put = [&](const void* p, size_t n) { key.append(static_cast<const char*>(p), n); };
   auto tag = [&](char c) { key.push_back(c); };
   switch (v.kind()) {
@@ -215,7 +215,7 @@ void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<T
       tag(static_cast<char>(v.as_list().kind));
       uint32_t n = static_cast<uint32_t>(v.as_list().items.size());
       put(&n, sizeof n);
-      for (const Value& x : v.as_list().items) key_of(x, static_scalars, key, inputs, why);
+      for (const Value& x : v.as_list().items) key_of(x, static_scalars, key, inputs);
       return;
     }
     case Kind::Dict: {
@@ -226,12 +226,11 @@ void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<T
         uint32_t m = static_cast<uint32_t>(k.size());
         put(&m, sizeof m);
         key += k;
-        key_of(x, static_scalars, key, inputs, why);
+        key_of(x, static_scalars, key, inputs);
       }
       return;
     }
-    case Kind::Handle: why = "a data handle is passed as an argument (reading it is I/O)"; return;
-    default: {  // functions, slices: by identity (the cache entry keeps the object alive)
+    default: {  // functions, slices, handles: by identity (the cache entry keeps the object alive)
       tag('O');
       const void* p = v.raw();
       put(&p, sizeof p);
@@ -377,7 +376,7 @@ bool same_structure(const Value& state, const Value& next) {
 std::shared_ptr<ir::Graph> trace_region(Tracer& outer, const Value& state, const std::vector<StateLeaf>& leaves,
                                         const std::vector<Tensor>& captures, bool discovering, bool pass_through,
                                         std::vector<Tensor>& found,
-                                        const std::function<std::vector<Tensor>(Tracer&, const Value&)>& run) {
+                                        const std::function<std::vector<Tensor>(const Value&)>& run) {
   Tracer t;
   t.parent = &outer;
   Scope scope(t);
@@ -387,14 +386,18 @@ std::shared_ptr<ir::Graph> trace_region(Tracer& outer, const Value& state, const
   t.discovering = discovering;
   size_t i = 0;
   Value rebuilt = with_leaves(state, params, i);
-  for (const Tensor& r : run(t, rebuilt)) t.g.results.push_back(t.lift(r).symbol_id());
+  for (const Tensor& r : run(rebuilt)) t.g.results.push_back(t.lift(r).symbol_id());
   for (size_t k = captures.size(); k < t.captures.size(); ++k) found.push_back(t.captures[k]);
   if (pass_through)  // captured values pass through the body unchanged: the region returns them
     for (size_t k = 0; k < captures.size(); ++k) t.g.results.push_back(t.g.params[leaves.size() + k]);
   return std::make_shared<ir::Graph>(std::move(t.g));
 }
 
-Value lower_while(const Value& init, const std::function<Value(const Value&)>& cond, const std::function<Value(const Value&)>& body) {
+}  // namespace
+
+Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
+                  const std::function<Value(const Value&)>& body) {
+  if (!g_tracer) throw TraceAbort("internal: trace_while outside a trace");
   Tracer& outer = *g_tracer;
   std::vector<Tensor> init_leaves;
   std::vector<bool> init_weak;
@@ -402,14 +405,14 @@ Value lower_while(const Value& init, const std::function<Value(const Value&)>& c
   std::vector<StateLeaf> leaves;
   for (size_t k = 0; k < init_leaves.size(); ++k)
     leaves.push_back({ir::Type{init_leaves[k].dtype(), init_leaves[k].shape()}, init_weak[k]});
-  auto cond_run = [&](Tracer&, const Value& st) {
+  auto cond_run = [&](const Value& st) {
     Value c = cond(st);
     if (c.is(Kind::Bool)) return std::vector<Tensor>{Tensor::scalar(DType::Bool, c.as_bool())};
     if (!c.is(Kind::Tensor) || c.as_tensor().rank() != 0 || c.as_tensor().dtype() != DType::Bool)
       throw TraceAbort("a `while` condition on traced values must be a boolean scalar");
     return std::vector<Tensor>{c.as_tensor()};
   };
-  auto body_run = [&](Tracer&, const Value& st) {
+  auto body_run = [&](const Value& st) {
     Value next = body(st);
     if (!same_structure(st, next)) throw TraceAbort("the state of a `while` changes structure between iterations");
     std::vector<Tensor> out;
@@ -443,8 +446,6 @@ Value lower_while(const Value& init, const std::function<Value(const Value&)>& c
   return with_leaves(init, results, i);
 }
 
-}  // namespace
-
 bool tracing() { return g_depth > 0; }
 void set_site(SrcLoc loc) { g_site = loc; }
 
@@ -462,19 +463,11 @@ Traced trace_call(Interp& in, const Value& fn, std::span<const Value> args, SrcL
   return out;
 }
 
-std::string flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs) {
-  std::string why;
-  for (const Value& a : args) key_of(a, static_scalars, key, inputs, why);
-  return why;
+void flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs) {
+  for (const Value& a : args) key_of(a, static_scalars, key, inputs);
 }
 
 Value rebuild(const ResultTree& tree, std::span<const Tensor> results) { return rebuild_tree(tree, results); }
-
-Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
-                  const std::function<Value(const Value&)>& body) {
-  if (!g_tracer) throw TraceAbort("internal: trace_while outside a trace");
-  return lower_while(init, cond, body);
-}
 
 Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v) {
   if (cond.dtype() != DType::Bool || cond.rank() != 0) throw TraceAbort("internal: runtime if on a non-boolean");

@@ -45,15 +45,19 @@ Traced trace_call(Interp& in, const Value& fn, std::span<const Value> args, SrcL
 
 // Flattens the arguments of a call: `inputs` receives the positional inputs in parameter order
 // (tensor leaves; int/float scalars as rank-0 i32/f32 unless static_scalars) and `key` the
-// specialization key (tree structure, dtypes, shapes, static values). Returns a reason when an
-// argument cannot be passed to compiled code (a data handle), else an empty string.
-std::string flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs);
+// specialization key (tree structure, dtypes, shapes, static values; other objects by identity).
+// Data handles must have been materialized (SPEC §7.3).
+void flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs);
 
 // The result pytree from the flat results of a run.
 Value rebuild(const ResultTree& tree, std::span<const Tensor> results);
 
 // True while this thread is tracing (user function calls then inline instead of dispatching).
 bool tracing();
+// A rank-0 bool computed from traced values: a condition known only at run time.
+inline bool runtime_condition(const Value& v) {
+  return v.is(Kind::Tensor) && v.as_tensor().is_symbolic() && v.as_tensor().rank() == 0 && v.as_tensor().dtype() == DType::Bool;
+}
 // The call site of the builtin being evaluated while tracing: recorded nodes carry it.
 void set_site(SrcLoc loc);
 // A `while` whose condition depends on traced values (SPEC §6.4): the loop state (the
