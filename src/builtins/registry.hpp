@@ -26,6 +26,7 @@ std::span<const BuiltinDef> random_builtins();      // random-key random-split â
 std::span<const BuiltinDef> io_builtins();          // io
 std::span<const BuiltinDef> conv_builtins();        // conv1d conv2d
 std::span<const BuiltinDef> transform_builtins();   // vmap
+std::span<const BuiltinDef> autodiff_builtins();    // grad (value-and-grad is a special form)
 
 // All builtins, in family order.
 const std::vector<const BuiltinDef*>& builtin_table();

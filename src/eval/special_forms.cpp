@@ -2,7 +2,9 @@
 // A handler receives the unevaluated form; the table row also feeds `:help` and the docs.
 #include <algorithm>
 
+#include "autodiff/value_and_grad.hpp"
 #include "base/error.hpp"
+#include "builtins/pytree.hpp"
 #include "eval/interp.hpp"
 #include "trace/tracer.hpp"
 #include "value/printer.hpp"
@@ -379,6 +381,14 @@ Value sf_not_yet(Interp&, const ListObj& f, const EnvPtr&) {
   throw SheafError("'" + head(f) + "' is not available in this build yet", f.loc);
 }
 
+// (value-and-grad f): the differentiating function of f (autodiff/value_and_grad.cpp).
+Value sf_value_and_grad(Interp& in, const ListObj& f, const EnvPtr& env) {
+  if (f.items.size() != 2) throw SheafError("value-and-grad expects one function: (value-and-grad f)", f.loc);
+  Value fn = in.eval(f.items[1], env);
+  if (!fn.is_callable()) throw SheafError("value-and-grad: expected a function, got " + describe_node(fn), f.loc);
+  return make_value_and_grad(fn, true, f.loc);
+}
+
 const SpecialForm kSpecialForms[] = {
     {"def", "(def name expr)", "Global immutable constant, evaluated once.", sf_def},
     {"defn", "(defn name [params] body...)", "Global named function; `& rest` collects extra arguments.", sf_defn},
@@ -406,7 +416,7 @@ const SpecialForm kSpecialForms[] = {
     {"unquote-splicing", "~@xs", "Splice a list inside a quasiquote.", sf_unquote},
     {"with-params", "(with-params [d] body...) / (with-params [d :k] body...)", "Bind every key of dict d as a local.",
      sf_with_params},
-    {"value-and-grad", "(value-and-grad f)", "Function returning (value grads) of f at its first argument.", sf_not_yet},
+    {"value-and-grad", "(value-and-grad f)", "Function returning (value grads) of f at its first argument.", sf_value_and_grad},
     {"static", "(static e)", "Legacy; evaluates to e.", sf_static},
 };
 

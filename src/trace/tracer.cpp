@@ -447,16 +447,32 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
 }
 
 bool tracing() { return g_depth > 0; }
+
+const ir::Graph& current_graph() {
+  if (!g_tracer) throw TraceAbort("internal: no active trace");
+  return g_tracer->g;
+}
+bool in_current_trace(const Tensor& t) { return g_tracer && t.is_symbolic() && t.trace_id() == g_tracer->serial; }
+Tensor current_value(int32_t id) {
+  if (!g_tracer) throw TraceAbort("internal: no active trace");
+  return g_tracer->symbolic(g_tracer->g.type(id), id, false);
+}
 void set_site(SrcLoc loc) { g_site = loc; }
 
 Traced trace_call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site, bool static_scalars) {
+  return trace_with(args, site, static_scalars, fn.is(Kind::Fn) ? fn.as<FnObj>().name : "",
+                    [&](std::vector<Value>& sym) { return in.call(fn, sym, site); });
+}
+
+Traced trace_with(std::span<const Value> args, SrcLoc site, bool static_scalars, std::string name,
+                  const std::function<Value(std::vector<Value>&)>& body) {
   Tracer t;
-  t.g.name = fn.is(Kind::Fn) ? fn.as<FnObj>().name : "";
+  t.g.name = std::move(name);
   Scope scope(t);
   g_site = site;
   std::vector<Value> sym;
   for (const Value& a : args) sym.push_back(symbolic_args(t, a, static_scalars));
-  Value r = in.call(fn, sym, site);
+  Value r = body(sym);
   Traced out;
   out.result = result_tree(t, r);
   out.graph = std::move(t.g);

@@ -42,6 +42,18 @@ struct Traced {
 // Traces `fn` (a user function) applied to `args`. Tensors in `args` only give shapes and
 // dtypes (their values are not used). Throws TraceAbort when the call cannot be compiled.
 Traced trace_call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site, bool static_scalars);
+// The same for any body: `body` receives the symbolic arguments and returns the result pytree.
+// Transforms (value-and-grad, vmap) use it to build a graph around a user function.
+Traced trace_with(std::span<const Value> args, SrcLoc site, bool static_scalars, std::string name,
+                  const std::function<Value(std::vector<Value>&)>& body);
+
+// The graph of this thread's innermost trace (tracing() must be true): transforms read the
+// nodes recorded so far. It grows as primitives record, so hold indices, not references.
+const ir::Graph& current_graph();
+// True when `t` is a value of the innermost trace (not a constant, not from an enclosing trace).
+bool in_current_trace(const Tensor& t);
+// The symbolic tensor standing for value `id` of the innermost trace.
+Tensor current_value(int32_t id);
 
 // Flattens the arguments of a call: `inputs` receives the positional inputs in parameter order
 // (tensor leaves; int/float scalars as rank-0 i32/f32 unless static_scalars) and `key` the

@@ -1,0 +1,21 @@
+// autodiff/reverse.hpp — the reverse sweep (SPEC §6.6): gradients of a scalar traced value with
+// respect to earlier values of the same trace, recorded into that trace.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "tensor/tensor.hpp"
+
+namespace sheaf::autodiff {
+
+// d loss / d wrt[i] for each i, as tensors of the active trace (wrt's shapes and dtypes).
+// `wrt` must be values of the innermost trace, each defined by its own node, with nothing that
+// is not derived from them recorded between the first of them and the loss other than values
+// they do not influence. `loss` is a rank-0 float tensor (symbolic or not: a value that does
+// not depend on wrt gives zero gradients). Integer and bool wrt values get zeros.
+// Activity analysis first marks the float values that depend on wrt; the sweep then walks those
+// nodes backwards from a seed of one, applying one VJP rule per node (vjp_rules.hpp) and summing
+// the cotangents of values used more than once.
+std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt);
+
+}  // namespace sheaf::autodiff

@@ -1,0 +1,169 @@
+// autodiff/value_and_grad.cpp — the language side of reverse mode: `(value-and-grad f)` (SPEC
+// §4.5) and `(grad f)` (§5.10) return functions; calling one differentiates f at its first
+// argument (any pytree) and passes the others through.
+//   While tracing (inside a compiled function, or when the JIT traces the returned function
+//   itself): the float leaves of p get fresh identities in the trace, f is inlined on them, and
+//   the reverse sweep (reverse.hpp) appends the backward pass to the same graph, so forward and
+//   backward are one executable. Nested uses compose: (grad (grad f)) differentiates the
+//   backward nodes of the inner call.
+//   Eagerly (--no-jit, or a top-level call the JIT could not compile): the same is traced into
+//   a graph of its own and run once on the reference executor.
+// The returned function of a named f is named f-vag / f-grad (SPEC §7.9) and memoized per f, so
+// the JIT caches its executables across calls.
+#include "autodiff/value_and_grad.hpp"
+
+#include <unordered_map>
+
+#include "autodiff/reverse.hpp"
+#include "backend/ref/executor.hpp"
+#include "builtins/args.hpp"
+#include "builtins/pytree.hpp"
+#include "builtins/registry.hpp"
+#include "eval/interp.hpp"
+#include "ir/recorder.hpp"
+#include "passes/passes.hpp"
+#include "tensor/shape.hpp"
+#include "trace/tracer.hpp"
+
+namespace sheaf {
+namespace {
+
+const int kF = symbols::intern("__vag-f");
+const int kWithValue = symbols::intern("__vag-with-value");
+
+std::string_view who(bool with_value) { return with_value ? "value-and-grad" : "grad"; }
+
+// p with each float leaf (tensor or host number) replaced by a fresh value of the trace, which
+// `wrt` collects in pytree order. Integer leaves stay: they get no gradient.
+Value fresh_leaves(const Value& v, std::vector<Tensor>& wrt) {
+  auto fresh = [&](const Tensor& t, bool weak) {
+    ir::Type type{t.dtype(), t.shape()};
+    Tensor f = ir::record1(ir::Op::Reshape, {t}, {}, &type);
+    if (weak) f = f.as_weak();
+    wrt.push_back(f);
+    return Value::tensor(f);
+  };
+  if (v.is(Kind::Tensor)) return is_float(v.as_tensor().dtype()) ? fresh(v.as_tensor(), v.as_tensor().weak()) : v;
+  if (v.is(Kind::Float)) return fresh(Tensor::scalar(DType::F32, v.as_float()), true);
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& x : v.as_list().items) items.push_back(fresh_leaves(x, wrt));
+    return Value::list(std::move(items), v.as_list().kind);
+  }
+  if (v.is(Kind::Dict)) {
+    std::vector<std::pair<std::string, Value>> entries;
+    for (const auto& [k, x] : v.as_dict().entries) entries.emplace_back(k, fresh_leaves(x, wrt));
+    return make_dict(std::move(entries));
+  }
+  return v;
+}
+
+// The gradient pytree: p's structure with each float leaf replaced by its gradient (in the
+// order fresh_leaves visited them), integer leaves by zeros, other leaves kept.
+Value grad_tree(const Value& p, std::span<const Tensor> grads, size_t& i) {
+  if (p.is(Kind::Tensor)) {
+    const Tensor& t = p.as_tensor();
+    Tensor gr = is_float(t.dtype()) ? grads[i++] : broadcast_to(Tensor::scalar(t.dtype(), 0), t.shape());
+    gr = ir::recorder().lift(gr);
+    return Value::tensor(t.weak() ? gr.as_weak() : gr);
+  }
+  if (p.is(Kind::Int)) return Value::integer(0);
+  if (p.is_list()) {
+    std::vector<Value> items;
+    for (const Value& x : p.as_list().items) items.push_back(grad_tree(x, grads, i));
+    return Value::list(std::move(items), p.as_list().kind);
+  }
+  if (p.is(Kind::Dict)) {
+    std::vector<std::pair<std::string, Value>> entries;
+    for (const auto& [k, x] : p.as_dict().entries) entries.emplace_back(k, grad_tree(x, grads, i));
+    return make_dict(std::move(entries));
+  }
+  return p;
+}
+
+// Inside a trace: value and gradient of f at args[0].
+Value differentiate_traced(Interp& in, const Value& f, std::vector<Value> args, bool with_value, SrcLoc site) {
+  if (args.empty()) throw SheafError(fmt::format("{}: the function needs at least one argument (the one differentiated)", who(with_value)), site);
+  std::vector<Tensor> wrt;
+  args[0] = fresh_leaves(args[0], wrt);
+  Value out = in.call(f, args, site);
+  Tensor loss;
+  if (out.is(Kind::Float)) {
+    loss = Tensor::scalar(DType::F32, out.as_float());
+  } else if (out.is(Kind::Tensor) && out.as_tensor().rank() == 0 && is_float(out.as_tensor().dtype())) {
+    loss = out.as_tensor();
+  } else {
+    std::string got = out.is(Kind::Tensor) ? type_str(out.as_tensor()) : describe_node(out);
+    throw SheafError(fmt::format("{}: function must return a scalar, got {}", who(with_value), got), site);
+  }
+  std::vector<Tensor> grads = autodiff::gradients(loss, wrt);
+  size_t i = 0;
+  Value g = grad_tree(args[0], grads, i);
+  return with_value ? Value::list({out, g}, ListKind::Tuple) : g;
+}
+
+// Outside a trace: the same, traced into a graph of its own and run on the reference executor.
+Value differentiate_eager(Interp& in, const Value& f, std::span<const Value> args, bool with_value, SrcLoc site) {
+  std::string name = f.is(Kind::Fn) ? f.as<FnObj>().name : "";
+  for (bool statics : {false, true}) {
+    try {
+      trace::Traced t = trace::trace_with(args, site, statics, name, [&](std::vector<Value>& sym) {
+        return differentiate_traced(in, f, sym, with_value, site);
+      });
+      passes::optimize(t.graph);
+      ref::Plan plan = ref::plan(t.graph);
+      std::string key;
+      std::vector<Tensor> inputs;
+      trace::flatten_args(args, statics, key, inputs);
+      return trace::rebuild(t.result, ref::run(t.graph, plan, inputs));
+    } catch (const TraceAbort& abort) {
+      std::string_view reason = abort.what();
+      if (!statics && reason.starts_with("the value of a traced")) continue;  // a scalar argument is needed statically
+      throw SheafError(fmt::format("{}: cannot differentiate {}: {}", who(with_value), name.empty() ? "the function" : "'" + name + "'",
+                                   reason),
+                       site);
+    }
+  }
+  throw SheafError(fmt::format("{}: cannot differentiate the function", who(with_value)), site);
+}
+
+// (__vag-apply f with-value args): the body of every function value-and-grad / grad return.
+Value b_vag_apply(Interp& in, const CallArgs& a) {
+  bool with_value = a[1].truthy();
+  const std::vector<Value>& args = a[2].as_list().items;
+  if (trace::tracing()) return differentiate_traced(in, a[0], args, with_value, a.site);
+  return differentiate_eager(in, a[0], args, with_value, a.site);
+}
+
+Value b_grad(Interp&, const CallArgs& a) { return make_value_and_grad(arg_callable(a, 0), false, a.site); }
+
+const BuiltinDef kAutodiff[] = {
+    {"grad", "(grad f)", "Like value-and-grad, but the returned function gives only the gradient pytree.", b_grad, 1, 1},
+    {"__vag-apply", "(__vag-apply f with-value args)", "Implementation of the functions value-and-grad and grad return.",
+     b_vag_apply, 3, 3},
+};
+
+}  // namespace
+
+Value make_value_and_grad(const Value& f, bool with_value, SrcLoc site) {
+  const bool named = f.is(Kind::Fn) && !f.as<FnObj>().name.empty();
+  static std::unordered_map<const Obj*, Value> memo[2];  // named functions live for the program anyway
+  if (named)
+    if (auto it = memo[with_value].find(f.raw()); it != memo[with_value].end()) return it->second;
+  auto fn = std::make_shared<FnObj>();
+  if (named) fn->name = f.as<FnObj>().name + (with_value ? "-vag" : "-grad");
+  fn->params.rest = Value::symbol("args");
+  fn->env = std::make_shared<Env>();
+  fn->env->bind(kF, f);
+  fn->env->bind(kWithValue, Value::boolean(with_value));
+  fn->body = {Value::list({Value::symbol("__vag-apply", site), Value::symbol_id(kF), Value::symbol_id(kWithValue), Value::symbol("args")},
+                          ListKind::Paren, site)};
+  fn->loc = site;
+  Value v = Value::object(Kind::Fn, std::move(fn));
+  if (named) memo[with_value].emplace(f.raw(), v);
+  return v;
+}
+
+std::span<const BuiltinDef> autodiff_builtins() { return kAutodiff; }
+
+}  // namespace sheaf
