@@ -1,8 +1,10 @@
 // builtins/io.cpp — `io`, the single side-effect entry point for files and the OS (SPEC §7.2).
 // (io "load" path [hint]), (io "save" path value [hint]), (io "read" path), (io "lines" path),
-// (io "exists" path), (io "entropy" [n]). Formats live in src/io; errors there name the file and
+// (io "exists" path), (io "entropy" [n]), (io "clock") — seconds on a monotonic clock since its
+// first reading, as a float, for timing epochs and steps (an extension: Sheaf 2.x had no clock). Formats live in src/io; errors there name the file and
 // are prefixed here with "io <verb>: ". `lines` returns a list of strings (not yet lazy).
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "builtins/args.hpp"
@@ -14,13 +16,14 @@
 namespace sheaf {
 namespace {
 
-constexpr std::string_view kVerbs[] = {"load", "save", "read", "lines", "exists", "entropy"};
+constexpr std::string_view kVerbs[] = {"load", "save", "read", "lines", "exists", "entropy", "clock"};
 
 // Arity of each verb, counting the verb: {min, max}.
 std::pair<size_t, size_t> verb_arity(std::string_view v) {
   if (v == "load") return {2, 3};
   if (v == "save") return {3, 4};
   if (v == "entropy") return {1, 2};
+  if (v == "clock") return {1, 1};
   return {2, 2};
 }
 
@@ -28,12 +31,17 @@ std::string_view verb_usage(std::string_view v) {
   if (v == "load") return "(io \"load\" path [hint])";
   if (v == "save") return "(io \"save\" path value [hint])";
   if (v == "entropy") return "(io \"entropy\" [n])";
+  if (v == "clock") return "(io \"clock\")";
   if (v == "read") return "(io \"read\" path)";
   if (v == "lines") return "(io \"lines\" path)";
   return "(io \"exists\" path)";
 }
 
 Value run_verb(Interp& in, const CallArgs& a, const std::string& verb) {
+  if (verb == "clock") {  // relative to the first reading: f32 keeps 0.25 ms resolution for an hour
+    static const auto start = std::chrono::steady_clock::now();
+    return Value::real(static_cast<float>(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  }
   if (verb == "entropy") {
     int64_t n = a.size() > 1 ? arg_int(a, 1) : 4;
     if (n < 1 || n > 8) throw SheafError(fmt::format("n must be 1 to 8 bytes, got {}", n), a.site);
@@ -56,7 +64,7 @@ Value b_io(Interp& in, const CallArgs& a) {
   auto verb = key_name(a[0]);
   if (!verb) type_error(a, 0, "a verb string (\"load\", \"save\", ...)");
   if (std::find(std::begin(kVerbs), std::end(kVerbs), std::string_view(*verb)) == std::end(kVerbs)) {
-    SheafError e(fmt::format("io: unknown verb '{}' (verbs: load, save, read, lines, exists, entropy)", *verb), a.site);
+    SheafError e(fmt::format("io: unknown verb '{}' (verbs: load, save, read, lines, exists, entropy, clock)", *verb), a.site);
     auto near = suggest_names(*verb, {std::begin(kVerbs), std::end(kVerbs)});
     if (!near.empty()) e.hint = fmt::format("did you mean \"{}\"?", near[0]);
     throw e;

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # tests/cli/examples.sh SHEAF — the examples train end to end and reach their stated bounds.
 #   linreg: recovers w = 3, b = -0.5 within 0.05.
-#   mlp:    one epoch on Fashion-MNIST reaches ≥ 80 % test accuracy (10 epochs reach ≈ 87 %).
+#   xor:    for seeds 0, 4 and 9, 500 SGD steps end with loss < 0.01 and every prediction within 0.1
+#           of its XOR target.
+#   mlp:    one epoch on Fashion-MNIST reaches ≥ 80 % test accuracy (the full 2 epochs reach ≈ 86 %,
+#           the issue's bound is 84 %), prints loss/accuracy/time per epoch, and writes a
+#           safetensors checkpoint that loads back with the parameter shapes.
 set -euo pipefail
 SHEAF="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -17,10 +21,28 @@ w, b = map(float, re.findall(r"w = (-?[\d.]+).*b = (-?[\d.]+)", sys.argv[1])[0])
 assert abs(w - 3.0) < 0.05 and abs(b + 0.5) < 0.05, (w, b)
 PY
 
+for seed in 0 4 9; do
+  sed "s/:seed 0/:seed $seed/" "$ROOT/examples/xor/train.shf" > "$TMP/xor.shf"
+  out="$("$SHEAF" "$TMP/xor.shf")"
+  python3 - "$out" <<'PY' || fail "xor seed $seed: $out"
+import re, sys
+out = sys.argv[1]
+loss = float(re.search(r"final loss: ([\d.e-]+)", out).group(1))
+preds = [float(x) for x in re.search(r"predictions: \[([^\]]*)\]", out).group(1).split()]
+assert loss < 0.01, loss
+assert len(preds) == 4 and all(abs(p - t) < 0.1 for p, t in zip(preds, [0, 1, 1, 0])), preds
+PY
+done
+
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   fail "dataset-fashion-mnist is not installed (scripts/bootstrap.sh installs it)"
 fi
-sed 's/:epochs 10/:epochs 1/' "$ROOT/examples/mlp/train.shf" > "$TMP/train.shf"
-acc="$("$SHEAF" "$TMP/train.shf" | tail -n 1)"
+sed -e 's/:epochs 2/:epochs 1/' -e "s|\"mlp-checkpoint.safetensors\"|\"$TMP/mlp.safetensors\"|" \
+  "$ROOT/examples/mlp/train.shf" > "$TMP/train.shf"
+out="$("$SHEAF" "$TMP/train.shf")"
+grep -Eq '^epoch 1 \| train loss [0-9.]+ \| test accuracy [0-9.]+% \| [0-9.]+ s$' <<<"$out" || fail "mlp: no epoch line: $out"
+acc="$(tail -n 1 <<<"$out")"
 python3 -c "import sys; a = float('$acc'); sys.exit(0 if a >= 0.80 else 1)" || fail "mlp: test accuracy $acc after one epoch (< 0.80)"
+shapes="$("$SHEAF" -c "(let [h (io \"load\" \"$TMP/mlp.safetensors\")] [(shape (get h :l1 :W)) (shape (get h :l2 :b))])")"
+[ "$shapes" = "[[784, 256], [10]]" ] || fail "mlp checkpoint: got $shapes"
 echo "PASS: examples (mlp accuracy after one epoch: $acc)"
