@@ -103,9 +103,13 @@ Value differentiate_traced(Interp& in, const Value& f, std::vector<Value> args, 
 }
 
 // Outside a trace: the same, traced into a graph of its own and run on the reference executor.
+// A function that prints is first run eagerly (its output appears once, in order), then traced
+// with its output effects muted for the gradient.
 Value differentiate_eager(Interp& in, const Value& f, std::span<const Value> args, bool with_value, SrcLoc site) {
   std::string name = f.is(Kind::Fn) ? f.as<FnObj>().name : "";
-  for (bool statics : {false, true}) {
+  std::optional<trace::OutputEffectsMuted> muted;
+  bool statics = false;
+  for (;;) {  // each retry below sets its flag once: at most three attempts
     try {
       trace::Traced t = trace::trace_with(args, site, statics, name, [&](std::vector<Value>& sym) {
         return differentiate_traced(in, f, sym, with_value, site);
@@ -118,13 +122,20 @@ Value differentiate_eager(Interp& in, const Value& f, std::span<const Value> arg
       return trace::rebuild(t.result, ref::run(t.graph, plan, inputs));
     } catch (const TraceAbort& abort) {
       std::string_view reason = abort.what();
-      if (!statics && reason.starts_with("the value of a traced")) continue;  // a scalar argument is needed statically
+      if (!statics && reason.starts_with("the value of a traced")) {  // a scalar argument is needed statically
+        statics = true;
+        continue;
+      }
+      if (!muted && (reason == "calls 'print', which has effects" || reason == "calls 'progress', which has effects")) {
+        in.call(f, args, site);
+        muted.emplace();
+        continue;
+      }
       throw SheafError(fmt::format("{}: cannot differentiate {}: {}", who(with_value), name.empty() ? "the function" : "'" + name + "'",
                                    reason),
                        site);
     }
   }
-  throw SheafError(fmt::format("{}: cannot differentiate the function", who(with_value)), site);
 }
 
 // (__vag-apply f with-value args): the body of every function value-and-grad / grad return.

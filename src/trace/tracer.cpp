@@ -448,6 +448,11 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
 
 bool tracing() { return g_depth > 0; }
 
+thread_local int g_muted = 0;
+bool output_effects_muted() { return g_muted > 0; }
+OutputEffectsMuted::OutputEffectsMuted() { ++g_muted; }
+OutputEffectsMuted::~OutputEffectsMuted() { --g_muted; }
+
 const ir::Graph& current_graph() {
   if (!g_tracer) throw TraceAbort("internal: no active trace");
   return g_tracer->g;

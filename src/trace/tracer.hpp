@@ -70,6 +70,17 @@ bool tracing();
 inline bool runtime_condition(const Value& v) {
   return v.is(Kind::Tensor) && v.as_tensor().is_symbolic() && v.as_tensor().rank() == 0 && v.as_tensor().dtype() == DType::Bool;
 }
+// While an OutputEffectsMuted scope is alive, builtins whose only effect is output (print,
+// progress) do nothing and return nil while tracing, instead of aborting the trace. A
+// differentiated function with prints is traced this way after it ran once eagerly for its
+// effects (SPEC §6.6: effects happen once per call).
+bool output_effects_muted();
+struct OutputEffectsMuted {
+  OutputEffectsMuted();
+  ~OutputEffectsMuted();
+  OutputEffectsMuted(const OutputEffectsMuted&) = delete;
+  OutputEffectsMuted& operator=(const OutputEffectsMuted&) = delete;
+};
 // The call site of the builtin being evaluated while tracing: recorded nodes carry it.
 void set_site(SrcLoc loc);
 // A `while` whose condition depends on traced values (SPEC §6.4): the loop state (the
