@@ -253,15 +253,16 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
           pos[static_cast<size_t>(d.lhs_contract[c])] = nb + nlf + rank_among(d.rhs_contract, d.rhs_contract[c]);
         out[0] = permute(dot_general(g, rhs, dd), pos);
       }
-      if (need[1]) {  // g [batch, lf, rf] · lhs over lf → [batch, rf, lhs contract axes (sorted)]
-        DotDims dd{gbatch, d.lhs_batch, {}, lf};
-        for (int64_t j = 0; j < nlf; ++j) dd.lhs_contract.push_back(nb + j);
+      if (need[1]) {  // lhs · g over lf → [batch, lhs contract axes (sorted), rf]: rhs's layout for a plain matmul
+        DotDims dd{d.lhs_batch, gbatch, lf, {}};
+        for (int64_t j = 0; j < nlf; ++j) dd.rhs_contract.push_back(nb + j);
+        auto nc = static_cast<int64_t>(d.lhs_contract.size());
         std::vector<int64_t> pos(static_cast<size_t>(rhs.rank()));
         for (int64_t i = 0; i < nb; ++i) pos[static_cast<size_t>(d.rhs_batch[static_cast<size_t>(i)])] = i;
-        for (int64_t j = 0; j < nrf; ++j) pos[static_cast<size_t>(rf[static_cast<size_t>(j)])] = nb + j;
         for (size_t c = 0; c < d.rhs_contract.size(); ++c)
-          pos[static_cast<size_t>(d.rhs_contract[c])] = nb + nrf + rank_among(d.lhs_contract, d.lhs_contract[c]);
-        out[1] = permute(dot_general(g, lhs, dd), pos);
+          pos[static_cast<size_t>(d.rhs_contract[c])] = nb + rank_among(d.lhs_contract, d.lhs_contract[c]);
+        for (int64_t j = 0; j < nrf; ++j) pos[static_cast<size_t>(rf[static_cast<size_t>(j)])] = nb + nc + j;
+        out[1] = permute(dot_general(lhs, g, dd), pos);
       }
       return out;
     }
