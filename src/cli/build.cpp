@@ -1,5 +1,6 @@
 // cli/build.cpp — `sheaf build FILE -o OUT [-S] [--config JSON] [--trace-with] [--backend B] [-v]`
-// (SPEC §8): ahead-of-time compilation of every top-level `defn` whose argument shapes are known.
+// (SPEC §8): ahead-of-time compilation of every top-level `defn` whose argument shapes are known,
+// and of the value-and-grad closure `f-vag` of each f the program differentiates.
 // Shapes come from --config (parameter name → shape, nested objects for dict parameters, `[]` a
 // scalar, or {"shape": [..], "dtype": "i32"}) — then only the file's definitions are evaluated —
 // or from --trace-with, which runs the whole program and records each function's first call.
@@ -15,9 +16,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "autodiff/value_and_grad.hpp"
 #include "base/error.hpp"
 #include "emit/stablehlo.hpp"
 #include "eval/interp.hpp"
@@ -85,8 +88,27 @@ void evaluate_definitions(Interp& in, const std::string& path) {
   }
 }
 
-// The program's own functions, in source order.
-std::vector<std::pair<std::string, Value>> user_functions(const Interp& in) {
+// Names f of the `(value-and-grad f)` forms anywhere in `form`.
+void differentiated_names(const Value& form, std::set<std::string>& out) {
+  if (!form.is_list()) return;
+  const auto& items = form.as_list().items;
+  if (items.size() == 2 && items[0].is(Kind::Symbol) && symbols::name(items[0].symbol()) == "value-and-grad" &&
+      items[1].is(Kind::Symbol))
+    out.insert(symbols::name(items[1].symbol()));
+  for (const Value& x : items) differentiated_names(x, out);
+}
+
+// A function to compile: its name in the module, the function, and the function whose
+// parameters name its --config shapes (a value-and-grad closure f-vag takes f's).
+struct Compiled {
+  std::string name;
+  Value fn;
+  Value shapes_of;
+};
+
+// The program's own functions in source order, each followed by its value-and-grad closure
+// when the program differentiates it (SPEC §8: named <f>-vag).
+std::vector<Compiled> user_functions(const Interp& in, const std::string& path) {
   std::vector<std::pair<std::string, Value>> fns;
   for (const auto& [id, g] : in.globals())
     if (g.type == Interp::Global::Type::Defn && g.module.empty()) fns.emplace_back(symbols::name(id), g.value);
@@ -94,7 +116,18 @@ std::vector<std::pair<std::string, Value>> user_functions(const Interp& in) {
     SrcLoc x = a.second.template as<FnObj>().loc, y = b.second.template as<FnObj>().loc;
     return std::tie(x.line, x.col, a.first) < std::tie(y.line, y.col, b.first);
   });
-  return fns;
+  std::set<std::string> differentiated;
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  for (const Value& form : read_all(ss.str(), sources::add(path, ss.str(), false))) differentiated_names(form, differentiated);
+  std::vector<Compiled> out;
+  for (const auto& [name, fn] : fns) {
+    out.push_back({name, fn, fn});
+    if (differentiated.count(name))
+      out.push_back({name + "-vag", make_value_and_grad(fn, true, fn.as<FnObj>().loc), fn});
+  }
+  return out;
 }
 
 std::optional<std::vector<Value>> config_args(const FnObj& fn, const json& config, std::string& why) {
@@ -167,11 +200,11 @@ int build(const BuildOptions& o) {
 
   std::vector<ir::Graph> graphs;
   json manifest = {{"functions", json::object()}};
-  for (const auto& [name, fn] : user_functions(in)) {
+  for (const auto& [name, fn, shapes_of] : user_functions(in, o.file)) {
     std::string why;
     std::optional<std::vector<Value>> args;
     if (auto it = first_calls.find(name); it != first_calls.end()) args = it->second;
-    else if (!o.trace_with) args = config_args(fn.as<FnObj>(), config, why);
+    else if (!o.trace_with) args = config_args(shapes_of.as<FnObj>(), config, why);
     else why = "it was not called with tensor arguments";
     if (!args) {
       log("skipping '" + name + "': " + why);

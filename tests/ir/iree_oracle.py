@@ -5,8 +5,9 @@ For every `;; ORACLE: <function> <config-json>` line in tests/ir/*.shf: random i
 configured shapes are written as .npy files; `sheaf` runs the function compiled just in time
 (traced, reference executor — the run must not fall back to the interpreter) on those inputs and
 saves the result; `sheaf build -o F.vmfb` compiles the same function through StableHLO with
-iree-compile (llvm-cpu), and iree-run-module runs it on the same inputs. The two results must
-agree (rtol 1e-5, atol 1e-6; exact for integers). A config leaf with "limbs": true gets random
+iree-compile (llvm-cpu), and iree-run-module runs it on the same inputs. Every result leaf (a
+function may return a pytree: a loss and updated parameters) must agree (rtol 1e-5, atol 1e-6;
+exact for integers). A config leaf with "limbs": true gets random
 16-bit integers (a PRNG key, SPEC §6.7). Usage: iree_oracle.py SHEAF [TEST_DIR]
 """
 import json
@@ -38,7 +39,7 @@ def make_input(leaf, rng):
     if dtype == "bool":
         return rng.random(shape) > 0.5
     if dtype in ("i32", "u32"):
-        return rng.integers(0, 10, size=shape).astype(DTYPES[dtype])
+        return rng.integers(0, leaf.get("high", 10), size=shape).astype(DTYPES[dtype])
     return rng.standard_normal(shape).astype(np.float32)
 
 
@@ -61,11 +62,12 @@ def check(sheaf, shf, fn, config, work):
         files[params_path] = f
         inputs.append(f)
     args = " ".join(sheaf_tree(config[name], files, (name,)) for name in config)
-    ref_out = os.path.join(work, "ref.npy")
     driver = os.path.join(work, "driver.shf")
     with open(shf) as src, open(driver, "w") as d:
         d.write(src.read())
-        d.write('\n(io "save" "%s" (%s %s))\n' % (ref_out, fn, args))
+        callee = "(value-and-grad %s)" % fn[:-4] if fn.endswith("-vag") else fn  # the module names it f-vag
+        d.write('\n(let [[leaves _] (flatten (%s %s))]\n' % (callee, args))
+        d.write('  (repeat [i (len leaves)] (io "save" (str "%s/ref" i ".npy") (nth leaves i))))\n' % work)
     run = subprocess.run([sheaf, driver, "--jit-profile"], capture_output=True, text=True)
     if run.returncode != 0:
         return "sheaf failed:\n" + run.stderr
@@ -75,21 +77,23 @@ def check(sheaf, shf, fn, config, work):
     build = subprocess.run([sheaf, "build", shf, "-o", vmfb, "--config", json.dumps(config)], capture_output=True, text=True)
     if build.returncode != 0:
         return "sheaf build failed:\n" + build.stderr
-    iree_out = os.path.join(work, "iree.npy")
-    cmd = ["iree-run-module", "--module=" + vmfb, "--function=" + fn, "--device=local-task", "--output=@" + iree_out]
+    n_out = len([f for f in os.listdir(work) if re.match(r"ref\d+\.npy$", f)])
+    cmd = ["iree-run-module", "--module=" + vmfb, "--function=" + fn, "--device=local-task"]
+    cmd += ["--output=@" + os.path.join(work, "iree%d.npy" % i) for i in range(n_out)]
     cmd += ["--input=@" + f for f in inputs]
     iree = subprocess.run(cmd, capture_output=True, text=True)
     if iree.returncode != 0:
         return "iree-run-module failed:\n" + iree.stderr
-    want, got = np.load(ref_out), np.load(iree_out)
-    if want.shape != got.shape or want.dtype != got.dtype:
-        return "result %s %s from sheaf, %s %s from IREE" % (want.dtype, want.shape, got.dtype, got.shape)
-    if want.dtype.kind in "iub":
-        ok = np.array_equal(want, got)
-    else:
-        ok = np.allclose(want, got, rtol=1e-5, atol=1e-6, equal_nan=True)
-    if not ok:
-        return "results differ (max abs diff %g):\nsheaf %s\nIREE  %s" % (np.max(np.abs(want - got)), want, got)
+    for i in range(n_out):
+        want, got = np.load(os.path.join(work, "ref%d.npy" % i)), np.load(os.path.join(work, "iree%d.npy" % i))
+        if want.shape != got.shape or want.dtype != got.dtype:
+            return "result %d: %s %s from sheaf, %s %s from IREE" % (i, want.dtype, want.shape, got.dtype, got.shape)
+        if want.dtype.kind in "iub":
+            ok = np.array_equal(want, got)
+        else:
+            ok = np.allclose(want, got, rtol=1e-5, atol=1e-6, equal_nan=True)
+        if not ok:
+            return "result %d differs (max abs diff %g):\nsheaf %s\nIREE  %s" % (i, np.max(np.abs(want - got)), want, got)
     return None
 
 
