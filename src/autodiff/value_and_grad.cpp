@@ -10,18 +10,20 @@
 //   a graph of its own and run once on the reference executor.
 // The returned function of a named f is named f-vag / f-grad (SPEC §7.9) and memoized per f, so
 // the JIT caches its executables across calls.
+// `(jvp f primals tangents)` (forward mode) is built from two reverse sweeps (see jvp_traced).
 #include "autodiff/value_and_grad.hpp"
 
 #include <unordered_map>
 
 #include "autodiff/reverse.hpp"
-#include "backend/ref/executor.hpp"
 #include "builtins/args.hpp"
 #include "builtins/pytree.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
 #include "ir/recorder.hpp"
-#include "passes/passes.hpp"
+#include "runtime/run_once.hpp"
+#include "tensor/layout.hpp"
+#include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
 #include "trace/tracer.hpp"
 
@@ -102,39 +104,26 @@ Value differentiate_traced(Interp& in, const Value& f, std::vector<Value> args, 
   return with_value ? Value::list({out, g}, ListKind::Tuple) : g;
 }
 
-// Outside a trace: the same, traced into a graph of its own and run on the reference executor.
+// Outside a trace: the same, traced into a graph of its own and run once (runtime/run_once).
 // A function that prints is first run eagerly (its output appears once, in order), then traced
 // with its output effects muted for the gradient.
 Value differentiate_eager(Interp& in, const Value& f, std::span<const Value> args, bool with_value, SrcLoc site) {
   std::string name = f.is(Kind::Fn) ? f.as<FnObj>().name : "";
-  std::optional<trace::OutputEffectsMuted> muted;
-  bool statics = false;
-  for (;;) {  // each retry below sets its flag once: at most three attempts
+  auto body = [&](std::vector<Value>& sym) { return differentiate_traced(in, f, sym, with_value, site); };
+  try {
     try {
-      trace::Traced t = trace::trace_with(args, site, statics, name, [&](std::vector<Value>& sym) {
-        return differentiate_traced(in, f, sym, with_value, site);
-      });
-      passes::optimize(t.graph);
-      ref::Plan plan = ref::plan(t.graph);
-      std::string key;
-      std::vector<Tensor> inputs;
-      trace::flatten_args(args, statics, key, inputs);
-      return trace::rebuild(t.result, ref::run(t.graph, plan, inputs));
+      return run_once(args, site, name, body);
     } catch (const TraceAbort& abort) {
       std::string_view reason = abort.what();
-      if (!statics && reason.starts_with("the value of a traced")) {  // a scalar argument is needed statically
-        statics = true;
-        continue;
-      }
-      if (!muted && (reason == "calls 'print', which has effects" || reason == "calls 'progress', which has effects")) {
-        in.call(f, args, site);
-        muted.emplace();
-        continue;
-      }
-      throw SheafError(fmt::format("{}: cannot differentiate {}: {}", who(with_value), name.empty() ? "the function" : "'" + name + "'",
-                                   reason),
-                       site);
+      if (reason != "calls 'print', which has effects" && reason != "calls 'progress', which has effects") throw;
+      in.call(f, args, site);
+      trace::OutputEffectsMuted muted;
+      return run_once(args, site, name, body);
     }
+  } catch (const TraceAbort& abort) {
+    throw SheafError(fmt::format("{}: cannot differentiate {}: {}", who(with_value), name.empty() ? "the function" : "'" + name + "'",
+                                 abort.what()),
+                     site);
   }
 }
 
@@ -148,8 +137,124 @@ Value b_vag_apply(Interp& in, const CallArgs& a) {
 
 Value b_grad(Interp&, const CallArgs& a) { return make_value_and_grad(arg_callable(a, 0), false, a.site); }
 
+// ---- forward mode ------------------------------------------------------------------------------
+
+// The leaves of a pytree in the order fresh_leaves and grad_tree visit them.
+void leaves_in_order(const Value& v, std::vector<Value>& out) {
+  if (v.is_list()) {
+    for (const Value& x : v.as_list().items) leaves_in_order(x, out);
+  } else if (v.is(Kind::Dict)) {
+    for (const auto& [k, x] : v.as_dict().entries) leaves_in_order(x, out);
+  } else {
+    out.push_back(v);
+  }
+}
+
+// A float leaf (tensor or host number) as a tensor; nullopt for anything else.
+std::optional<Tensor> float_leaf(const Value& v) {
+  if (v.is(Kind::Float)) return Tensor::scalar(DType::F32, v.as_float());
+  if (v.is(Kind::Tensor) && is_float(v.as_tensor().dtype())) return v.as_tensor();
+  return std::nullopt;
+}
+
+// `out` with each float leaf replaced by the next of `tangents` (weak where the leaf was a host
+// number or weak), other number leaves by zeros of their kind.
+Value tangent_tree(const Value& out, std::span<const Tensor> tangents, size_t& i) {
+  if (out.is_list()) {
+    std::vector<Value> items;
+    for (const Value& x : out.as_list().items) items.push_back(tangent_tree(x, tangents, i));
+    return Value::list(std::move(items), out.as_list().kind);
+  }
+  if (out.is(Kind::Dict)) {
+    std::vector<std::pair<std::string, Value>> entries;
+    for (const auto& [k, x] : out.as_dict().entries) entries.emplace_back(k, tangent_tree(x, tangents, i));
+    return make_dict(std::move(entries));
+  }
+  if (float_leaf(out)) {
+    Tensor t = ir::recorder().lift(tangents[i++]);
+    return Value::tensor(out.is(Kind::Float) || out.as_tensor().weak() ? t.as_weak() : t);
+  }
+  if (out.is(Kind::Tensor)) return Value::tensor(ir::recorder().lift(broadcast_to(Tensor::scalar(out.as_tensor().dtype(), 0), out.as_tensor().shape())));
+  if (out.is(Kind::Int)) return Value::integer(0);
+  return out;
+}
+
+Tensor dot_all(const Tensor& a, const Tensor& b) {
+  return reduce(Reduce::Sum, binary(Binary::Mul, a, convert(b, a.dtype())), [&] {
+    std::vector<int64_t> axes(static_cast<size_t>(a.rank()));
+    for (size_t k = 0; k < axes.size(); ++k) axes[k] = static_cast<int64_t>(k);
+    return axes;
+  }());
+}
+
+// (jvp f primals tangents) inside a trace: (f(primals...), J·tangents). Forward mode comes from
+// reverse mode by linearity: v(u) = Jᵀu is linear in u, so d/du ⟨v(u), t⟩ = J·t. u are fresh
+// trace values, one per float output leaf; both sweeps use the VJP rules, so every
+// differentiable op has a JVP.
+Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& tangents, SrcLoc site) {
+  auto as_args = [&](const Value& v, std::string_view what) {
+    if (v.is_list()) return v.as_list().items;
+    if (v.is(Kind::Tensor) && v.as_tensor().rank() == 1) {  // [1.0 2.0] reads as a tensor: one number per argument
+      std::vector<Value> items;
+      for (int64_t i = 0; i < v.as_tensor().numel(); ++i) items.push_back(Value::tensor(reshape(slice_axis(v.as_tensor(), 0, i, i + 1), {})));
+      return items;
+    }
+    throw SheafError(fmt::format("jvp: {} must be a list with one entry per argument of f, e.g. (jvp f [x] [t])", what), site);
+  };
+  std::vector<Value> p = as_args(primals, "primals"), t = as_args(tangents, "tangents");
+  if (p.size() != t.size())
+    throw SheafError(fmt::format("jvp: {} primals but {} tangents", p.size(), t.size()), site);
+  std::vector<Tensor> x;
+  Value fresh = fresh_leaves(Value::list(p), x);
+  std::vector<Value> pl, tl;
+  leaves_in_order(Value::list(p), pl);
+  leaves_in_order(Value::list(t), tl);
+  if (pl.size() != tl.size()) throw SheafError("jvp: tangents must have the structure of the primals", site);
+  std::vector<Tensor> tx;
+  for (size_t k = 0; k < pl.size(); ++k) {
+    if (!float_leaf(pl[k])) continue;
+    std::optional<Tensor> tk = float_leaf(tl[k]);
+    if (!tk && tl[k].is(Kind::Int)) tk = Tensor::scalar(DType::F32, static_cast<double>(tl[k].as_int()));
+    Tensor pk = *float_leaf(pl[k]);
+    if (!tk || tk->shape() != pk.shape())
+      throw SheafError(fmt::format("jvp: the tangent of a {} primal must be a float tensor of the same shape", type_str(pk)), site);
+    tx.push_back(*tk);
+  }
+  Value out = in.call(f, fresh.as_list().items, site);
+  std::vector<Value> ol;
+  leaves_in_order(out, ol);
+  std::vector<Tensor> u;
+  Tensor inner = Tensor::scalar(DType::F32, 0);
+  for (const Value& o : ol) {
+    std::optional<Tensor> ot = float_leaf(o);
+    if (!ot) continue;
+    ir::Type type{ot->dtype(), ot->shape()};
+    u.push_back(ir::record1(ir::Op::Reshape, {broadcast_to(Tensor::scalar(ot->dtype(), 0), ot->shape())}, {}, &type));
+    inner = binary(Binary::Add, inner, convert(dot_all(*ot, u.back()), DType::F32));
+  }
+  std::vector<Tensor> v = autodiff::gradients(inner, x);  // Jᵀu
+  Tensor s = Tensor::scalar(DType::F32, 0);
+  for (size_t k = 0; k < v.size(); ++k) s = binary(Binary::Add, s, convert(dot_all(v[k], tx[k]), DType::F32));
+  std::vector<Tensor> jt = autodiff::gradients(s, u);
+  size_t i = 0;
+  return Value::list({out, tangent_tree(out, jt, i)}, ListKind::Tuple);
+}
+
+Value b_jvp(Interp& in, const CallArgs& a) {
+  const Value& f = arg_callable(a, 0);
+  if (trace::tracing()) return jvp_traced(in, f, a[1], a[2], a.site);
+  std::vector<Value> args{a[1], a[2]};
+  try {
+    return run_once(args, a.site, "jvp", [&](std::vector<Value>& sym) { return jvp_traced(in, f, sym[0], sym[1], a.site); });
+  } catch (const TraceAbort& abort) {
+    throw SheafError(fmt::format("jvp: cannot differentiate the function: {}", abort.what()), a.site);
+  }
+}
+
 const BuiltinDef kAutodiff[] = {
     {"grad", "(grad f)", "Like value-and-grad, but the returned function gives only the gradient pytree.", b_grad, 1, 1},
+    {"jvp", "(jvp f primals tangents)",
+     "Forward mode: tuple (value tangent-out) of f at the primals (a list, one per argument) along the tangents.", b_jvp, 3, 3},
     {"__vag-apply", "(__vag-apply f with-value args)", "Implementation of the functions value-and-grad and grad return.",
      b_vag_apply, 3, 3},
 };
