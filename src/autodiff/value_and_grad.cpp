@@ -35,52 +35,43 @@ const int kWithValue = symbols::intern("__vag-with-value");
 
 std::string_view who(bool with_value) { return with_value ? "value-and-grad" : "grad"; }
 
-// p with each float leaf (tensor or host number) replaced by a fresh value of the trace, which
-// `wrt` collects in pytree order. Integer leaves stay: they get no gradient.
-Value fresh_leaves(const Value& v, std::vector<Tensor>& wrt) {
-  auto fresh = [&](const Tensor& t, bool weak) {
-    ir::Type type{t.dtype(), t.shape()};
-    Tensor f = ir::record1(ir::Op::Reshape, {t}, {}, &type);
-    if (weak) f = f.as_weak();
-    wrt.push_back(f);
-    return Value::tensor(f);
-  };
-  if (v.is(Kind::Tensor)) return is_float(v.as_tensor().dtype()) ? fresh(v.as_tensor(), v.as_tensor().weak()) : v;
-  if (v.is(Kind::Float)) return fresh(Tensor::scalar(DType::F32, v.as_float()), true);
-  if (v.is_list()) {
-    std::vector<Value> items;
-    for (const Value& x : v.as_list().items) items.push_back(fresh_leaves(x, wrt));
-    return Value::list(std::move(items), v.as_list().kind);
-  }
-  if (v.is(Kind::Dict)) {
-    std::vector<std::pair<std::string, Value>> entries;
-    for (const auto& [k, x] : v.as_dict().entries) entries.emplace_back(k, fresh_leaves(x, wrt));
-    return make_dict(std::move(entries));
-  }
-  return v;
+// A float leaf (tensor or host number) as a tensor; nullopt for anything else.
+std::optional<Tensor> float_leaf(const Value& v) {
+  if (v.is(Kind::Float)) return Tensor::scalar(DType::F32, v.as_float());
+  if (v.is(Kind::Tensor) && is_float(v.as_tensor().dtype())) return v.as_tensor();
+  return std::nullopt;
 }
 
-// The gradient pytree: p's structure with each float leaf replaced by its gradient (in the
-// order fresh_leaves visited them), integer leaves by zeros, other leaves kept.
-Value grad_tree(const Value& p, std::span<const Tensor> grads, size_t& i) {
-  if (p.is(Kind::Tensor)) {
-    const Tensor& t = p.as_tensor();
-    Tensor gr = is_float(t.dtype()) ? grads[i++] : broadcast_to(Tensor::scalar(t.dtype(), 0), t.shape());
-    gr = ir::recorder().lift(gr);
-    return Value::tensor(t.weak() ? gr.as_weak() : gr);
-  }
-  if (p.is(Kind::Int)) return Value::integer(0);
-  if (p.is_list()) {
-    std::vector<Value> items;
-    for (const Value& x : p.as_list().items) items.push_back(grad_tree(x, grads, i));
-    return Value::list(std::move(items), p.as_list().kind);
-  }
-  if (p.is(Kind::Dict)) {
-    std::vector<std::pair<std::string, Value>> entries;
-    for (const auto& [k, x] : p.as_dict().entries) entries.emplace_back(k, grad_tree(x, grads, i));
-    return make_dict(std::move(entries));
-  }
-  return p;
+// p with each float leaf (tensor or host number) replaced by a fresh value of the trace, which
+// `wrt` collects in pytree order. Integer leaves stay: they get no gradient.
+Value fresh_leaves(const Value& p, std::vector<Tensor>& wrt) {
+  return map_leaves(p, [&](const Value& v) {
+    std::optional<Tensor> t = float_leaf(v);
+    if (!t) return v;
+    ir::Type type{t->dtype(), t->shape()};
+    Tensor f = ir::record1(ir::Op::Reshape, {*t}, {}, &type);
+    if (v.is(Kind::Float) || t->weak()) f = f.as_weak();
+    wrt.push_back(f);
+    return Value::tensor(f);
+  });
+}
+
+// `like` with each float leaf replaced by the next of `values` (weak where the leaf was a host
+// number or weak: a host number again when it leaves the trace), integer leaves by zeros, other
+// leaves kept. Gradients mirror p this way, and jvp's tangents mirror f's result.
+Value float_leaves_replaced(const Value& like, std::span<const Tensor> values) {
+  size_t i = 0;
+  return map_leaves(like, [&](const Value& v) {
+    if (float_leaf(v)) {
+      Tensor t = ir::recorder().lift(values[i++]);
+      return Value::tensor(v.is(Kind::Float) || v.as_tensor().weak() ? t.as_weak() : t);
+    }
+    if (v.is(Kind::Tensor)) {
+      Tensor z = ir::recorder().lift(broadcast_to(Tensor::scalar(v.as_tensor().dtype(), 0), v.as_tensor().shape()));
+      return Value::tensor(v.as_tensor().weak() ? z.as_weak() : z);
+    }
+    return v.is(Kind::Int) ? Value::integer(0) : v;
+  });
 }
 
 // Inside a trace: value and gradient of f at args[0].
@@ -98,9 +89,7 @@ Value differentiate_traced(Interp& in, const Value& f, std::vector<Value> args, 
     std::string got = out.is(Kind::Tensor) ? type_str(out.as_tensor()) : describe_node(out);
     throw SheafError(fmt::format("{}: function must return a scalar, got {}", who(with_value), got), site);
   }
-  std::vector<Tensor> grads = autodiff::gradients(loss, wrt);
-  size_t i = 0;
-  Value g = grad_tree(args[0], grads, i);
+  Value g = float_leaves_replaced(args[0], autodiff::gradients(loss, wrt));
   return with_value ? Value::list({out, g}, ListKind::Tuple) : g;
 }
 
@@ -139,46 +128,6 @@ Value b_grad(Interp&, const CallArgs& a) { return make_value_and_grad(arg_callab
 
 // ---- forward mode ------------------------------------------------------------------------------
 
-// The leaves of a pytree in the order fresh_leaves and grad_tree visit them.
-void leaves_in_order(const Value& v, std::vector<Value>& out) {
-  if (v.is_list()) {
-    for (const Value& x : v.as_list().items) leaves_in_order(x, out);
-  } else if (v.is(Kind::Dict)) {
-    for (const auto& [k, x] : v.as_dict().entries) leaves_in_order(x, out);
-  } else {
-    out.push_back(v);
-  }
-}
-
-// A float leaf (tensor or host number) as a tensor; nullopt for anything else.
-std::optional<Tensor> float_leaf(const Value& v) {
-  if (v.is(Kind::Float)) return Tensor::scalar(DType::F32, v.as_float());
-  if (v.is(Kind::Tensor) && is_float(v.as_tensor().dtype())) return v.as_tensor();
-  return std::nullopt;
-}
-
-// `out` with each float leaf replaced by the next of `tangents` (weak where the leaf was a host
-// number or weak), other number leaves by zeros of their kind.
-Value tangent_tree(const Value& out, std::span<const Tensor> tangents, size_t& i) {
-  if (out.is_list()) {
-    std::vector<Value> items;
-    for (const Value& x : out.as_list().items) items.push_back(tangent_tree(x, tangents, i));
-    return Value::list(std::move(items), out.as_list().kind);
-  }
-  if (out.is(Kind::Dict)) {
-    std::vector<std::pair<std::string, Value>> entries;
-    for (const auto& [k, x] : out.as_dict().entries) entries.emplace_back(k, tangent_tree(x, tangents, i));
-    return make_dict(std::move(entries));
-  }
-  if (float_leaf(out)) {
-    Tensor t = ir::recorder().lift(tangents[i++]);
-    return Value::tensor(out.is(Kind::Float) || out.as_tensor().weak() ? t.as_weak() : t);
-  }
-  if (out.is(Kind::Tensor)) return Value::tensor(ir::recorder().lift(broadcast_to(Tensor::scalar(out.as_tensor().dtype(), 0), out.as_tensor().shape())));
-  if (out.is(Kind::Int)) return Value::integer(0);
-  return out;
-}
-
 Tensor dot_all(const Tensor& a, const Tensor& b) {
   return reduce(Reduce::Sum, binary(Binary::Mul, a, convert(b, a.dtype())), [&] {
     std::vector<int64_t> axes(static_cast<size_t>(a.rank()));
@@ -207,8 +156,8 @@ Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& 
   std::vector<Tensor> x;
   Value fresh = fresh_leaves(Value::list(p), x);
   std::vector<Value> pl, tl;
-  leaves_in_order(Value::list(p), pl);
-  leaves_in_order(Value::list(t), tl);
+  tree_leaves(Value::list(p), pl);
+  tree_leaves(Value::list(t), tl);
   if (pl.size() != tl.size()) throw SheafError("jvp: tangents must have the structure of the primals", site);
   std::vector<Tensor> tx;
   for (size_t k = 0; k < pl.size(); ++k) {
@@ -222,7 +171,7 @@ Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& 
   }
   Value out = in.call(f, fresh.as_list().items, site);
   std::vector<Value> ol;
-  leaves_in_order(out, ol);
+  tree_leaves(out, ol);
   std::vector<Tensor> u;
   Tensor inner = Tensor::scalar(DType::F32, 0);
   for (const Value& o : ol) {
@@ -235,9 +184,7 @@ Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& 
   std::vector<Tensor> v = autodiff::gradients(inner, x);  // Jᵀu
   Tensor s = Tensor::scalar(DType::F32, 0);
   for (size_t k = 0; k < v.size(); ++k) s = binary(Binary::Add, s, convert(dot_all(v[k], tx[k]), DType::F32));
-  std::vector<Tensor> jt = autodiff::gradients(s, u);
-  size_t i = 0;
-  return Value::list({out, tangent_tree(out, jt, i)}, ListKind::Tuple);
+  return Value::list({out, float_leaves_replaced(out, autodiff::gradients(s, u))}, ListKind::Tuple);
 }
 
 Value b_jvp(Interp& in, const CallArgs& a) {

@@ -35,6 +35,22 @@ void tree_leaves(const Value& tree, std::vector<Value>& out) {
   }
 }
 
+Value map_leaves(const Value& tree, const std::function<Value(const Value& leaf)>& fn) {
+  if (tree.is(Kind::Dict)) {
+    std::vector<std::pair<std::string, Value>> entries;
+    entries.reserve(tree.as_dict().entries.size());
+    for (const auto& [k, v] : tree.as_dict().entries) entries.emplace_back(k, map_leaves(v, fn));
+    return make_dict(std::move(entries));
+  }
+  if (tree.is_list()) {
+    std::vector<Value> items;
+    items.reserve(tree.as_list().items.size());
+    for (const Value& v : tree.as_list().items) items.push_back(map_leaves(v, fn));
+    return Value::list(std::move(items), tree.as_list().kind);
+  }
+  return fn(tree);
+}
+
 namespace {
 
 // Rebuilds a node of the same kind as `like` around new children.

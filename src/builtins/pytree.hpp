@@ -19,6 +19,9 @@ std::string describe_node(const Value& v);  // "dict {:a :b}", "list of 2", "ten
 // Leaves in pytree order, appended to `out`.
 void tree_leaves(const Value& tree, std::vector<Value>& out);
 
+// The tree with each leaf replaced by fn(leaf), visited in pytree order; lists keep their kind.
+Value map_leaves(const Value& tree, const std::function<Value(const Value& leaf)>& fn);
+
 // The structure of a tree with every leaf replaced by the symbol `*`: `{:a *, :b [*, *]}`.
 // This is the printable treedef returned by `flatten`.
 Value tree_def(const Value& tree);

@@ -7,6 +7,7 @@
 
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
+#include "builtins/pytree.hpp"
 #include "passes/passes.hpp"
 #include "eval/interp.hpp"
 #include "value/handle.hpp"
@@ -30,18 +31,7 @@ bool any_leaf(const Value& v, const Pred& pred) {
 
 // SPEC §7.3: a data handle passed to a compiled call is materialized.
 Value materialized(const Value& v, SrcLoc site) {
-  if (v.is(Kind::Handle)) return v.as<HandleObj>().materialize(site);
-  if (v.is_list()) {
-    std::vector<Value> items;
-    for (const Value& x : v.as_list().items) items.push_back(materialized(x, site));
-    return Value::list(std::move(items), v.as_list().kind);
-  }
-  if (v.is(Kind::Dict)) {
-    std::vector<std::pair<std::string, Value>> entries;
-    for (const auto& [k, x] : v.as_dict().entries) entries.emplace_back(k, materialized(x, site));
-    return make_dict(std::move(entries));
-  }
-  return v;
+  return map_leaves(v, [&](const Value& leaf) { return leaf.is(Kind::Handle) ? leaf.as<HandleObj>().materialize(site) : leaf; });
 }
 
 bool has_scalar_args(std::span<const Value> args) {
