@@ -277,9 +277,10 @@ Value merge(const Tensor& cond, const Value& a, const Value& b) {
     std::optional<Tensor> y = b.is(Kind::Tensor) ? std::optional<Tensor>(b.as_tensor()) : weak_scalar(b);
     if (!x || !y) throw differ();
     bool wx = !a.is(Kind::Tensor) || x->weak(), wy = !b.is(Kind::Tensor) || y->weak();
-    // Interpreted, the branch taken decides whether the result is a host scalar or a tensor and
-    // its dtype: both branches must agree for the merged value to mean the same.
-    if (x->shape() != y->shape() || x->dtype() != y->dtype() || wx != wy) throw differ();
+    // Interpreted, the branch taken decides the result's dtype: both branches must agree. A host
+    // number in one branch and a rank-0 tensor of its dtype in the other (a clipped scalar
+    // parameter) merge into the tensor: same value, same printing.
+    if (x->shape() != y->shape() || x->dtype() != y->dtype()) throw differ();
     DType d = x->dtype();
     Tensor r = select(cond, convert(*x, d), convert(*y, d));
     if (wx && wy) r = r.as_weak();
@@ -292,7 +293,10 @@ Value merge(const Tensor& cond, const Value& a, const Value& b) {
   }
   if (a.is_list() && b.is_list()) {
     const auto &xa = a.as_list().items, &xb = b.as_list().items;
-    if (xa.size() != xb.size() || a.as_list().kind != b.as_list().kind) throw differ();
+    // (list ...) and [...] are the same kind of value (tree-map rebuilds one as the other); a
+    // tuple is not.
+    bool ta = a.as_list().kind == ListKind::Tuple, tb = b.as_list().kind == ListKind::Tuple;
+    if (xa.size() != xb.size() || ta != tb) throw differ();
     std::vector<Value> items;
     for (size_t i = 0; i < xa.size(); ++i) items.push_back(merge(cond, xa[i], xb[i]));
     return Value::list(std::move(items), a.as_list().kind);
