@@ -1,9 +1,11 @@
-// builtins/transform.cpp — function transformations that run eagerly: vmap (SPEC §5.10).
-// (vmap f [axes]) returns a function; calling it slices every mapped argument (each leaf of a
-// pytree) along its axis, calls f once per index, and stacks the outputs leaf-wise on a new
-// axis 0. Axes: omitted → 0 for every argument; an int → that axis for every argument; a list
-// → one entry per argument, nil = not mapped (broadcast). A batching rule per op replaces the
-// loop when the function is traced (the transform of issue [4]); the results are the same.
+// builtins/transform.cpp — function transformations: vmap (SPEC §5.10).
+// (vmap f [axes]) returns a function; calling it maps f over an axis of every mapped argument
+// (each leaf of a pytree) and stacks the outputs leaf-wise on a new axis 0. Axes: omitted → 0
+// for every argument; an int → that axis for every argument; a list → one entry per argument,
+// nil = not mapped (broadcast). The call is the transform of batching/vmap.hpp (f traced once,
+// each op batched by its rule); a function that cannot be traced (effects, data-dependent
+// shapes) is called once per index instead, with the same results.
+#include "batching/vmap.hpp"
 #include "builtins/args.hpp"
 #include "builtins/pytree.hpp"
 #include "builtins/registry.hpp"
@@ -11,6 +13,7 @@
 #include "eval/interp.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
+#include "trace/tracer.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -43,6 +46,27 @@ Value leaf_row(const Value& leaf, int64_t axis, int64_t i, const CallArgs& a) {
   return Value::tensor(reshape(slice_axis(t, ax, i, i + 1), s));
 }
 
+// The fallback: f called once per index, the outputs stacked leaf-wise.
+Value vmap_loop(Interp& in, const Value& f, const std::vector<Value>& args, const batching::MapSpec& spec, const CallArgs& a) {
+  std::vector<Value> outs;
+  outs.reserve(static_cast<size_t>(spec.n));
+  std::vector<Value> call_args(args.size());
+  for (int64_t i = 0; i < spec.n; ++i) {
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (!spec.axes[j]) {
+        call_args[j] = args[j];
+        continue;
+      }
+      Value one = args[j];
+      call_args[j] = tree_map(std::span<const Value>(&one, 1),
+                              [&](std::span<const Value> leaf) { return leaf_row(leaf[0], *spec.axes[j], i, a); }, a);
+    }
+    outs.push_back(in.call(f, call_args, a.site));
+  }
+  return tree_map(outs, [&](std::span<const Value> leaves) { return Value::tensor(stack_leaves(leaves, a)); }, a,
+                  "vmap: outputs differ in structure");
+}
+
 // (__vmap-apply f axes args): the body of every function vmap returns; errors say "vmap:".
 Value b_vmap_apply(Interp& in, const CallArgs& internal) {
   const CallArgs a{internal.args, internal.site, "vmap"};
@@ -50,17 +74,18 @@ Value b_vmap_apply(Interp& in, const CallArgs& internal) {
   const Value& axes = a[1];
   std::vector<Value> args = a[2].as_list().items;
   std::optional<int64_t> n;
-  std::vector<std::optional<int64_t>> spec(args.size());
+  batching::MapSpec spec;
+  spec.axes.resize(args.size());
   for (size_t j = 0; j < args.size(); ++j) {
-    spec[j] = axis_spec(axes, j, args.size(), a);
-    if (!spec[j]) continue;
+    spec.axes[j] = axis_spec(axes, j, args.size(), a);
+    if (!spec.axes[j]) continue;
     std::vector<Value> leaves;
     tree_leaves(args[j], leaves);
     for (const Value& leaf : leaves) {
       auto op = as_operand(leaf);
       if (!op || op->t.rank() == 0)
-        throw SheafError(fmt::format("vmap: argument {} is mapped over axis {} but holds a {}", j + 1, *spec[j], describe_node(leaf)), a.site);
-      int64_t ax = run_primitive(a, [&] { return normalize_axis(*spec[j], op->t.rank()); });
+        throw SheafError(fmt::format("vmap: argument {} is mapped over axis {} but holds a {}", j + 1, *spec.axes[j], describe_node(leaf)), a.site);
+      int64_t ax = run_primitive(a, [&] { return normalize_axis(*spec.axes[j], op->t.rank()); });
       int64_t size = op->t.dim(ax);
       if (n && *n != size)
         throw SheafError(fmt::format("vmap: mapped axes have different sizes ({} and {})", *n, size), a.site);
@@ -68,24 +93,14 @@ Value b_vmap_apply(Interp& in, const CallArgs& internal) {
     }
   }
   if (!n) throw SheafError("vmap: no argument is mapped (every axis is nil)", a.site);
-  std::vector<Value> outs;
-  outs.reserve(static_cast<size_t>(*n));
-  std::vector<Value> call_args(args.size());
-  for (int64_t i = 0; i < *n; ++i) {
-    for (size_t j = 0; j < args.size(); ++j) {
-      if (!spec[j]) {
-        call_args[j] = args[j];
-        continue;
-      }
-      Value one = args[j];
-      call_args[j] = tree_map(std::span<const Value>(&one, 1),
-                              [&](std::span<const Value> leaf) { return leaf_row(leaf[0], *spec[j], i, a); }, a);
-    }
-    outs.push_back(in.call(f, call_args, a.site));
+  if (*n == 0) throw SheafError("vmap: the mapped axis has size 0", a.site);
+  spec.n = *n;
+  try {
+    return trace::tracing() ? batching::vmap_traced(in, f, args, spec, a) : batching::vmap_eager(in, f, args, spec, a);
+  } catch (const TraceAbort&) {
+    ++batching::vmap_stats().loops;  // f has effects or needs values while tracing
   }
-  if (outs.empty()) throw SheafError("vmap: the mapped axis has size 0", a.site);
-  return tree_map(outs, [&](std::span<const Value> leaves) { return Value::tensor(stack_leaves(leaves, a)); }, a,
-                  "vmap: outputs differ in structure");
+  return vmap_loop(in, f, args, spec, a);
 }
 
 Value b_vmap(Interp&, const CallArgs& a) {
