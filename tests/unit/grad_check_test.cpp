@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 
+#include "case_file.hpp"
 #include "base/error.hpp"
 #include "eval/interp.hpp"
 #include "runtime/jit.hpp"
@@ -45,23 +46,16 @@ struct Case {
 
 std::filesystem::path cases_path() { return std::filesystem::path(__FILE__).parent_path() / "grad_check_cases.shf"; }
 
-// The file is a sequence of `;; --- name` sections; the section named `prelude` is prepended to
-// every other one. (An unreadable file gives no cases; CasesLoad then fails.)
+// Cases: the `;; --- name` sections of the table (case_file.hpp).
 const std::vector<Case>& all_cases() {
   static const std::vector<Case> cases = [] {
-    std::ifstream in(cases_path());
     std::vector<Case> out;
-    std::string line, prelude;
-    while (std::getline(in, line)) {
-      if (line.rfind(";; --- ", 0) == 0) out.push_back({line.substr(7), "", ""});
-      else if (!out.empty()) out.back().body += line + "\n";
-      if (!out.empty() && line.rfind(";; tol ", 0) == 0) std::istringstream(line.substr(7)) >> out.back().rtol >> out.back().atol;
+    for (auto& c : testing_support::read_case_sections(cases_path())) {
+      out.push_back({c.name, c.body, c.text});
+      std::istringstream lines(c.body);  // `;; tol RTOL ATOL` loosens one case
+      for (std::string line; std::getline(lines, line);)
+        if (line.rfind(";; tol ", 0) == 0) std::istringstream(line.substr(7)) >> out.back().rtol >> out.back().atol;
     }
-    if (!out.empty() && out.front().name == "prelude") {
-      prelude = out.front().body;
-      out.erase(out.begin());
-    }
-    for (Case& c : out) c.text = prelude + c.body;
     return out;
   }();
   return cases;

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "case_file.hpp"
 #include "base/error.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
@@ -26,41 +27,17 @@
 namespace sheaf {
 namespace {
 
-struct Case {
-  std::string name;
-  std::string body;  // the section as written
-  std::string text;  // the program run: prelude + body
-};
+using Case = testing_support::CaseSection;
 
 std::filesystem::path cases_path() { return std::filesystem::path(__FILE__).parent_path() / "jit_consistency_cases.shf"; }
 
-// The file is a sequence of `;; --- name` sections; the section named `prelude` is prepended to
-// every other one. (An unreadable file gives no cases; CasesLoad then fails.)
+// Cases: the `;; --- name` sections of the table (case_file.hpp).
 const std::vector<Case>& all_cases() {
   static const std::vector<Case> cases = [] {
-    std::ifstream in(cases_path());
-    std::vector<Case> raw;
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind(";; --- ", 0) == 0) {
-        raw.push_back({line.substr(7), "", ""});
-        continue;
-      }
-      if (!raw.empty()) raw.back().body += line + "\n";
-    }
-    std::string prelude;
-    std::vector<Case> out;
-    for (Case& c : raw) {
-      if (c.name == "prelude") prelude = c.body;
-      else out.push_back(std::move(c));
-    }
-    for (Case& c : out) c.text = prelude + c.body;
-    return out;
+    return testing_support::read_case_sections(cases_path());
   }();
   return cases;
 }
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 double tolerance(DType d) {
   switch (d) {

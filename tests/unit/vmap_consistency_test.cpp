@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "case_file.hpp"
 #include "base/error.hpp"
 #include "batching/vmap.hpp"
 #include "builtins/pytree.hpp"
@@ -41,21 +42,9 @@ std::filesystem::path cases_path() { return std::filesystem::path(__FILE__).pare
 // `;; --- name` sections; the one named `prelude` is prepended to every other one.
 const std::vector<Case>& all_cases() {
   static const std::vector<Case> cases = [] {
-    std::ifstream in(cases_path());
-    std::vector<Case> raw;
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind(";; --- ", 0) == 0) raw.push_back({line.substr(7), "", false});
-      else if (!raw.empty()) raw.back().text += line + "\n";
-      if (!raw.empty() && line == ";; expect: unrolled") raw.back().unrolled = true;
-    }
-    std::string prelude;
     std::vector<Case> out;
-    for (Case& c : raw) {
-      if (c.name == "prelude") prelude = c.text;
-      else out.push_back(std::move(c));
-    }
-    for (Case& c : out) c.text = prelude + c.text;
+    for (auto& c : testing_support::read_case_sections(cases_path()))
+      out.push_back({c.name, c.text, testing_support::has_line(c.body, ";; expect: unrolled")});
     return out;
   }();
   return cases;
