@@ -3,6 +3,7 @@
 // `prelude` is not a case: it is prepended to every other one. An unreadable file gives no
 // sections (each test's CasesLoad check then fails).
 #pragma once
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -35,6 +36,13 @@ inline std::vector<CaseSection> read_case_sections(const std::filesystem::path& 
     }
   for (CaseSection& c : out) c.text = prelude + c.body;
   return out;
+}
+
+// A case name as a gtest parameter name: every character but letters and digits becomes '_'.
+inline std::string gtest_name(const std::string& case_name) {
+  std::string n;
+  for (char ch : case_name) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
 }
 
 // True when the section has the line `line` (a per-case directive such as ";; expect: unrolled").

@@ -242,11 +242,7 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
   EXPECT_EQ(failures, 0) << failures << " of " << elements << " gradient elements are wrong:" << bad;
 }
 
-std::string test_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string n;
-  for (char ch : info.param.name) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return n;
-}
+std::string test_name(const ::testing::TestParamInfo<Case>& info) { return testing_support::gtest_name(info.param.name); }
 
 INSTANTIATE_TEST_SUITE_P(Builtins, GradCheck, ::testing::ValuesIn(all_cases()), test_name);
 

@@ -128,11 +128,7 @@ TEST_P(JitConsistency, CompiledMatchesInterpreted) {
   EXPECT_EQ(out_jit.str(), out_eager.str());
 }
 
-std::string test_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string n;
-  for (char ch : info.param.name) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return n;
-}
+std::string test_name(const ::testing::TestParamInfo<Case>& info) { return testing_support::gtest_name(info.param.name); }
 
 INSTANTIATE_TEST_SUITE_P(Builtins, JitConsistency, ::testing::ValuesIn(all_cases()), test_name);
 

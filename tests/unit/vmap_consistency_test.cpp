@@ -138,11 +138,7 @@ TEST_P(VmapConsistency, TransformMatchesLoop) {
   }
 }
 
-std::string test_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string n;
-  for (char ch : info.param.name) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return n;
-}
+std::string test_name(const ::testing::TestParamInfo<Case>& info) { return testing_support::gtest_name(info.param.name); }
 
 INSTANTIATE_TEST_SUITE_P(Cases, VmapConsistency, ::testing::ValuesIn(all_cases()), test_name);
 
