@@ -36,12 +36,6 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   return inv;
 }
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-Tensor permute(const Tensor& t, const std::vector<int64_t>& perm) { return is_identity(perm) ? t : transpose(t, perm); }
 
 // Axes of [0, rank) in neither list, increasing (the free axes of a dot_general operand).
 std::vector<int64_t> free_axes(int64_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -71,7 +65,7 @@ Tensor unbroadcast(const Tensor& g, const Tensor& x, const std::vector<int64_t>&
   Tensor r = added.empty() ? g : reduce(Reduce::Sum, g, added);
   std::vector<int64_t> perm(dims.size());  // r's axes follow sorted(dims)
   for (size_t i = 0; i < dims.size(); ++i) perm[i] = rank_among(dims, dims[i]);
-  r = permute(r, perm);
+  r = transpose(r, perm);
   std::vector<int64_t> expanded;
   for (int64_t i = 0; i < x.rank(); ++i)
     if (x.dim(i) == 1 && r.dim(i) != 1) expanded.push_back(i);
@@ -112,7 +106,7 @@ Tensor unpick(const Tensor& g, const Tensor& idx, int64_t axis, int64_t n) {
   for (int64_t i = 0; i < r; ++i)
     if (i != axis) perm.push_back(i);
   perm.push_back(axis);
-  Tensor gt = permute(g, perm), it = permute(idx, perm);
+  Tensor gt = transpose(g, perm), it = transpose(idx, perm);
   Shape col = it.shape();
   col.push_back(1);
   Tensor onehot = convert(binary(Binary::Eq, reshape(it, col), iota(DType::I32, {n}, 0)), g.dtype());  // [..., k, n]
@@ -123,7 +117,7 @@ Tensor unpick(const Tensor& g, const Tensor& idx, int64_t axis, int64_t n) {
   }
   d.lhs_contract = {r - 1};
   d.rhs_contract = {r - 1};
-  return permute(dot_general(gt, onehot, d), inverse(perm));  // [..., n] → original layout
+  return transpose(dot_general(gt, onehot, d), inverse(perm));  // [..., n] → original layout
 }
 
 Grads unary_vjp(Unary op, const Tensor& x, const Tensor& y, const Tensor& g) {
@@ -192,7 +186,7 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
     case Op::Select: return {std::nullopt, masked(x[0], g), select(x[0], zeros(g), g)};
     case Op::BroadcastInDim: return {unbroadcast(g, x[0], a.dims)};
     case Op::Reshape: return {reshape(g, x[0].shape())};
-    case Op::Transpose: return {permute(g, inverse(a.dims))};
+    case Op::Transpose: return {transpose(g, inverse(a.dims))};
     case Op::Slice: return {unslice(g, x[0], a)};
     case Op::Reverse: return {reverse(g, a.dims)};
     case Op::Concatenate: {
@@ -251,7 +245,7 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
         for (int64_t j = 0; j < nlf; ++j) pos[static_cast<size_t>(lf[static_cast<size_t>(j)])] = nb + j;
         for (size_t c = 0; c < d.lhs_contract.size(); ++c)
           pos[static_cast<size_t>(d.lhs_contract[c])] = nb + nlf + rank_among(d.rhs_contract, d.rhs_contract[c]);
-        out[0] = permute(dot_general(g, rhs, dd), pos);
+        out[0] = transpose(dot_general(g, rhs, dd), pos);
       }
       if (need[1]) {  // lhs · g over lf → [batch, lhs contract axes (sorted), rf]: rhs's layout for a plain matmul
         DotDims dd{d.lhs_batch, gbatch, lf, {}};
@@ -262,7 +256,7 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
         for (size_t c = 0; c < d.rhs_contract.size(); ++c)
           pos[static_cast<size_t>(d.rhs_contract[c])] = nb + rank_among(d.lhs_contract, d.lhs_contract[c]);
         for (int64_t j = 0; j < nrf; ++j) pos[static_cast<size_t>(rf[static_cast<size_t>(j)])] = nb + nc + j;
-        out[1] = permute(dot_general(lhs, g, dd), pos);
+        out[1] = transpose(dot_general(lhs, g, dd), pos);
       }
       return out;
     }

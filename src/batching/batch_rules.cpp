@@ -50,7 +50,6 @@ Axes join(std::initializer_list<Axes> parts) {
   for (const Axes& p : parts) v.insert(v.end(), p.begin(), p.end());
   return v;
 }
-Tensor permute(const Tensor& t, const Axes& perm) { return perm == axis_range(0, t.rank()) ? t : transpose(t, perm); }
 
 // An unbatched operand repeated for every example: [...s] → [n, ...s].
 Tensor spread(const Tensor& x, int64_t n) { return broadcast_to(x, with_batch(n, x.shape())); }
@@ -103,7 +102,7 @@ Tensor batched_dot(const Tensor& l, const Tensor& r, bool bl, bool br, DotDims d
 
 // x [n, pre..., D, post...] (D on axis + 1) → [n·D, pre..., post...].
 Tensor flat_rows(const Tensor& x, int64_t axis) {
-  Tensor t = permute(x, join({{0, axis + 1}, axis_range(1, axis + 1), axis_range(axis + 2, x.rank())}));
+  Tensor t = transpose(x, join({{0, axis + 1}, axis_range(1, axis + 1), axis_range(axis + 2, x.rank())}));
   Shape s = t.shape();
   s[0] *= s[1];
   s.erase(s.begin() + 1);
@@ -136,7 +135,7 @@ std::optional<Tensor> batched_gather(const Tensor& x, const Tensor& idx, bool bx
                     Tensor::scalar(idx.dtype(), 0));
   Tensor r = take(flat_rows(x, axis), flat_index(c, dim), 0);  // [n, I..., pre..., post...]
   int64_t q = idx.rank() - 1, p = axis;
-  return permute(r, join({{0}, axis_range(q + 1, q + p + 1), axis_range(1, q + 1), axis_range(q + p + 1, r.rank())}));
+  return transpose(r, join({{0}, axis_range(q + 1, q + p + 1), axis_range(1, q + 1), axis_range(q + p + 1, r.rank())}));
 }
 
 // scatter(x, idx, upd, axis) per example; nullopt when the flat rows do not fit i32.
@@ -153,12 +152,12 @@ std::optional<Tensor> batched_scatter(const std::vector<Tensor>& x, const std::v
   Tensor flat = select(valid, flat_index(idx, dim), i32(n * dim));
   int64_t q = idx.rank() - 1, p = axis;
   // updates [n, pre, I, post] → [n, I, pre, post], the shape take gives on the flat rows
-  Tensor u = permute(ub, join({{0}, axis_range(p + 1, p + q + 1), axis_range(1, p + 1), axis_range(p + q + 1, ub.rank())}));
+  Tensor u = transpose(ub, join({{0}, axis_range(p + 1, p + q + 1), axis_range(1, p + 1), axis_range(p + q + 1, ub.rank())}));
   Tensor s = scatter(flat_rows(xb, axis), flat, u, 0, mode);  // [n·D, pre, post]
   Shape unflat = s.shape();
   unflat[0] = dim;
   unflat.insert(unflat.begin(), n);  // [n, D, pre, post]
-  return permute(reshape(s, unflat), join({{0}, axis_range(2, p + 2), {1}, axis_range(p + 2, xb.rank())}));
+  return transpose(reshape(s, unflat), join({{0}, axis_range(2, p + 2), {1}, axis_range(p + 2, xb.rank())}));
 }
 
 // A start of a box of `size` on an axis of `dim`, clamped as dynamic_slice does: into
@@ -222,7 +221,7 @@ Tensor example(const Tensor& b, int64_t i) {
 }
 
 Tensor to_front(const Tensor& t, int64_t from) {
-  return permute(t, join({{from}, axis_range(0, from), axis_range(from + 1, t.rank())}));
+  return transpose(t, join({{from}, axis_range(0, from), axis_range(from + 1, t.rank())}));
 }
 
 Batch batch_node(const ir::Node& node, const std::vector<Tensor>& x, const std::vector<bool>& b, int64_t n) {

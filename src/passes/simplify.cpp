@@ -21,6 +21,7 @@
 
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
+#include "tensor/shape.hpp"
 
 namespace sheaf::passes {
 
@@ -33,11 +34,6 @@ namespace {
 
 using Simplified = std::optional<int32_t>;  // the new value that replaces the node's result
 
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
 
 Simplified binary_identity(const Graph& g, Binary op, int32_t a, int32_t b) {
   DType d = g.type(a).dtype;
@@ -122,12 +118,12 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
       return inner ? Simplified(reshape_to(rw, inner->in[0], t, n.loc)) : std::nullopt;
     }
     case Op::Transpose: {
-      if (is_identity(a.dims)) return in[0];
+      if (is_identity_permutation(a.dims)) return in[0];
       const Node* inner = operand_is(Op::Transpose);
       if (!inner) return std::nullopt;
       ir::Attrs c;  // out.shape[i] = inner.shape[q[i]] = x.shape[p[q[i]]]
       for (int64_t q : a.dims) c.dims.push_back(inner->attrs.dims[static_cast<size_t>(q)]);
-      return is_identity(c.dims) ? inner->in[0] : rw.add(Op::Transpose, {inner->in[0]}, std::move(c), {t}, n.loc);
+      return is_identity_permutation(c.dims) ? inner->in[0] : rw.add(Op::Transpose, {inner->in[0]}, std::move(c), {t}, n.loc);
     }
     case Op::BroadcastInDim: {
       if (g.type(in[0]) == t) return in[0];

@@ -132,6 +132,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
   check_rank(x, perm.size(), "transpose");
+  if (is_identity_permutation(perm)) return x;  // immutable: nothing to move, nothing to record
   if (x.is_symbolic()) return ir::record1(ir::Op::Transpose, {x}, {.dims = perm});
   std::vector<int64_t> st = strides_of(x.shape());
   std::vector<bool> seen(perm.size(), false);

@@ -40,6 +40,12 @@ std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to) {
   return out;
 }
 
+bool is_identity_permutation(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
 int64_t normalize_axis(int64_t axis, int64_t rank) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= std::max<int64_t>(rank, 1) || (rank == 0))

@@ -23,6 +23,9 @@ std::vector<int64_t> strides_of(const Shape& s);
 // right-aligned against `to`).
 std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to);
 
+// True when perm[i] == i for every i (a transpose that moves nothing).
+bool is_identity_permutation(const std::vector<int64_t>& perm);
+
 // Negative axes count from the end; out of range throws "axis 3 out of range for rank 1".
 int64_t normalize_axis(int64_t axis, int64_t rank);
 
