@@ -214,10 +214,10 @@ std::optional<Tensor> batched_dynamic_update_slice(const std::vector<Tensor>& x,
 
 }  // namespace
 
-Tensor example(const Tensor& b, int64_t i) {
-  Shape s = b.shape();
-  s.erase(s.begin());
-  return reshape(slice_axis(b, 0, i, i + 1), s);
+Tensor example(const Tensor& t, int64_t i, int64_t axis) {
+  Shape s = t.shape();
+  s.erase(s.begin() + axis);
+  return reshape(slice_axis(t, axis, i, i + 1), s);
 }
 
 Tensor to_front(const Tensor& t, int64_t from) {

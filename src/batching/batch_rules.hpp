@@ -21,8 +21,9 @@ namespace sheaf::batching {
 // one per result. `x[k]` is operand k, batched ([size, ...]) when `batched[k]`; at least one is.
 std::vector<Tensor> batch_node(const ir::Node& n, const std::vector<Tensor>& x, const std::vector<bool>& batched, int64_t size);
 
-// Example i of a batched value: b [n, ...s] → [...s], recorded as slice + reshape.
-Tensor example(const Tensor& b, int64_t i);
+// Index i along `axis` of t, that axis removed (slice + reshape); example i of a batched value
+// [n, ...s] → [...s] is example(b, i).
+Tensor example(const Tensor& t, int64_t i, int64_t axis = 0);
 // t with axis `from` moved to position 0, the other axes in order (t itself when from is 0).
 Tensor to_front(const Tensor& t, int64_t from);
 

@@ -5,6 +5,7 @@
 // nil = not mapped (broadcast). The call is the transform of batching/vmap.hpp (f traced once,
 // each op batched by its rule); a function that cannot be traced (effects, data-dependent
 // shapes) is called once per index instead, with the same results.
+#include "batching/batch_rules.hpp"
 #include "batching/vmap.hpp"
 #include "builtins/args.hpp"
 #include "builtins/pytree.hpp"
@@ -40,10 +41,7 @@ Value leaf_row(const Value& leaf, int64_t axis, int64_t i, const CallArgs& a) {
   auto op = as_operand(leaf);
   if (!op) throw SheafError(fmt::format("vmap: cannot map over a {}", describe_node(leaf)), a.site);
   const Tensor& t = op->t;
-  int64_t ax = run_primitive(a, [&] { return normalize_axis(axis, t.rank()); });
-  Shape s = t.shape();
-  s.erase(s.begin() + ax);
-  return Value::tensor(reshape(slice_axis(t, ax, i, i + 1), s));
+  return Value::tensor(batching::example(t, i, run_primitive(a, [&] { return normalize_axis(axis, t.rank()); })));
 }
 
 // The fallback: f called once per index, the outputs stacked leaf-wise.
