@@ -42,14 +42,20 @@ std::optional<Tensor> float_leaf(const Value& v) {
   return std::nullopt;
 }
 
+// t's value under a new identity of the active trace (a node of its own): the sweep
+// differentiates with respect to it, whatever else reads t.
+Tensor fresh_value(const Tensor& t) {
+  ir::Type type{t.dtype(), t.shape()};
+  return ir::record1(ir::Op::Reshape, {t}, {}, &type);
+}
+
 // p with each float leaf (tensor or host number) replaced by a fresh value of the trace, which
 // `wrt` collects in pytree order. Integer leaves stay: they get no gradient.
 Value fresh_leaves(const Value& p, std::vector<Tensor>& wrt) {
   return map_leaves(p, [&](const Value& v) {
     std::optional<Tensor> t = float_leaf(v);
     if (!t) return v;
-    ir::Type type{t->dtype(), t->shape()};
-    Tensor f = ir::record1(ir::Op::Reshape, {*t}, {}, &type);
+    Tensor f = fresh_value(*t);
     if (v.is(Kind::Float) || t->weak()) f = f.as_weak();
     wrt.push_back(f);
     return Value::tensor(f);
@@ -177,8 +183,7 @@ Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& 
   for (const Value& o : ol) {
     std::optional<Tensor> ot = float_leaf(o);
     if (!ot) continue;
-    ir::Type type{ot->dtype(), ot->shape()};
-    u.push_back(ir::record1(ir::Op::Reshape, {broadcast_to(Tensor::scalar(ot->dtype(), 0), ot->shape())}, {}, &type));
+    u.push_back(fresh_value(broadcast_to(Tensor::scalar(ot->dtype(), 0), ot->shape())));
     inner = binary(Binary::Add, inner, convert(dot_all(*ot, u.back()), DType::F32));
   }
   std::vector<Tensor> v = autodiff::gradients(inner, x);  // Jᵀu
