@@ -43,8 +43,20 @@ bool prints_final(const Value& v) {
 int run(Cli& cli) {
   bool color = isatty(2) && !std::getenv("NO_COLOR");
   Interp in(std::cout);
-  if (cli.no_jit) in.jit.reset();
-  else in.jit->profile = cli.jit_profile;
+  if (cli.no_jit) {
+    in.jit.reset();
+  } else {
+    in.jit->profile = cli.jit_profile;
+    if (cli.device == "cuda") {
+      std::cerr << "error: device 'cuda' is not available (this build has no CUDA backend yet); available devices: cpu, ref\n";
+      return 2;
+    }
+    in.jit->device = cli.device == "ref" ? Device::Ref : Device::Cpu;
+    // __sheaf__/ beside the entry file; -c and the REPL use the current directory (SPEC §7.9).
+    std::filesystem::path base = cli.file.empty() || cli.has_expr ? std::filesystem::current_path()
+                                                                  : std::filesystem::absolute(cli.file).parent_path();
+    in.jit->cache.emplace((base / "__sheaf__").string());
+  }
   struct ProfileAtExit {  // printed on success and on error alike
     Interp& in;
     bool on;
@@ -106,7 +118,8 @@ int main(int argc, char** argv) {
   auto* c = app.add_option("-c", cli.expr, "Evaluate the forms in EXPR and print the final value")->type_name("EXPR");
   app.add_option("file", cli.file, "Program to run (.shf)");
   app.add_option("args", cli.program_args, "Arguments for the program");
-  app.add_option("--device", cli.device, "Backend (cpu)")->check(CLI::IsMember({"cpu", "ref"}));
+  app.add_option("--device", cli.device, "Backend: cpu (native code, default) or ref (reference executor)")
+      ->check(CLI::IsMember({"cpu", "ref", "cuda"}));
   app.add_flag("--no-jit", cli.no_jit, "Interpret everything");
   app.add_flag("--jit-profile", cli.jit_profile, "Print the dispatch profile of compiled calls at exit");
   app.add_flag("--no-progress", cli.no_progress, "Disable progress bars");

@@ -1,8 +1,12 @@
 // runtime/jit.cpp — dispatch of pure user functions to cached executables (reference backend).
 #include "runtime/jit.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "backend/ref/executor.hpp"
@@ -10,6 +14,8 @@
 #include "builtins/pytree.hpp"
 #include "passes/passes.hpp"
 #include "eval/interp.hpp"
+#include "io/atomic_write.hpp"
+#include "runtime/content_hash.hpp"
 #include "value/handle.hpp"
 
 namespace sheaf {
@@ -50,6 +56,87 @@ void pin_objects(const Value& v, std::vector<Value>& out) {
 
 }  // namespace
 
+namespace {
+
+// A file-name-safe spelling of a function name.
+std::string file_name(const std::string& name) {
+  std::string r = name.empty() ? "fn" : name;
+  for (char& ch : r)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
+  return r;
+}
+
+std::string signature(const ir::Graph& g) {
+  std::string r;
+  for (int32_t p : g.params) r += (r.empty() ? "" : ", ") + ir::type_str(g.type(p));
+  return r;
+}
+
+}  // namespace
+
+std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& fn, const Executable& exe) {
+  const std::string& name = fn.as<FnObj>().name;
+  auto t0 = Clock::now();
+  cpu::Prepared p = cpu::prepare(exe.graph);
+  stats_.prepare_s += since(t0);
+  if (const char* dump = std::getenv("SHEAF_DUMP_CPP")) write_file_atomic(fmt::format("{}/{}.cpp", dump, file_name(name)), p.source.text);
+  ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint()), "cpu", "so", content_hash(in, fn),
+                p.source.digest, signature(exe.graph)};
+  const auto& tc = cpu::toolchain();
+  std::string compiler = tc ? tc->identity : "";
+  std::string problem;
+  if (cache) {
+    auto t1 = Clock::now();
+    DiskCache::Found f = cache->find(id, compiler);
+    if (!f.path.empty()) {
+      cpu::Loaded lib = cpu::load_shared_object(f.path, p.source.digest);
+      stats_.load_s += since(t1);
+      if (lib.entry) {
+        ++stats_.loaded;
+        return std::make_shared<cpu::Program>(exe.graph, std::move(p), lib);
+      }
+      problem = f.path + " " + lib.problem;
+    } else {
+      problem = f.problem;
+      stats_.load_s += since(t1);
+    }
+  }
+  if (!tc) {
+    ++stats_.ref_runs;
+    if (!problem.empty())
+      std::cerr << fmt::format("sheaf: {}, and no C++ compiler was found: '{}' runs on the reference executor\n", problem, name);
+    else if (!warned_no_compiler_)
+      std::cerr << "sheaf: no C++ compiler found (PATH, or SHEAF_CXX) and no cached build in __sheaf__/: compiled "
+                   "functions run on the reference executor\n";
+    warned_no_compiler_ = true;
+    return nullptr;
+  }
+  if (!problem.empty()) std::cerr << "sheaf: " << problem << "; recompiling\n";
+  auto t2 = Clock::now();
+  std::string built = (std::filesystem::temp_directory_path() /
+                       fmt::format("sheaf-{}-{}-{}.so", getpid(), id.function, stats_.built)).string();
+  try {
+    cpu::compile_shared_object(*tc, p.source.text, built);
+  } catch (const SheafError& e) {
+    if (std::getenv("SHEAF_CPU_STRICT")) throw;
+    ++stats_.ref_runs;
+    std::string msg = e.what();
+    std::cerr << fmt::format("sheaf: the cpu backend could not build '{}' ({}); it runs on the reference executor\n", name,
+                             msg.substr(0, msg.find('\n')));
+    return nullptr;
+  }
+  stats_.compile_s += since(t2);
+  ++stats_.built;
+  cpu::Loaded lib = cpu::load_shared_object(built, p.source.digest);
+  if (!lib.entry) throw SheafError(fmt::format("internal: the build of '{}' {}", name, lib.problem));
+  if (cache) {
+    std::string err = cache->store(id, compiler, built);
+    if (!err.empty()) std::cerr << fmt::format("sheaf: cannot write the build of '{}' to {}: {}\n", name, cache->dir(), err);
+  }
+  std::filesystem::remove(built);
+  return std::make_shared<cpu::Program>(exe.graph, std::move(p), lib);
+}
+
 Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const Value> args, SrcLoc site) {
   const std::string& name = fn.as<FnObj>().name;
   Entry e;
@@ -65,6 +152,7 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     exe->plan = ref::plan(exe->graph);
     if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
     exe->result = std::move(t.result);
+    if (device == Device::Cpu) exe->native = build_native(in, fn, *exe);
     e.exe = std::move(exe);
   } catch (const TraceAbort& abort) {
     e.reason = abort.what();
@@ -132,7 +220,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     stats_.inputs += inputs_.size();
     auto t1 = profile ? Clock::now() : Clock::time_point{};
     if (profile) stats_.flatten_s += std::chrono::duration<double>(t1 - t0).count();
-    std::vector<Tensor> results = ref::run(exe->graph, exe->plan, inputs_);
+    std::vector<Tensor> results = exe->native ? exe->native->run(inputs_) : ref::run(exe->graph, exe->plan, inputs_);
     auto t2 = profile ? Clock::now() : Clock::time_point{};
     if (profile) stats_.call_s += std::chrono::duration<double>(t2 - t1).count();
     Value r = trace::rebuild(exe->result, results);
@@ -154,6 +242,9 @@ void Jit::report(std::ostream& os) const {
   os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms); {} interpreted calls\n", s.hits, s.misses, s.traces,
                     s.trace_s * 1e3, s.fallbacks);
   for (const std::string& r : s.fallback_reasons) os << "    interpreted " << r << "\n";
+  if (device == Device::Cpu)
+    os << fmt::format("  cpu backend: {} built ({:.1f}ms fusion+codegen, {:.1f}ms C++ compiler), {} loaded from {} ({:.1f}ms), {} on the reference executor\n",
+                      s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);
 }
 
 }  // namespace sheaf

@@ -17,7 +17,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/program.hpp"
 #include "backend/ref/executor.hpp"
+#include "runtime/disk_cache.hpp"
 #include "trace/tracer.hpp"
 #include "value/function.hpp"
 
@@ -25,9 +27,13 @@ namespace sheaf {
 
 class Interp;
 
+// Where compiled functions run: the reference executor, or native code from the CPU backend.
+enum class Device { Ref, Cpu };
+
 struct Executable {
   ir::Graph graph;  // optimised
   ref::Plan plan;
+  std::shared_ptr<cpu::Program> native;  // the CPU backend's build; null: runs on the reference executor
   trace::ResultTree result;
   size_t traced_nodes = 0;  // before optimisation
 };
@@ -36,6 +42,8 @@ struct JitStats {
   uint64_t calls = 0, hits = 0, misses = 0, traces = 0, fallbacks = 0;
   uint64_t inputs = 0;  // host tensors passed to executables (no copy on the host backend)
   double flatten_s = 0, call_s = 0, output_s = 0, trace_s = 0;
+  uint64_t built = 0, loaded = 0, ref_runs = 0;   // CPU backend: compiled now, from __sheaf__, on ref instead
+  double prepare_s = 0, compile_s = 0, load_s = 0;  // fusion + rendering, the C++ compiler, cache checks + dlopen
   std::vector<std::string> fallback_reasons;  // "f: reason" (first occurrence per function and reason)
 };
 
@@ -43,6 +51,8 @@ class Jit {
  public:
   static constexpr size_t kLruSize = 8;
   bool profile = false;  // time the phases of every dispatch (--jit-profile)
+  Device device = Device::Ref;
+  std::optional<DiskCache> cache;  // __sheaf__/ beside the entry file (CPU backend); none: build in a temp dir
   // Sees every call that reaches the JIT before dispatch (`sheaf build --trace-with`).
   std::function<void(const Value& fn, std::span<const Value> args)> observe;
 
@@ -70,7 +80,12 @@ class Jit {
   std::string key_;               // scratch buffers reused between calls
   std::vector<Tensor> inputs_;
 
+  bool warned_no_compiler_ = false;
+
   Entry compile(Interp& in, FnCache& c, const Value& fn, std::span<const Value> args, SrcLoc site);
+  // The CPU backend's program for `exe` (from __sheaf__/ or compiled now); null when it cannot be
+  // had (no compiler and no cache), after a one-line notice.
+  std::shared_ptr<cpu::Program> build_native(const Interp& in, const Value& fn, const Executable& exe);
 };
 
 }  // namespace sheaf

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "case_file.hpp"
+#include "value_compare.hpp"
 #include "base/error.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
@@ -28,6 +29,9 @@ namespace sheaf {
 namespace {
 
 using Case = testing_support::CaseSection;
+using testing_support::difference;
+using testing_support::Outcome;
+using testing_support::run_case;
 
 std::filesystem::path cases_path() { return std::filesystem::path(__FILE__).parent_path() / "jit_consistency_cases.shf"; }
 
@@ -37,73 +41,6 @@ const std::vector<Case>& all_cases() {
     return testing_support::read_case_sections(cases_path());
   }();
   return cases;
-}
-
-double tolerance(DType d) {
-  switch (d) {
-    case DType::F16: return 1e-3;
-    case DType::BF16: return 1e-2;
-    default: return 1e-5;
-  }
-}
-
-bool close(double x, double y, DType d) {
-  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-  if (std::isinf(x) || std::isinf(y)) return x == y;
-  if (!is_float(d)) return x == y;
-  double tol = tolerance(d);
-  return std::fabs(x - y) <= tol * 0.1 + tol * std::fabs(y);
-}
-
-// "" when `got` (compiled) matches `want` (interpreted), else where and how they differ.
-std::string difference(const Value& got, const Value& want, const std::string& at) {
-  auto differ = [&](const std::string& what) {
-    return fmt::format("at {}: {}\n  compiled:    {}\n  interpreted: {}", at.empty() ? "the result" : at, what,
-                       print_value(got, false), print_value(want, false));
-  };
-  if (got.kind() != want.kind()) return differ(fmt::format("{} vs {}", kind_name(got.kind()), kind_name(want.kind())));
-  switch (want.kind()) {
-    case Kind::Tensor: {
-      const Tensor &g = got.as_tensor(), &w = want.as_tensor();
-      if (g.dtype() != w.dtype() || g.shape() != w.shape()) return differ(type_str(g) + " vs " + type_str(w));
-      for (int64_t i = 0; i < w.numel(); ++i)
-        if (!close(g.get(i), w.get(i), w.dtype()))
-          return differ(fmt::format("element {}: {} vs {}", i, g.get(i), w.get(i)));
-      return "";
-    }
-    case Kind::Int: return got.as_int() == want.as_int() ? "" : differ("different integers");
-    case Kind::Float: return close(got.as_float(), want.as_float(), DType::F32) ? "" : differ("different floats");
-    case Kind::List: {
-      const auto &g = got.as_list(), &w = want.as_list();
-      if (g.items.size() != w.items.size() || g.kind != w.kind) return differ("different lists");
-      for (size_t i = 0; i < w.items.size(); ++i)
-        if (std::string d = difference(g.items[i], w.items[i], fmt::format("{}[{}]", at, i)); !d.empty()) return d;
-      return "";
-    }
-    case Kind::Dict: {
-      const auto &g = got.as_dict().entries, &w = want.as_dict().entries;
-      if (g.size() != w.size()) return differ("different dicts");
-      for (size_t i = 0; i < w.size(); ++i) {
-        if (g[i].first != w[i].first) return differ("different keys");
-        if (std::string d = difference(g[i].second, w[i].second, at + ":" + w[i].first); !d.empty()) return d;
-      }
-      return "";
-    }
-    default: return equal(got, want) ? "" : differ("different values");
-  }
-}
-
-struct Outcome {
-  Value value;
-  std::string error;
-};
-
-Outcome run_case(Interp& in, const Case& c) {
-  try {
-    return {in.run_text(c.text, "<" + c.name + ">"), ""};
-  } catch (const SheafError& e) {
-    return {Value(), e.what()};
-  }
 }
 
 class JitConsistency : public ::testing::TestWithParam<Case> {};

@@ -1,0 +1,111 @@
+// backend/cpu/memory.cpp — slots and arena offsets (see memory.hpp).
+#include "backend/cpu/memory.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace sheaf::cpu {
+
+using fusion::StepKind;
+
+std::vector<std::vector<int32_t>> buffers_read(const ir::Graph& g, const fusion::Schedule& s) {
+  std::vector<std::vector<int32_t>> reads(s.steps.size());
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const fusion::Step& st = s.steps[i];
+    auto read = [&](int32_t v) {
+      if (s.step_of[v] == static_cast<int32_t>(i)) return;  // computed in this loop
+      reads[i].push_back(s.view[v]->buffer);
+    };
+    if (st.kind == StepKind::Copy) {
+      reads[i].push_back(st.source.buffer);
+      continue;
+    }
+    for (int32_t n : st.nodes)
+      for (int32_t u : g.nodes[static_cast<size_t>(n)].in) read(u);
+  }
+  return reads;
+}
+
+namespace {
+
+// First-fit placement over freed blocks; the arena grows at the top when none fits.
+class Arena {
+ public:
+  int64_t place(int64_t bytes) {
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < bytes) continue;
+      int64_t at = it->first, left = it->second - bytes;
+      free_.erase(it);
+      if (left > 0) free_[at + bytes] = left;
+      return at;
+    }
+    int64_t at = top_;
+    top_ += bytes;
+    return at;
+  }
+  void release(int64_t at, int64_t bytes) {
+    auto it = free_.emplace(at, bytes).first;
+    auto next = std::next(it);
+    if (next != free_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+  int64_t size() const { return top_; }
+
+ private:
+  std::map<int64_t, int64_t> free_;  // offset → bytes
+  int64_t top_ = 0;
+};
+
+int64_t aligned_bytes(const ir::Type& t) {
+  int64_t bytes = shape_numel(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
+  return (std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const ir::Graph& g, const fusion::Schedule& s) {
+  MemoryPlan p;
+  const size_t nv = g.types.size();
+  p.slot.assign(nv, -1);
+  p.arena_offset.assign(nv, -1);
+  for (size_t v = 0; v < nv; ++v)
+    if (s.has_buffer[v]) p.slot[v] = p.slots++;
+
+  std::vector<bool> result(nv, false);
+  for (int32_t r : g.results) result[static_cast<size_t>(r)] = true;
+  auto in_arena = [&](int32_t v) {
+    int32_t st = s.step_of[v];
+    return s.has_buffer[v] && st >= 0 && s.steps[static_cast<size_t>(st)].kind != StepKind::Host && !result[v];
+  };
+
+  std::vector<std::vector<int32_t>> reads = buffers_read(g, s);
+  std::vector<int32_t> last(nv, -1);
+  for (size_t i = 0; i < reads.size(); ++i)
+    for (int32_t b : reads[i]) last[b] = static_cast<int32_t>(i);
+
+  Arena arena;
+  std::vector<std::vector<int32_t>> dies(s.steps.size());
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    for (int32_t v : s.steps[i].outputs) {
+      if (!in_arena(v)) continue;
+      int64_t bytes = aligned_bytes(g.type(v));
+      p.arena_offset[v] = arena.place(bytes);
+      p.buffer_bytes += bytes;
+      dies[static_cast<size_t>(std::max(last[v], static_cast<int32_t>(i)))].push_back(v);
+    }
+    for (int32_t v : dies[i]) arena.release(p.arena_offset[v], aligned_bytes(g.type(v)));
+  }
+  p.arena_bytes = arena.size();
+  return p;
+}
+
+}  // namespace sheaf::cpu

@@ -1,0 +1,125 @@
+// backend/cpu/program.cpp — running a compiled function (see program.hpp).
+#include "backend/cpu/program.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+#include "backend/ref/executor.hpp"
+#include "base/error.hpp"
+#include "tensor/blas.hpp"
+
+namespace sheaf::cpu {
+
+using fusion::StepKind;
+
+Prepared prepare(const ir::Graph& g) {
+  Prepared p;
+  p.schedule = fusion::fuse(g);
+  p.memory = plan_memory(g, p.schedule);
+  p.source = render(g, p.schedule, p.memory);
+  return p;
+}
+
+namespace {
+
+void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+           int64_t b_cs, float* c) {
+  gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, n, 1});
+}
+
+std::byte* allocate_arena(int64_t bytes) {
+  return static_cast<std::byte*>(::operator new(static_cast<size_t>(std::max<int64_t>(bytes, 64)), std::align_val_t{64}));
+}
+void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
+
+}  // namespace
+
+Program::Program(const ir::Graph& g, Prepared p, Loaded lib)
+    : g_(g), p_(std::move(p)), lib_(lib), arena_(allocate_arena(p_.memory.arena_bytes), free_arena) {
+  rt_ = Runtime{sgemm, host_step, this};
+  const MemoryPlan& m = p_.memory;
+  table_.assign(static_cast<size_t>(m.slots), nullptr);
+  for (const ir::Node& n : g_.nodes)
+    if (n.op == ir::Op::Constant) table_[m.slot[n.out]] = const_cast<std::byte*>(n.attrs.value.bytes());
+  for (size_t v = 0; v < m.arena_offset.size(); ++v)
+    if (m.arena_offset[v] >= 0) table_[m.slot[v]] = arena_.get() + m.arena_offset[v];
+}
+
+Program::~Program() {
+  if (lib_.handle) dlclose(lib_.handle);
+}
+
+void Program::host_step(void* self, int32_t step, void** buffers) {
+  static_cast<Program*>(self)->run_host_step(step, buffers);
+}
+
+// The node's operands as tensors over the buffers (no copy), its results from the reference
+// kernels; a result that shares an operand's memory is copied (the buffer may be reused).
+void Program::run_host_step(int32_t step, void** buffers) {
+  const fusion::Schedule& s = p_.schedule;
+  const ir::Node& n = g_.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(step)].nodes[0])];
+  std::vector<Tensor> in;
+  for (int32_t u : n.in) {
+    const fusion::View& w = *s.view[u];
+    const ir::Type& t = g_.type(u);
+    auto* p = static_cast<std::byte*>(buffers[p_.memory.slot[w.buffer]]) + w.offset * static_cast<int64_t>(dtype_size(t.dtype));
+    in.push_back(Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(p, [](std::byte*) {})));
+  }
+  std::vector<Tensor> out = ref::run_node(g_, n, in);
+  for (int32_t k = 0; k < n.nout; ++k) {
+    Tensor& r = out[static_cast<size_t>(k)];
+    for (const Tensor& x : in)
+      if (r.nbytes() && r.bytes() < x.bytes() + x.nbytes() && x.bytes() < r.bytes() + r.nbytes()) {
+        Tensor copy = Tensor::empty(r.dtype(), r.shape());
+        std::copy_n(r.bytes(), r.nbytes(), copy.mutable_bytes());
+        r = copy;
+        break;
+      }
+    buffers[p_.memory.slot[n.out + k]] = r.mutable_bytes();
+    held_.emplace_back(n.out + k, std::move(r));
+  }
+}
+
+std::vector<Tensor> Program::run(std::span<const Tensor> args) {
+  const MemoryPlan& m = p_.memory;
+  const fusion::Schedule& s = p_.schedule;
+  buffers_ = table_;
+  held_.clear();
+  for (size_t i = 0; i < g_.params.size(); ++i)
+    buffers_[m.slot[g_.params[i]]] = const_cast<std::byte*>(args[i].bytes());
+  std::vector<Tensor> results(g_.results.size());
+  auto computed_here = [&](int32_t v) {  // written by a Loop/Copy/Dot step into the result buffer
+    int32_t st = s.step_of[v];
+    return st >= 0 && s.steps[static_cast<size_t>(st)].kind != StepKind::Host;
+  };
+  for (size_t i = 0; i < g_.results.size(); ++i) {
+    int32_t r = g_.results[i];
+    if (!computed_here(r)) continue;
+    auto first = std::find(g_.results.begin(), g_.results.end(), r) - g_.results.begin();
+    if (static_cast<size_t>(first) != i) continue;
+    results[i] = Tensor::empty(g_.type(r).dtype, g_.type(r).shape);
+    buffers_[m.slot[r]] = results[i].mutable_bytes();
+  }
+  lib_.entry(&rt_, buffers_.data());
+  for (size_t i = 0; i < g_.results.size(); ++i) {
+    int32_t r = g_.results[i];
+    auto first = static_cast<size_t>(std::find(g_.results.begin(), g_.results.end(), r) - g_.results.begin());
+    if (first != i) {
+      results[i] = results[first];
+    } else if (!computed_here(r)) {
+      const ir::Node& n = g_.producer(r);
+      if (n.op == ir::Op::Parameter) results[i] = args[static_cast<size_t>(n.attrs.index)];
+      else if (n.op == ir::Op::Constant) results[i] = n.attrs.value;
+      else
+        for (const auto& [v, t] : held_)
+          if (v == r) results[i] = t;
+    }
+  }
+  held_.clear();
+  return results;
+}
+
+}  // namespace sheaf::cpu

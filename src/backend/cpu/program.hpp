@@ -1,0 +1,51 @@
+// backend/cpu/program.hpp — a compiled function ready to run on the CPU backend.
+// Built from an optimised graph: fusion → memory plan → C++ source (Prepared), then bound to
+// the shared object compiled from that source (Program). A call fills the pointer table
+// (parameters, constants, arena buffers, fresh result tensors), runs the generated entry, and
+// answers its Host steps with the reference kernels. Not re-entrant: one call at a time.
+#pragma once
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/memory.hpp"
+#include "backend/cpu/render.hpp"
+#include "backend/cpu/toolchain.hpp"
+
+namespace sheaf::cpu {
+
+struct Prepared {
+  fusion::Schedule schedule;
+  MemoryPlan memory;
+  Source source;
+};
+Prepared prepare(const ir::Graph& g);
+
+class Program {
+ public:
+  // `g` must outlive the program (the executable owns both).
+  Program(const ir::Graph& g, Prepared p, Loaded lib);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // Results in g.results order; `args` in parameter order.
+  std::vector<Tensor> run(std::span<const Tensor> args);
+
+  const Prepared& prepared() const { return p_; }
+
+ private:
+  const ir::Graph& g_;
+  Prepared p_;
+  Loaded lib_;
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_;
+  std::vector<void*> table_;     // slots of constants and arena buffers, filled once
+  std::vector<void*> buffers_;   // the table of the running call
+  std::vector<std::pair<int32_t, Tensor>> held_;  // host step outputs of the running call
+  Runtime rt_;
+
+  static void host_step(void* self, int32_t step, void** buffers);
+  void run_host_step(int32_t step, void** buffers);
+};
+
+}  // namespace sheaf::cpu

@@ -1,0 +1,40 @@
+// backend/cpu/render.hpp — a fused schedule as one C++ translation unit.
+// The unit includes no headers (it compiles in a fraction of a second) and exports:
+//   extern "C" const int  sheaf_abi;           kAbiVersion
+//   extern "C" const char sheaf_digest[];      16 hex digits: hash of the rest of the source
+//   extern "C" void sheaf_entry(const Runtime* rt, void** b);
+// `b` is the pointer table of MemoryPlan slots (parameters, constants, arena buffers, results
+// filled by the host before the call; Host steps fill their outputs' slots). Loop and Copy steps
+// become loop nests (adjacent dims merge when every access allows it; reductions over trailing
+// dims keep scalar accumulators, vectorised with `omp simd`), Dot steps call rt->sgemm per
+// batch, Host steps call rt->host with their step index.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "backend/cpu/memory.hpp"
+
+namespace sheaf::cpu {
+
+inline constexpr int kAbiVersion = 1;
+
+// Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
+struct Runtime {
+  // c (m×n, row-major, contiguous) = a · b; a's element (r, c) at a[r·a_rs + c·a_cs], b likewise.
+  void (*sgemm)(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n,
+                int64_t b_rs, int64_t b_cs, float* c);
+  void (*host)(void* self, int32_t step, void** buffers);
+  void* self;
+};
+
+struct Source {
+  std::string text;
+  std::string digest;  // 16 hex digits, also embedded as sheaf_digest
+};
+
+Source render(const ir::Graph& g, const fusion::Schedule& s, const MemoryPlan& m);
+
+// FNV-1a 64 of `text` as 16 hex digits.
+std::string digest_of(std::string_view text);
+
+}  // namespace sheaf::cpu

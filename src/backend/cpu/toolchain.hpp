@@ -1,0 +1,39 @@
+// backend/cpu/toolchain.hpp — the system C++ compiler, run at JIT time, and loading its output.
+// The compiler is $SHEAF_CXX, else the first of c++, g++, clang++ on PATH (a run from a warm
+// `__sheaf__/` needs none). Generated units are built with kCompileFlags into a shared object
+// and loaded with dlopen; a library is used only when its ABI version and embedded digest
+// match what the caller rendered. -ffp-contract=off: no fused multiply-adds, so elementwise math
+// rounds exactly as the interpreter's kernels do (only reductions may sum in another order).
+#pragma once
+#include <optional>
+#include <string>
+
+namespace sheaf::cpu {
+
+inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fopenmp-simd -fPIC -shared";
+
+struct Toolchain {
+  std::string compiler;  // resolved path
+  std::string identity;  // first line of `compiler --version`
+};
+
+// Found once per process (nullopt: no compiler; the CPU backend then runs from cache only).
+const std::optional<Toolchain>& toolchain();
+
+// CPU model and ISA extensions (16 hex digits): artifacts are only reused on the same kind of CPU,
+// since -march=native code may use instructions another CPU lacks.
+const std::string& isa_fingerprint();
+
+// Compiles `source` into the shared object `out` (written directly; callers pass a temporary
+// name). Throws SheafError with the compiler's diagnostics on failure.
+void compile_shared_object(const Toolchain& tc, const std::string& source, const std::string& out);
+
+// A loaded shared object's entry point, or an error saying why it cannot be used.
+struct Loaded {
+  void* handle = nullptr;
+  void (*entry)(const void* rt, void** buffers) = nullptr;
+  std::string problem;  // non-empty: not usable
+};
+Loaded load_shared_object(const std::string& path, const std::string& digest);
+
+}  // namespace sheaf::cpu

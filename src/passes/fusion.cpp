@@ -1,0 +1,327 @@
+// passes/fusion.cpp — fusion grouping (see fusion.hpp). One walk over the nodes in order:
+//   - a view op composes its operand's View (a value computed inside a loop is first given a
+//     buffer by the loop that computes it; a reshape that strides cannot express copies first);
+//   - an elementwise node joins the loop of an operand with the same iteration space when every
+//     other operand is readable there: computed in that loop at the same point, or held in a
+//     buffer written by an earlier step (this is what keeps the order of steps valid);
+//   - a reduction joins the loop computing its operand when that loop folds no dims yet or the
+//     same dims; otherwise it starts a loop over its operand's shape;
+//   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
+//     copying an operand that is not; other nodes become Host steps, reading contiguous buffers.
+#include "passes/fusion.hpp"
+
+#include <algorithm>
+
+#include "base/error.hpp"
+
+namespace sheaf::fusion {
+
+using ir::Op;
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+namespace {
+
+bool loop_dtype(DType d) { return d == DType::F32 || d == DType::I32 || d == DType::U32 || d == DType::Bool; }
+
+bool is_view_op(Op op) {
+  return op == Op::BroadcastInDim || op == Op::Transpose || op == Op::Reshape || op == Op::Slice || op == Op::Reverse;
+}
+
+bool is_contiguous(const View& v, const Shape& shape) {
+  int64_t expect = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) continue;
+    if (v.strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+// Strides for `to` over the same elements as `v` (row-major order), or nullopt when the merges
+// and splits of dims cannot be expressed by strides (NumPy's no-copy reshape rule).
+std::optional<View> reshape_view(const View& v, const Shape& from, const Shape& to) {
+  View r{v.buffer, v.offset, std::vector<int64_t>(to.size(), 0)};
+  if (shape_numel(from) == 0) {
+    r.strides = contiguous_strides(to);
+    return r;
+  }
+  std::vector<int64_t> od, os;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1) od.push_back(from[i]), os.push_back(v.strides[i]);
+  size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  const size_t on = od.size(), nn = to.size();
+  while (ni < nn && oi < on) {
+    int64_t np = to[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= nn) return std::nullopt;
+        np *= to[nj++];
+      } else {
+        if (oj >= on) return std::nullopt;
+        op *= od[oj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k)
+      if (os[k] != od[k + 1] * os[k + 1]) return std::nullopt;
+    r.strides[nj - 1] = os[oj - 1];
+    for (size_t k = nj - 1; k > ni; --k) r.strides[k - 1] = r.strides[k] * to[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  return r;  // trailing size-1 dims keep stride 0
+}
+
+// `dims` (outermost first) of a strided operand as one matrix axis {size, stride}; nullopt when
+// they are not evenly spaced in memory. Size-1 dims never matter.
+std::optional<std::pair<int64_t, int64_t>> merge_axes(const Shape& shape, const std::vector<int64_t>& strides,
+                                                      const std::vector<int64_t>& dims) {
+  int64_t size = 1, stride = 1;
+  bool any = false;
+  for (int64_t d : dims) {
+    if (shape[d] == 1) continue;
+    if (any && stride != strides[d] * shape[d]) return std::nullopt;
+    size *= shape[d];
+    stride = strides[d];
+    any = true;
+  }
+  return std::pair{size, stride};
+}
+
+std::vector<int64_t> free_dims(size_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  std::vector<int64_t> r;
+  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
+    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) r.push_back(d);
+  return r;
+}
+
+std::optional<DotLayout> dot_layout(const Shape& ls, const View& l, const Shape& rs, const View& r, const DotDims& d) {
+  auto rows = merge_axes(ls, l.strides, free_dims(ls.size(), d.lhs_batch, d.lhs_contract));
+  auto inner = merge_axes(ls, l.strides, d.lhs_contract);
+  auto rinner = merge_axes(rs, r.strides, d.rhs_contract);
+  auto cols = merge_axes(rs, r.strides, free_dims(rs.size(), d.rhs_batch, d.rhs_contract));
+  if (!rows || !inner || !rinner || !cols) return std::nullopt;
+  DotLayout out;
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    out.batch.push_back(ls[d.lhs_batch[i]]);
+    out.batch_lhs.push_back(l.strides[d.lhs_batch[i]]);
+    out.batch_rhs.push_back(r.strides[d.rhs_batch[i]]);
+  }
+  out.m = rows->first, out.k = inner->first, out.n = cols->first;
+  out.a_rs = rows->second, out.a_cs = inner->second, out.b_rs = rinner->second, out.b_cs = cols->second;
+  return out;
+}
+
+class Fuser {
+ public:
+  explicit Fuser(const ir::Graph& g) : g_(g) {
+    size_t nv = g.types.size();
+    s_.step_of.assign(nv, -1);
+    s_.view.assign(nv, std::nullopt);
+    s_.has_buffer.assign(nv, false);
+    internal_.assign(nv, false);
+  }
+
+  Schedule run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
+    for (int32_t r : g_.results) own_buffer(r);
+    return std::move(s_);
+  }
+
+ private:
+  const ir::Graph& g_;
+  Schedule s_;
+  std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
+
+  const Shape& shape(int32_t v) const { return g_.type(v).shape; }
+  Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
+
+  void give_buffer(int32_t v, int32_t step_index) {
+    s_.has_buffer[v] = true;
+    s_.view[v] = View{v, 0, contiguous_strides(shape(v))};
+    s_.step_of[v] = step_index;
+    if (step_index >= 0) step(step_index).outputs.push_back(v);
+  }
+
+  // Where v's elements can be read from outside its loop (a loop-computed value gets a buffer).
+  const View& view_of(int32_t v) {
+    if (!s_.view[v]) give_buffer(v, s_.step_of[v]);
+    return *s_.view[v];
+  }
+
+  int32_t push(Step st) {
+    s_.steps.push_back(std::move(st));
+    return static_cast<int32_t>(s_.steps.size()) - 1;
+  }
+
+  // v in a buffer of its own (a view is copied by a Copy step).
+  void own_buffer(int32_t v) {
+    View w = view_of(v);
+    if (s_.has_buffer[v]) return;
+    Step c{.kind = StepKind::Copy, .nodes = {g_.def[v]}, .space = shape(v), .source = w};
+    give_buffer(v, push(std::move(c)));
+  }
+
+  // v readable as a contiguous block (an own buffer, or a view that is laid out row-major).
+  void contiguous(int32_t v) {
+    if (!is_contiguous(view_of(v), shape(v))) own_buffer(v);
+  }
+
+  // The step that writes the memory v is read from outside loop `g` (-1: none, an input).
+  int32_t producer(int32_t v) const {
+    if (s_.view[v]) return s_.step_of[s_.view[v]->buffer];
+    return s_.step_of[v];
+  }
+
+  bool readable_in(int32_t loop, int32_t v) const {
+    if (internal_[v] && s_.step_of[v] == loop) return true;
+    return producer(v) < loop;
+  }
+
+  // The loop node n joins, or -1 for a new one.
+  int32_t loop_to_join(const ir::Node& n) const {
+    int32_t best = -1;
+    for (int32_t u : n.in)
+      if (internal_[u] && shape(u) == shape(n.out)) best = std::max(best, s_.step_of[u]);
+    if (best < 0) return -1;
+    for (int32_t u : n.in)
+      if (!readable_in(best, u)) return -1;
+    return best;
+  }
+
+  void place_elementwise(int32_t i, const ir::Node& n) {
+    int32_t loop = loop_to_join(n);
+    if (loop < 0) loop = push(Step{.kind = StepKind::Loop, .space = shape(n.out)});
+    for (int32_t u : n.in)
+      if (!(internal_[u] && s_.step_of[u] == loop)) view_of(u);
+    step(loop).nodes.push_back(i);
+    s_.step_of[n.out] = loop;
+    internal_[n.out] = true;
+  }
+
+  void place_reduce(int32_t i, const ir::Node& n) {
+    int32_t x = n.in[0];
+    int32_t loop = -1;
+    if (internal_[x]) {
+      const Step& st = step(s_.step_of[x]);
+      if (st.reduce_dims.empty() || st.reduce_dims == n.attrs.dims) loop = s_.step_of[x];
+    }
+    if (loop < 0) {
+      view_of(x);
+      loop = push(Step{.kind = StepKind::Loop, .space = shape(x)});
+    }
+    step(loop).reduce_dims = n.attrs.dims;
+    step(loop).nodes.push_back(i);
+    give_buffer(n.out, loop);
+  }
+
+  void place_view(const ir::Node& n) {
+    int32_t x = n.in[0];
+    const ir::Attrs& a = n.attrs;
+    View w = view_of(x);
+    View r{w.buffer, w.offset, {}};
+    switch (n.op) {
+      case Op::BroadcastInDim:
+        r.strides.assign(shape(n.out).size(), 0);
+        for (size_t k = 0; k < a.dims.size(); ++k)
+          if (shape(x)[k] != 1) r.strides[a.dims[k]] = w.strides[k];
+        break;
+      case Op::Transpose:
+        for (int64_t d : a.dims) r.strides.push_back(w.strides[d]);
+        break;
+      case Op::Reshape: {
+        auto v = reshape_view(w, shape(x), shape(n.out));
+        if (!v) {
+          own_buffer(x);
+          v = reshape_view(*s_.view[x], shape(x), shape(n.out));
+        }
+        r = *v;
+        break;
+      }
+      case Op::Slice:
+        r.strides = w.strides;
+        for (size_t d = 0; d < w.strides.size(); ++d) {
+          r.offset += a.starts[d] * w.strides[d];
+          r.strides[d] *= a.strides[d];
+        }
+        break;
+      case Op::Reverse:
+        r.strides = w.strides;
+        for (int64_t d : a.dims) {
+          r.offset += (shape(x)[d] - 1) * w.strides[d];
+          r.strides[d] = -w.strides[d];
+        }
+        break;
+      default: throw SheafError("internal: not a view op");
+    }
+    s_.view[n.out] = std::move(r);
+  }
+
+  bool place_dot(int32_t i, const ir::Node& n) {
+    int32_t l = n.in[0], r = n.in[1];
+    if (g_.type(l).dtype != DType::F32 || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
+        shape_numel(shape(r)) == 0)
+      return false;
+    auto layout = dot_layout(shape(l), view_of(l), shape(r), view_of(r), n.attrs.dot);
+    if (!layout) {
+      own_buffer(l);
+      own_buffer(r);
+      layout = dot_layout(shape(l), *s_.view[l], shape(r), *s_.view[r], n.attrs.dot);
+      if (!layout) return false;
+    }
+    int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i}, .dot = *layout});
+    give_buffer(n.out, st);
+    return true;
+  }
+
+  void place_host(int32_t i, const ir::Node& n) {
+    for (int32_t u : n.in) contiguous(u);
+    int32_t st = push(Step{.kind = StepKind::Host, .nodes = {i}});
+    for (int32_t k = 0; k < n.nout; ++k) give_buffer(n.out + k, st);
+  }
+
+  void place(int32_t i) {
+    const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
+    if (n.op == Op::Parameter || n.op == Op::Constant) {
+      give_buffer(n.out, -1);
+    } else if (is_view_op(n.op)) {
+      place_view(n);
+    } else if (n.op == Op::Reduce && loop_supported(g_, n)) {
+      place_reduce(i, n);
+    } else if (loop_supported(g_, n)) {
+      place_elementwise(i, n);
+    } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
+      place_host(i, n);
+    }
+  }
+};
+
+}  // namespace
+
+bool loop_supported(const ir::Graph& g, const ir::Node& n) {
+  for (int32_t u : n.in)
+    if (!loop_dtype(g.type(u).dtype)) return false;
+  DType out = g.type(n.out).dtype;
+  if (!loop_dtype(out)) return false;
+  switch (n.op) {
+    case Op::Iota: case Op::Convert: case Op::Select: return true;
+    case Op::Binary:  // bitwise ops and shifts on floats are not elementwise math: the host kernel says what they do
+      return !is_float(g.type(n.in[0]).dtype) || n.attrs.binary <= Binary::Ge;
+    case Op::Unary:
+      if (out == DType::F32) return n.attrs.unary != Unary::Not;
+      return n.attrs.unary == Unary::Neg || n.attrs.unary == Unary::Abs || n.attrs.unary == Unary::Sign ||
+             n.attrs.unary == Unary::Not || n.attrs.unary == Unary::Floor || n.attrs.unary == Unary::Ceil ||
+             n.attrs.unary == Unary::Round;
+    case Op::Reduce:
+      return out != DType::Bool || n.attrs.reduce == Reduce::Max || n.attrs.reduce == Reduce::Min;
+    default: return false;
+  }
+}
+
+Schedule fuse(const ir::Graph& g) { return Fuser(g).run(); }
+
+}  // namespace sheaf::fusion

@@ -1,0 +1,68 @@
+// passes/fusion.hpp — fusion grouping: partitions an optimised graph into the steps a native
+// backend runs in order (the CPU backend renders each step as C++).
+//   Loop  one loop nest over an iteration space: elementwise nodes (unary, binary, convert,
+//         select, iota) computed at every point, optionally followed by reductions over the same
+//         space that fold one set of dims; operands from outside are read through views
+//   Copy  a loop that materialises one view into a contiguous buffer
+//   Dot   dot_general as (batched) matrix products, operands read through strided views
+//   Host  any other node, run by the reference kernels on the host
+// Views: broadcast_in_dim, transpose, reshape, slice and reverse never run; they become a View
+// (buffer + offset + one stride per dim, stride 0 for broadcast axes) read by the steps that
+// consume them. A value has a buffer when it is a parameter, a constant or a step output; a
+// value computed inside a loop gets one only when something outside the loop reads it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/ir.hpp"
+
+namespace sheaf::fusion {
+
+// Element (i0, .., ir-1) of a value lives at buffer[offset + Σ strides[d]·id] (elements of the
+// buffer's dtype).
+struct View {
+  int32_t buffer = -1;  // value id owning the memory
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
+enum class StepKind : uint8_t { Loop, Copy, Dot, Host };
+
+// dot_general as products of matrices: for every batch index b (row-major over `batch`),
+// out[b] (m×n, contiguous) = A_b (m×k) · B_b (k×n), where A_b's element (r, c) is at
+// lhs.buffer[lhs.offset + Σ batch_lhs[i]·b_i + r·a_rs + c·a_cs] and likewise for B.
+struct DotLayout {
+  std::vector<int64_t> batch, batch_lhs, batch_rhs;
+  int64_t m = 1, n = 1, k = 1;
+  int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
+};
+
+struct Step {
+  StepKind kind = StepKind::Loop;
+  std::vector<int32_t> nodes;         // node indices, topological (Copy/Dot/Host: exactly one)
+  Shape space;                        // Loop/Copy: the iteration space
+  std::vector<int64_t> reduce_dims;   // Loop: dims of `space` its reductions fold (sorted); empty: none
+  std::vector<int32_t> outputs;       // values this step writes into buffers
+  View source;                        // Copy: what it reads (the view's own entry is then contiguous)
+  DotLayout dot;                      // Dot
+};
+
+struct Schedule {
+  std::vector<Step> steps;
+  std::vector<int32_t> step_of;             // value → step that computes it (-1: parameter, constant, view)
+  std::vector<std::optional<View>> view;    // value → where its elements are (unset: inside a loop only)
+  std::vector<bool> has_buffer;             // value → owns memory (parameters, constants, step outputs)
+};
+
+// The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
+// or is a parameter/constant.
+Schedule fuse(const ir::Graph& g);
+
+// Row-major strides of `shape` (elements).
+std::vector<int64_t> contiguous_strides(const Shape& shape);
+
+// Can a Loop compute node `n` (op and dtypes supported by loop code generation)?
+bool loop_supported(const ir::Graph& g, const ir::Node& n);
+
+}  // namespace sheaf::fusion
