@@ -129,6 +129,7 @@ class Fuser {
   Schedule run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
+    drop_empty_steps();
     return std::move(s_);
   }
 
@@ -139,6 +140,20 @@ class Fuser {
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
+
+  // Loops emptied by move_loop go; step numbers are made dense again.
+  void drop_empty_steps() {
+    std::vector<int32_t> renumber(s_.steps.size(), -1);
+    std::vector<Step> kept;
+    for (size_t i = 0; i < s_.steps.size(); ++i)
+      if (!s_.steps[i].nodes.empty()) {
+        renumber[i] = static_cast<int32_t>(kept.size());
+        kept.push_back(std::move(s_.steps[i]));
+      }
+    s_.steps = std::move(kept);
+    for (int32_t& st : s_.step_of)
+      if (st >= 0) st = renumber[static_cast<size_t>(st)];
+  }
 
   void give_buffer(int32_t v, int32_t step_index) {
     s_.has_buffer[v] = true;
@@ -182,12 +197,31 @@ class Fuser {
     return producer(v) < loop;
   }
 
-  // The loop node n joins, or -1 for a new one.
-  int32_t loop_to_join(const ir::Node& n) const {
+  // A loop whose values nobody outside it has read yet, with no reductions, can move later into
+  // loop `into` (same space): its inputs were ready before it, so they are ready there too.
+  bool can_move_into(int32_t from, int32_t into) {
+    const Step& f = step(from);
+    return from != into && f.kind == StepKind::Loop && f.outputs.empty() && f.reduce_dims.empty() &&
+           f.space == step(into).space;
+  }
+
+  void move_loop(int32_t from, int32_t into) {
+    Step& f = step(from);
+    Step& t = step(into);
+    for (int32_t ni : f.nodes) s_.step_of[g_.nodes[static_cast<size_t>(ni)].out] = into;
+    t.nodes.insert(t.nodes.begin(), f.nodes.begin(), f.nodes.end());
+    f.nodes.clear();
+  }
+
+  // The loop node n joins, or -1 for a new one. Other loops computing n's operands at the same
+  // points move into it when they can (horizontal fusion: `b2·v` and `(1-b2)·g²` of Adam).
+  int32_t loop_to_join(const ir::Node& n) {
     int32_t best = -1;
     for (int32_t u : n.in)
       if (internal_[u] && shape(u) == shape(n.out)) best = std::max(best, s_.step_of[u]);
     if (best < 0) return -1;
+    for (int32_t u : n.in)
+      if (internal_[u] && can_move_into(s_.step_of[u], best)) move_loop(s_.step_of[u], best);
     for (int32_t u : n.in)
       if (!readable_in(best, u)) return -1;
     return best;

@@ -56,7 +56,13 @@ static std::atomic<int64_t> g_max_elements{int64_t{1} << 33};
 
 void set_max_tensor_elements(int64_t n) { g_max_elements = n; }
 
+// Small buffers share one allocation with their reference count (malloc's fast path); larger
+// ones are 64-byte aligned for vector loads.
 static std::shared_ptr<std::byte> allocate(size_t nbytes) {
+  if (nbytes <= 1024) {
+    std::shared_ptr<std::byte[]> block = std::make_shared_for_overwrite<std::byte[]>(std::max<size_t>(nbytes, 1));
+    return std::shared_ptr<std::byte>(block, block.get());
+  }
   size_t rounded = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();

@@ -75,7 +75,7 @@ class Tensor {
   DType dtype_ = DType::F32;
   Shape shape_;
   int64_t numel_ = 0;
-  std::shared_ptr<std::byte> data_;  // 64-byte aligned when allocated here
+  std::shared_ptr<std::byte> data_;  // 64-byte aligned when allocated here (above 1 KiB)
   int32_t sym_ = -1;
   uint32_t trace_ = 0;
   bool weak_ = false;

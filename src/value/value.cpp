@@ -112,9 +112,14 @@ const Value* DictObj::find(std::string_view key) const {
 }
 
 Value make_dict(std::vector<std::pair<std::string, Value>> entries) {
+  auto o = std::make_shared<DictObj>();
+  auto out_of_order = [](const auto& a, const auto& b) { return !(a.first < b.first); };
+  if (std::adjacent_find(entries.begin(), entries.end(), out_of_order) == entries.end()) {  // sorted, unique
+    o->entries = std::move(entries);
+    return Value::object(Kind::Dict, std::move(o));
+  }
   std::stable_sort(entries.begin(), entries.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  auto o = std::make_shared<DictObj>();
   for (auto& e : entries) {
     if (!o->entries.empty() && o->entries.back().first == e.first)
       o->entries.back().second = std::move(e.second);

@@ -285,10 +285,12 @@ class Renderer {
       const Step& st = s_.steps[i];
       switch (st.kind) {
         case StepKind::Loop:
-        case StepKind::Copy:
-          out += loop_function(i, st);
-          entry += fmt::format("  s{}(b);\n", i);
+        case StepKind::Copy: {
+          auto [fn, call] = loop_function(i, st);
+          out += fn;
+          entry += call;
           break;
+        }
         case StepKind::Dot: entry += dot_call(st); break;
         case StepKind::Host: entry += fmt::format("  rt->host(rt->self, {}, b);\n", i); break;
       }
@@ -314,7 +316,8 @@ class Renderer {
     return literal(type(v).dtype, src.attrs.value.get(0));
   }
 
-  std::string loop_function(size_t index, const Step& st) {
+  // The loop nest of a Loop/Copy step as a function, and its call from the entry.
+  std::pair<std::string, std::string> loop_function(size_t index, const Step& st) {
     const size_t rank = st.space.size();
     std::vector<bool> red(rank, false);
     for (int64_t d : st.reduce_dims) red[static_cast<size_t>(d)] = true;
@@ -348,14 +351,16 @@ class Renderer {
     bool scalar_acc = std::none_of(nest.reduced.begin(), nest.reduced.begin() + static_cast<std::ptrdiff_t>(outer),
                                    [](bool r) { return r; });
 
-    std::string decl;
+    // Buffers are restrict-qualified parameters (GCC honours restrict there, not on locals).
+    std::string params, args;
     std::vector<int32_t> declared;
     auto declare = [&](int32_t buffer, bool write) {
       if (std::find(declared.begin(), declared.end(), buffer) != declared.end()) return;
       declared.push_back(buffer);
       const char* t = ctype(type(buffer).dtype);
       const char* c = write ? "" : "const ";
-      decl += fmt::format("  {}{}* __restrict__ {} = ({}{}*)b[{}];\n", c, t, pointer(buffer), c, t, m_.slot[buffer]);
+      params += fmt::format("{}{}{}* __restrict__ {}", params.empty() ? "" : ", ", c, t, pointer(buffer));
+      args += fmt::format("{}({}{}*)b[{}]", args.empty() ? "" : ", ", c, t, m_.slot[buffer]);
     };
     for (int32_t v : st.outputs) declare(v, true);
     auto operand = [&](int32_t u) -> std::string {
@@ -428,7 +433,7 @@ class Renderer {
     if (scalar_acc)
       for (int32_t r : reductions) line(fmt::format("{}[{}] = a{};", pointer(r), nest.index(kept, 0), r));
     for (size_t k = 0; k < outer; ++k) close();
-    return fmt::format("static void s{}(void** b) {{\n{}{}}}\n", index, decl, code);
+    return {fmt::format("static void s{}({}) {{\n{}}}\n", index, params, code), fmt::format("  s{}({});\n", index, args)};
   }
 
   bool is_reduce(int32_t v) const { return g_.producer(v).op == Op::Reduce; }
@@ -444,6 +449,10 @@ class Renderer {
     }
     return fmt::format("{:{}}#pragma omp simd{}\n", "", indent, clauses);
   }
+
+  // Products of at most kInlineDotMacs multiply-adds are rendered as loops (the compiler sees
+  // every size; a library call would cost more than the arithmetic); larger ones call rt->sgemm.
+  static constexpr int64_t kInlineDotMacs = 32 * 32 * 32;
 
   std::string dot_call(const Step& st) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
@@ -462,8 +471,24 @@ class Renderer {
       bb += fmt::format(" + t{} * {}", k, d.batch_rhs[k]);
       batch_linear = fmt::format("({}) * {} + t{}", batch_linear, d.batch[k], k);
     }
-    code += fmt::format("{:{}}rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {} + ({}) * {});\n", "", indent, a, d.m, d.k,
-                        d.a_rs, d.a_cs, bb, d.n, d.b_rs, d.b_cs, c, batch_linear, d.m * d.n);
+    std::string out = fmt::format("{} + ({}) * {}", c, batch_linear, d.m * d.n);
+    if (d.m * d.n * d.k <= kInlineDotMacs) {
+      std::string pad(static_cast<size_t>(indent), ' ');
+      code += fmt::format(
+          "{0}{{ const float* __restrict__ A = {1}; const float* __restrict__ B = {2}; float* __restrict__ C = {3};\n"
+          "{0}  for (i64 i = 0; i < {4}; ++i) {{\n"
+          "{0}    for (i64 j = 0; j < {5}; ++j) C[i * {5} + j] = 0.0f;\n"
+          "{0}    for (i64 p = 0; p < {6}; ++p) {{\n"
+          "{0}      const float x = A[i * {7} + p * {8}];\n"
+          "{0}      for (i64 j = 0; j < {5}; ++j) C[i * {5} + j] += x * B[p * {9} + j * {10}];\n"
+          "{0}    }}\n"
+          "{0}  }}\n"
+          "{0}}}\n",
+          pad, a, bb, out, d.m, d.n, d.k, d.a_rs, d.a_cs, d.b_rs, d.b_cs);
+    } else {
+      code += fmt::format("{:{}}rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", "", indent, a, d.m, d.k, d.a_rs,
+                          d.a_cs, bb, d.n, d.b_rs, d.b_cs, out);
+    }
     for (size_t k = 0; k < d.batch.size(); ++k) indent -= 2, code += fmt::format("{:{}}}}\n", "", indent);
     return code + "  }\n";
   }

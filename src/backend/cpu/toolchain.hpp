@@ -3,14 +3,15 @@
 // `__sheaf__/` needs none). Generated units are built with kCompileFlags into a shared object
 // and loaded with dlopen; a library is used only when its ABI version and embedded digest
 // match what the caller rendered. -ffp-contract=off: no fused multiply-adds, so elementwise math
-// rounds exactly as the interpreter's kernels do (only reductions may sum in another order).
+// rounds exactly as the interpreter's kernels do (only reductions may sum in another order);
+// -fno-math-errno: sqrt and friends vectorise (errno is never read).
 #pragma once
 #include <optional>
 #include <string>
 
 namespace sheaf::cpu {
 
-inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fopenmp-simd -fPIC -shared";
+inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fopenmp-simd -fPIC -shared";
 
 struct Toolchain {
   std::string compiler;  // resolved path
