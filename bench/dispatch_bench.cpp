@@ -1,14 +1,18 @@
 // bench/dispatch_bench.cpp — host overhead of calling a cached compiled function (Google Benchmark).
 // XOR forward (x f32[4x2], a 2-8-1 MLP with tanh and sigmoid) is called through the interpreter
-// three ways: compiled and cached (trace once, then specialization-key lookup, flattening, the
-// reference executor, result rebuild), the same executable run directly (kernels only), and
-// interpreted (--no-jit). Dispatch overhead = compiled call − executable alone.
+// compiled and cached (specialization-key lookup, flattening, the executable, result rebuild) on
+// the CPU backend and on the reference executor; the same executables run directly (no
+// interpreter); and interpreted (--no-jit). Dispatch overhead = compiled call − executable alone.
 #include <benchmark/benchmark.h>
 
 #include <sstream>
 
+#include <filesystem>
+
+#include "backend/cpu/program.hpp"
 #include "backend/ref/executor.hpp"
 #include "eval/interp.hpp"
+#include "passes/passes.hpp"
 #include "runtime/jit.hpp"
 #include "trace/tracer.hpp"
 
@@ -26,8 +30,9 @@ struct Fixture {
   std::ostringstream out;
   sheaf::Interp in{out};
   sheaf::Value fn, p, x;
-  explicit Fixture(bool jit) {
+  explicit Fixture(bool jit, sheaf::Device device = sheaf::Device::Ref) {
     if (!jit) in.jit.reset();
+    else in.jit->device = device;
     in.run_text(kProgram, "<bench>");
     fn = in.run_text("forward", "<bench>");
     p = in.run_text("params", "<bench>");
@@ -39,15 +44,46 @@ struct Fixture {
   }
 };
 
-void BM_CompiledCall(benchmark::State& st) {
-  Fixture f(true);
-  f.call();  // trace and cache
+void compiled_call(benchmark::State& st, sheaf::Device device) {
+  Fixture f(true, device);
+  f.call();  // trace, build and cache
   for (auto _ : st) benchmark::DoNotOptimize(f.call());
   st.counters["traces"] = static_cast<double>(f.in.jit->stats().traces);
+  st.counters["native"] = static_cast<double>(f.in.jit->stats().built + f.in.jit->stats().loaded);
 }
-BENCHMARK(BM_CompiledCall);
+void BM_CompiledCallCpu(benchmark::State& st) { compiled_call(st, sheaf::Device::Cpu); }
+void BM_CompiledCallRef(benchmark::State& st) { compiled_call(st, sheaf::Device::Ref); }
+BENCHMARK(BM_CompiledCallCpu);
+BENCHMARK(BM_CompiledCallRef);
 
-void BM_ExecutableOnly(benchmark::State& st) {
+// The traced, optimised graph of forward and its flattened inputs.
+struct Traced {
+  sheaf::ir::Graph graph;
+  std::vector<sheaf::Tensor> inputs;
+  explicit Traced(Fixture& f) {
+    sheaf::Value args[] = {f.p, f.x};
+    graph = sheaf::trace::trace_call(f.in, f.fn, args, {}, false).graph;
+    sheaf::passes::optimize(graph);
+    std::string key;
+    sheaf::trace::flatten_args(args, false, key, inputs);
+  }
+};
+
+void BM_NativeOnly(benchmark::State& st) {
+  Fixture f(true);
+  Traced t(f);
+  const auto& tc = sheaf::cpu::toolchain();
+  if (!tc) return st.SkipWithError("no C++ compiler");
+  sheaf::cpu::Prepared p = sheaf::cpu::prepare(t.graph);
+  std::string so = (std::filesystem::temp_directory_path() / "sheaf-dispatch-bench.so").string();
+  sheaf::cpu::compile_shared_object(*tc, p.source.text, so);
+  sheaf::cpu::Loaded lib = sheaf::cpu::load_shared_object(so, p.source.digest);
+  sheaf::cpu::Program prog(t.graph, std::move(p), lib);
+  for (auto _ : st) benchmark::DoNotOptimize(prog.run(t.inputs));
+}
+BENCHMARK(BM_NativeOnly);
+
+void BM_RefExecutableOnly(benchmark::State& st) {
   Fixture f(true);
   sheaf::Value args[] = {f.p, f.x};
   sheaf::trace::Traced t = sheaf::trace::trace_call(f.in, f.fn, args, {}, false);
@@ -57,7 +93,7 @@ void BM_ExecutableOnly(benchmark::State& st) {
   sheaf::trace::flatten_args(args, false, key, inputs);
   for (auto _ : st) benchmark::DoNotOptimize(sheaf::ref::run(t.graph, plan, inputs));
 }
-BENCHMARK(BM_ExecutableOnly);
+BENCHMARK(BM_RefExecutableOnly);
 
 void BM_Interpreted(benchmark::State& st) {
   Fixture f(false);
