@@ -201,7 +201,7 @@ class Fuser {
   // loop `into` (same space): its inputs were ready before it, so they are ready there too.
   bool can_move_into(int32_t from, int32_t into) {
     const Step& f = step(from);
-    return from != into && f.kind == StepKind::Loop && f.outputs.empty() && f.reduce_dims.empty() &&
+    return from != into && f.kind == StepKind::Loop && f.outputs.empty() && !f.reduces &&
            f.space == step(into).space;
   }
 
@@ -242,12 +242,13 @@ class Fuser {
     int32_t loop = -1;
     if (internal_[x]) {
       const Step& st = step(s_.step_of[x]);
-      if (st.reduce_dims.empty() || st.reduce_dims == n.attrs.dims) loop = s_.step_of[x];
+      if (!st.reduces || st.reduce_dims == n.attrs.dims) loop = s_.step_of[x];
     }
     if (loop < 0) {
       view_of(x);
       loop = push(Step{.kind = StepKind::Loop, .space = shape(x)});
     }
+    step(loop).reduces = true;
     step(loop).reduce_dims = n.attrs.dims;
     step(loop).nodes.push_back(i);
     give_buffer(n.out, loop);
@@ -342,7 +343,7 @@ bool loop_supported(const ir::Graph& g, const ir::Node& n) {
   DType out = g.type(n.out).dtype;
   if (!loop_dtype(out)) return false;
   switch (n.op) {
-    case Op::Iota: case Op::Convert: case Op::Select: return true;
+    case Op::Iota: case Op::Convert: case Op::Select: case Op::Pad: return true;
     case Op::Binary:  // bitwise ops and shifts on floats are not elementwise math: the host kernel says what they do
       return !is_float(g.type(n.in[0]).dtype) || n.attrs.binary <= Binary::Ge;
     case Op::Unary:
@@ -357,5 +358,11 @@ bool loop_supported(const ir::Graph& g, const ir::Node& n) {
 }
 
 Schedule fuse(const ir::Graph& g) { return Fuser(g).run(); }
+
+const View& read_view(const Schedule& s, int32_t v, int32_t reader) {
+  int32_t st = s.step_of[v];
+  if (st > reader && s.steps[static_cast<size_t>(st)].kind == StepKind::Copy) return s.steps[static_cast<size_t>(st)].source;
+  return *s.view[v];
+}
 
 }  // namespace sheaf::fusion

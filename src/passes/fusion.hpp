@@ -1,7 +1,7 @@
 // passes/fusion.hpp — fusion grouping: partitions an optimised graph into the steps a native
 // backend runs in order (the CPU backend renders each step as C++).
 //   Loop  one loop nest over an iteration space: elementwise nodes (unary, binary, convert,
-//         select, iota) computed at every point, optionally followed by reductions over the same
+//         select, iota; pad reads its operand only inside the bounds) computed at every point, optionally followed by reductions over the same
 //         space that fold one set of dims; operands from outside are read through views
 //   Copy  a loop that materialises one view into a contiguous buffer
 //   Dot   dot_general as (batched) matrix products, operands read through strided views
@@ -42,7 +42,8 @@ struct Step {
   StepKind kind = StepKind::Loop;
   std::vector<int32_t> nodes;         // node indices, topological (Copy/Dot/Host: exactly one)
   Shape space;                        // Loop/Copy: the iteration space
-  std::vector<int64_t> reduce_dims;   // Loop: dims of `space` its reductions fold (sorted); empty: none
+  bool reduces = false;               // Loop: has reductions, all folding `reduce_dims` (sorted; may be empty)
+  std::vector<int64_t> reduce_dims;
   std::vector<int32_t> outputs;       // values this step writes into buffers
   View source;                        // Copy: what it reads (the view's own entry is then contiguous)
   DotLayout dot;                      // Dot
@@ -54,6 +55,10 @@ struct Schedule {
   std::vector<std::optional<View>> view;    // value → where its elements are (unset: inside a loop only)
   std::vector<bool> has_buffer;             // value → owns memory (parameters, constants, step outputs)
 };
+
+// Where step `reader` finds v: its view, except for a view that a later Copy step
+// materialises — readers placed before that copy still read the source.
+const View& read_view(const Schedule& s, int32_t v, int32_t reader);
 
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.

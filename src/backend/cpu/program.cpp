@@ -63,7 +63,7 @@ void Program::run_host_step(int32_t step, void** buffers) {
   const ir::Node& n = g_.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(step)].nodes[0])];
   std::vector<Tensor> in;
   for (int32_t u : n.in) {
-    const fusion::View& w = *s.view[u];
+    const fusion::View& w = fusion::read_view(s, u, step);
     const ir::Type& t = g_.type(u);
     auto* p = static_cast<std::byte*>(buffers[p_.memory.slot[w.buffer]]) + w.offset * static_cast<int64_t>(dtype_size(t.dtype));
     in.push_back(Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(p, [](std::byte*) {})));

@@ -102,7 +102,7 @@ const std::string& isa_fingerprint() {
       if (model.empty() && line.rfind("model name", 0) == 0) model = line;
       if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
     }
-    return digest_of(model + "\n" + flags + "\n" + kCompileFlags);
+    return digest_of(model + "\n" + flags + "\n" + kCompileFlags + " " + kLinkFlags);
   }();
   return fp;
 }
@@ -117,7 +117,7 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
   std::vector<std::string> argv{tc.compiler};
   std::stringstream flags(kCompileFlags);
   for (std::string f; flags >> f;) argv.push_back(f);
-  argv.insert(argv.end(), {"-o", out, src});
+  argv.insert(argv.end(), {"-o", out, src, kLinkFlags});
   int rc = run(argv, log);
   std::string diagnostics = read_text(log);
   fs::remove(log);

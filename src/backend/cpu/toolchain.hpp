@@ -4,7 +4,8 @@
 // and loaded with dlopen; a library is used only when its ABI version and embedded digest
 // match what the caller rendered. -ffp-contract=off: no fused multiply-adds, so elementwise math
 // rounds exactly as the interpreter's kernels do (only reductions may sum in another order);
-// -fno-math-errno: sqrt and friends vectorise (errno is never read).
+// -fno-math-errno: sqrt and friends vectorise (errno is never read). Transcendental functions
+// vectorise through libmvec (within 4 ulp of the scalar libm the interpreter calls).
 #pragma once
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 namespace sheaf::cpu {
 
 inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fopenmp-simd -fPIC -shared";
+inline constexpr const char* kLinkFlags = "-lmvec";  // glibc's vector math (expf, tanhf, ... on 16 lanes)
 
 struct Toolchain {
   std::string compiler;  // resolved path
