@@ -57,8 +57,7 @@ TEST_P(JitConsistency, CompiledMatchesInterpreted) {
   ASSERT_EQ(got.error, "") << "the compiled program fails:\n" << c.text;
 
   const JitStats& s = compiled.jit->stats();
-  std::string reasons;
-  for (const std::string& r : s.fallback_reasons) reasons += "\n  interpreted " + r;
+  std::string reasons = testing_support::interpreted_reasons(s);
   EXPECT_GE(s.traces, 1u) << "f was never traced";
   EXPECT_EQ(s.fallbacks, 0u) << "f fell back to the interpreter:" << reasons;
   EXPECT_EQ(difference(got.value, want.value, ""), "");

@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "case_file.hpp"
 #include "eval/interp.hpp"
+#include "runtime/jit.hpp"
 #include "tensor/shape.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
@@ -82,6 +83,13 @@ inline Outcome run_case(Interp& in, const CaseSection& c) {
   } catch (const SheafError& e) {
     return {Value(), e.what()};
   }
+}
+
+// The JIT's fallback reasons, one "interpreted f: why" line each (for failure messages).
+inline std::string interpreted_reasons(const JitStats& s) {
+  std::string reasons;
+  for (const std::string& r : s.fallback_reasons) reasons += "\n  interpreted " + r;
+  return reasons;
 }
 
 }  // namespace sheaf::testing_support
