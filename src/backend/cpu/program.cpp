@@ -83,6 +83,26 @@ void Program::run_host_step(int32_t step, void** buffers) {
   }
 }
 
+Tensor Program::result_buffer(size_t position, const ir::Type& t) {
+  constexpr size_t kRecycleBytes = 64 * 1024, kGenerations = 3;
+  if (spare_.size() <= position) spare_.resize(g_.results.size());
+  std::vector<Tensor>& spare = spare_[position];
+  for (Tensor& old : spare)
+    if (old.storage().use_count() == 1) {
+      Tensor fresh = Tensor::wrap(t.dtype, t.shape, old.storage());
+      std::swap(old, spare.back());
+      spare.pop_back();
+      spare.insert(spare.begin(), fresh);
+      return fresh;
+    }
+  Tensor fresh = Tensor::empty(t.dtype, t.shape);
+  if (fresh.nbytes() >= kRecycleBytes) {
+    spare.insert(spare.begin(), fresh);
+    if (spare.size() > kGenerations) spare.pop_back();
+  }
+  return fresh;
+}
+
 std::vector<Tensor> Program::run(std::span<const Tensor> args) {
   const MemoryPlan& m = p_.memory;
   const fusion::Schedule& s = p_.schedule;
@@ -100,7 +120,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args) {
     if (!computed_here(r)) continue;
     auto first = std::find(g_.results.begin(), g_.results.end(), r) - g_.results.begin();
     if (static_cast<size_t>(first) != i) continue;
-    results[i] = Tensor::empty(g_.type(r).dtype, g_.type(r).shape);
+    results[i] = result_buffer(i, g_.type(r));
     buffers_[m.slot[r]] = results[i].mutable_bytes();
   }
   lib_.entry(&rt_, buffers_.data());

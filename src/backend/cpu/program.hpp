@@ -42,6 +42,11 @@ class Program {
   std::vector<void*> table_;     // slots of constants and arena buffers, filled once
   std::vector<void*> buffers_;   // the table of the running call
   std::vector<std::pair<int32_t, Tensor>> held_;  // host step outputs of the running call
+  // Large result buffers of earlier calls, per result position: reused once nothing else holds
+  // them (a training loop drops the previous step's parameters), which saves the allocation
+  // and the page faults of fresh memory.
+  std::vector<std::vector<Tensor>> spare_;
+  Tensor result_buffer(size_t position, const ir::Type& t);
   Runtime rt_;
 
   static void host_step(void* self, int32_t step, void** buffers);
