@@ -94,6 +94,14 @@ const std::optional<Toolchain>& toolchain() {
   return tc;
 }
 
+const std::string& compile_flags() {
+  static const std::string flags = [] {
+    const char* env = std::getenv("SHEAF_CXXFLAGS");
+    return std::string(env && *env ? env : kCompileFlags);
+  }();
+  return flags;
+}
+
 const std::string& isa_fingerprint() {
   static const std::string fp = [] {
     std::ifstream f("/proc/cpuinfo");
@@ -102,7 +110,7 @@ const std::string& isa_fingerprint() {
       if (model.empty() && line.rfind("model name", 0) == 0) model = line;
       if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
     }
-    return digest_of(model + "\n" + flags + "\n" + kCompileFlags + " " + kLinkFlags);
+    return digest_of(model + "\n" + flags + "\n" + compile_flags() + " " + kLinkFlags);
   }();
   return fp;
 }
@@ -115,7 +123,7 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
     if (!f) throw SheafError(fmt::format("cannot write the generated source {}", src));
   }
   std::vector<std::string> argv{tc.compiler};
-  std::stringstream flags(kCompileFlags);
+  std::stringstream flags(compile_flags());
   for (std::string f; flags >> f;) argv.push_back(f);
   argv.insert(argv.end(), {"-o", out, src, kLinkFlags});
   int rc = run(argv, log);

@@ -1,6 +1,6 @@
 // backend/cpu/toolchain.hpp — the system C++ compiler, run at JIT time, and loading its output.
 // The compiler is $SHEAF_CXX, else the first of c++, g++, clang++ on PATH (a run from a warm
-// `__sheaf__/` needs none). Generated units are built with kCompileFlags into a shared object
+// `__sheaf__/` needs none). Generated units are built with compile_flags() into a shared object
 // and loaded with dlopen; a library is used only when its ABI version and embedded digest
 // match what the caller rendered. -ffp-contract=off: no fused multiply-adds, so elementwise math
 // rounds exactly as the interpreter's kernels do (only reductions may sum in another order);
@@ -13,6 +13,8 @@
 namespace sheaf::cpu {
 
 inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fopenmp-simd -fPIC -shared";
+// $SHEAF_CXXFLAGS when set (then part of the cache key, like the CPU), else kCompileFlags.
+const std::string& compile_flags();
 inline constexpr const char* kLinkFlags = "-lmvec";  // glibc's vector math (expf, tanhf, ... on 16 lanes)
 
 struct Toolchain {
