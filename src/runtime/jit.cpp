@@ -152,14 +152,17 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     exe->plan = ref::plan(exe->graph);
     if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
     exe->result = std::move(t.result);
+    stats_.trace_s += since(t0);  // tracing and the IR passes; the native build is counted apart
+    t0 = Clock::now();
     if (device == Device::Cpu) exe->native = build_native(in, fn, *exe);
     e.exe = std::move(exe);
   } catch (const TraceAbort& abort) {
     e.reason = abort.what();
+    stats_.trace_s += since(t0);
   } catch (const SheafError& err) {  // the interpreter reproduces (and reports) real errors
     e.reason = err.what();
+    stats_.trace_s += since(t0);
   }
-  stats_.trace_s += since(t0);
   if (!e.exe && !c.static_scalars && has_scalar_args(args) && e.reason.rfind("the value of a traced", 0) == 0) {
     // Maybe a scalar argument is needed statically (a shape, a count): retry with scalars in the key.
     c.static_scalars = true;
