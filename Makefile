@@ -2,6 +2,7 @@
 #   make demo       bootstrap + build + run the demo training job
 #   make test       bootstrap + build + every test (ctest) + 60 s of fuzzing
 #   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
+#   make bench      installs the peers (PyTorch, JAX, IREE), runs bench/run.py → bench/results.md
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -G Ninja -DSHEAF_WERROR=ON
@@ -33,7 +34,8 @@ demo: build
 	./build/sheaf examples/mlp/train.shf
 
 bench: build
-	./build/bench/dispatch_bench
+	bash scripts/bench_deps.sh
+	python3 bench/run.py --sheaf build/sheaf --out bench/results.md
 
 clean:
 	rm -rf build build-asan build-fuzz
