@@ -211,8 +211,11 @@ void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<T
       return;
     }
     case Kind::List: {
+      // () and [] lists of values behave alike (printing, equality, tracing); a list made by
+      // `map` and the same list rebuilt from a compiled result must share an executable.
+      ListKind k = v.as_list().kind == ListKind::Bracket ? ListKind::Paren : v.as_list().kind;
       tag('L');
-      tag(static_cast<char>(v.as_list().kind));
+      tag(static_cast<char>(k));
       uint32_t n = static_cast<uint32_t>(v.as_list().items.size());
       put(&n, sizeof n);
       for (const Value& x : v.as_list().items) key_of(x, static_scalars, key, inputs);

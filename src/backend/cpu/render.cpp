@@ -7,6 +7,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -39,7 +40,6 @@ float logf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float sinf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float cosf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float tanhf(float) __attribute__((simd("notinbranch"), nothrow, const));
-float powf(float, float) __attribute__((simd("notinbranch"), nothrow, const));
 }
 struct sheaf_rt {
   void (*sgemm)(const float*, i64, i64, i64, i64, const float*, i64, i64, i64, float*);
@@ -49,6 +49,12 @@ struct sheaf_rt {
 static inline float sh_max(float x, float y) { return (x > y || x != x) ? x : y; }
 static inline float sh_min(float x, float y) { return (x < y || x != x) ? x : y; }
 static inline float sh_sign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
+// pow with C semantics: with -fno-math-errno GCC turns pow(x, 0.5) into sqrt(x), which differs
+// at -0 and -inf, so that case is spelled out.
+static inline float sh_powf(float x, float y) {
+  if (y == 0.5f) return (x == 0 || x == -__builtin_inff()) ? __builtin_fabsf(x) : __builtin_sqrtf(x);
+  return __builtin_powf(x, y);
+}
 static inline float sh_rem(float x, float y) { float r = __builtin_fmodf(x, y); return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r; }
 template <class T> static inline T sh_imax(T x, T y) { return x > y ? x : y; }
 template <class T> static inline T sh_imin(T x, T y) { return x < y ? x : y; }
@@ -177,7 +183,7 @@ std::string binary_expr(Binary op, DType d, const std::string& x, const std::str
       case Binary::Sub: return infix("-");
       case Binary::Mul: return infix("*");
       case Binary::Div: return infix("/");
-      case Binary::Pow: return call("powf");
+      case Binary::Pow: return call("sh_powf");
       case Binary::Max: return call("sh_max");
       case Binary::Min: return call("sh_min");
       case Binary::Rem: return call("sh_rem");
@@ -279,13 +285,16 @@ struct Nest {
     return "0";
   }
   // offset + Σ i_k · stride of the innermost original dim of group k.
-  std::string index(const std::vector<int64_t>& strides, int64_t offset) const {
+  // `at(k)` spells the index of group k (default i{k}).
+  std::string index(const std::vector<int64_t>& strides, int64_t offset,
+                    const std::function<std::string(size_t)>& at = nullptr) const {
     std::string e = offset ? std::to_string(offset) : "";
     for (size_t k = 0; k < groups.size(); ++k) {
       int64_t s = strides[groups[k].back()];
       if (s == 0) continue;
       if (!e.empty()) e += " + ";
-      e += s == 1 ? fmt::format("i{}", k) : fmt::format("i{} * {}", k, s);
+      std::string i = at ? at(k) : fmt::format("i{}", k);
+      e += s == 1 ? i : fmt::format("{} * {}", i, s);
     }
     return e.empty() ? "0" : e;
   }
@@ -295,17 +304,21 @@ class Renderer {
  public:
   Renderer(const ir::Graph& g, const fusion::Schedule& s, const MemoryPlan& m) : g_(g), s_(s), m_(m) {}
 
+  // Loop functions first (split in two halves, SHEAF_PART 0 and 1, so that a large unit can be
+  // compiled on two cores), then the entry (part 1). Without SHEAF_PART it is one unit.
   std::string run() {
-    std::string out = kPrelude;
     std::string entry = "extern \"C\" void sheaf_entry(const sheaf_rt* rt, void** b) {\n";
+    std::vector<std::string> fns;
+    std::string prototypes;
     for (size_t i = 0; i < s_.steps.size(); ++i) {
       const Step& st = s_.steps[i];
       switch (st.kind) {
         case StepKind::Loop:
         case StepKind::Copy: {
-          auto [fn, call] = loop_function(i, st);
-          out += fn;
-          entry += call;
+          LoopFunction f = loop_function(i, st);
+          prototypes += f.prototype + ";\n";
+          fns.push_back(f.prototype + " {\n" + f.body + "}\n");
+          entry += f.call;
           break;
         }
         case StepKind::Dot: entry += dot_call(i, st); break;
@@ -316,7 +329,13 @@ class Renderer {
         }
       }
     }
-    return out + entry + "}\n";
+    std::string out = kPrelude + prototypes;
+    size_t half = fns.size() / 2;
+    out += "#if !defined(SHEAF_PART) || SHEAF_PART == 0\n";
+    for (size_t i = 0; i < half; ++i) out += fns[i];
+    out += "#endif\n#if !defined(SHEAF_PART) || SHEAF_PART == 1\n";
+    for (size_t i = half; i < fns.size(); ++i) out += fns[i];
+    return out + entry + "}\n";  // render() closes the #if after the exported constants
   }
 
  private:
@@ -341,7 +360,10 @@ class Renderer {
   }
 
   // The loop nest of a Loop/Copy step as a function, and its call from the entry.
-  std::pair<std::string, std::string> loop_function(size_t index, const Step& st) {
+  struct LoopFunction {
+    std::string prototype, body, call;
+  };
+  LoopFunction loop_function(size_t index, const Step& st) {
     const size_t rank = st.space.size();
     std::vector<bool> red(rank, false);
     for (int64_t d : st.reduce_dims) red[static_cast<size_t>(d)] = true;
@@ -390,25 +412,22 @@ class Renderer {
       args += fmt::format("{}({}{}*)b[{}]", args.empty() ? "" : ", ", c, t, m_.slot[buffer]);
     };
     for (int32_t v : st.outputs) declare(v, true);
-    auto operand = [&](int32_t u) -> std::string {
-      if (internal(u)) return fmt::format("v{}", u);
-      if (auto lit = literal_of(u, index)) return *lit;
-      const View& w = at(u, index);
-      declare(w.buffer, false);
-      return fmt::format("{}[{}]", pointer(w.buffer), nest.index(w.strides, w.offset));
-    };
-
-    // Pad's operand at the out index shifted back by the low padding.
-    auto shifted = [&](int32_t u, int64_t delta) -> std::string {
-      if (auto lit = literal_of(u, index)) return *lit;
-      const View& w = at(u, index);
-      declare(w.buffer, false);
-      return fmt::format("{}[{}]", pointer(w.buffer), nest.index(w.strides, w.offset + delta));
-    };
-
-    // The statements at each point of the space.
+    // The statements at each point of the space. Every load is a statement of its own, so that
+    // selects choose between values, never between loads (GCC 12 mis-vectorised a select of two
+    // loads accumulated over an outer loop).
     std::vector<int32_t> reductions;
     std::vector<std::string> stmts;
+    int loads = 0;
+    auto load = [&](int32_t u, const std::function<std::string(size_t)>& at_group) -> std::string {
+      if (auto lit = literal_of(u, index)) return *lit;
+      const View& w = at(u, index);
+      declare(w.buffer, false);
+      std::string name = fmt::format("l{}", loads++);
+      stmts.push_back(fmt::format("const {} {} = {}[{}];", ctype(type(u).dtype), name, pointer(w.buffer),
+                                  nest.index(w.strides, w.offset, at_group)));
+      return name;
+    };
+    auto operand = [&](int32_t u) -> std::string { return internal(u) ? fmt::format("v{}", u) : load(u, nullptr); };
     if (st.kind == StepKind::Copy) {
       int32_t v = st.outputs[0];
       declare(st.source.buffer, false);
@@ -433,7 +452,7 @@ class Renderer {
         case Op::Convert: e = convert_expr(type(n.in[0]).dtype, d, operand(n.in[0])); break;
         case Op::Select: e = fmt::format("({} ? {} : {})", operand(n.in[0]), operand(n.in[1]), operand(n.in[2])); break;
         case Op::Iota: e = fmt::format("(({}){})", ctype(d), nest.index(axis_vector(n.attrs.axis), 0)); break;
-        case Op::Pad: e = pad_expr(n, nest, at(n.in[0], index), shifted); break;
+        case Op::Pad: e = pad_expr(n, nest, load); break;
         default: throw SheafError(fmt::format("internal: {} in a loop", ir::op_name(n.op)));
       }
       stmts.push_back(fmt::format("const {} v{} = {};", ctype(d), v, e));
@@ -469,27 +488,35 @@ class Renderer {
     if (scalar_acc)
       for (int32_t r : reductions) line(fmt::format("{}[{}] = a{};", pointer(r), nest.index(kept, 0), r));
     for (size_t k = 0; k < outer; ++k) close();
-    return {fmt::format("static void s{}({}) {{\n{}}}\n", index, params, code), fmt::format("  s{}({});\n", index, args)};
+    // noinline: each nest keeps its own restrict scope (GCC 12 mis-vectorised an accumulation
+    // once two nests over one buffer were inlined into the entry).
+    return {fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void s{}({})", index, params), code,
+            fmt::format("  s{}({});\n", index, args)};
   }
 
   bool is_reduce(int32_t v) const { return g_.producer(v).op == Op::Reduce; }
 
-  // pad(x): x at (i − lo) where every padded index is inside x, the padding value elsewhere.
-  template <typename Shifted>
-  std::string pad_expr(const ir::Node& n, const Nest& nest, const View& xv, Shifted& shifted) const {
+  // pad(x): x at (i − lo) where every padded index is inside x, the padding value elsewhere. The
+  // read itself is clamped into x, so it is always a valid load.
+  template <typename Load>
+  std::string pad_expr(const ir::Node& n, const Nest& nest, Load& load) const {
     int32_t x = n.in[0];
     const Shape& xs = type(x).shape;
+    std::string pad = literal(type(n.out).dtype, n.attrs.scalar);
     std::string cond;
-    int64_t delta = 0;
+    std::vector<std::string> at(nest.groups.size());
+    for (size_t k = 0; k < at.size(); ++k) at[k] = fmt::format("i{}", k);
     for (size_t d = 0; d < xs.size(); ++d) {
       int64_t lo = n.attrs.lo[d], hi = n.attrs.hi[d];
       if (!lo && !hi) continue;
-      delta -= lo * xv.strides[d];
+      if (xs[d] == 0) return pad;  // nothing of x is ever inside
       std::string i = nest.axis_index(d);
       cond += fmt::format("{}({} >= {} && {} < {})", cond.empty() ? "" : " && ", i, lo, i, lo + xs[d]);
+      for (size_t k = 0; k < at.size(); ++k)
+        if (at[k] == i) at[k] = fmt::format("({0} < {1} ? 0 : {0} >= {2} ? {3} : {0} - {1})", i, lo, lo + xs[d], xs[d] - 1);
     }
-    std::string pad = literal(type(n.out).dtype, n.attrs.scalar);
-    return cond.empty() ? shifted(x, 0) : fmt::format("(({}) ? {} : {})", cond, shifted(x, delta), pad);
+    std::string v = load(x, [&](size_t k) { return at[k]; });
+    return cond.empty() ? v : fmt::format("(({}) ? {} : {})", cond, v, pad);
   }
 
   std::string simd_pragma(const std::vector<int32_t>& reductions, int indent) const {
@@ -554,7 +581,7 @@ Source render(const ir::Graph& g, const fusion::Schedule& s, const MemoryPlan& m
   Source src;
   src.text = Renderer(g, s, m).run();
   src.digest = digest_of(src.text);
-  src.text += fmt::format("extern \"C\" const int sheaf_abi = {};\nextern \"C\" const char sheaf_digest[] = \"{}\";\n",
+  src.text += fmt::format("extern \"C\" const int sheaf_abi = {};\nextern \"C\" const char sheaf_digest[] = \"{}\";\n#endif\n",
                           kAbiVersion, src.digest);
   return src;
 }

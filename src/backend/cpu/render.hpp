@@ -7,7 +7,9 @@
 // filled by the host before the call; Host steps fill their outputs' slots). Loop and Copy steps
 // become loop nests (adjacent dims merge when every access allows it; reductions over trailing
 // dims keep scalar accumulators, vectorised with `omp simd`), Dot steps call rt->sgemm per
-// batch, Host steps call rt->host with their step index.
+// batch, Host steps call rt->host with their step index. Defining SHEAF_PART as 0 or 1 compiles
+// one half of the loop functions (part 1 also holds the entry and the exported constants), so a
+// large unit can be built as two objects in parallel and linked.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,8 +41,8 @@ std::optional<std::string> on_path(const std::string& name) {
   return std::nullopt;
 }
 
-// Runs argv with stdout and stderr into `log`; returns the exit status (-1: not started).
-int run(const std::vector<std::string>& argv, const std::string& log) {
+// Starts argv with stdout and stderr into `log`; -1 when it cannot be started.
+pid_t start(const std::vector<std::string>& argv, const std::string& log) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -52,11 +53,18 @@ int run(const std::vector<std::string>& argv, const std::string& log) {
   pid_t pid;
   int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  return rc == 0 ? pid : -1;
+}
+
+// The exit status of a started process (-1: not started or killed).
+int finish(pid_t pid) {
+  if (pid < 0) return -1;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+int run(const std::vector<std::string>& argv, const std::string& log) { return finish(start(argv, log)); }
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path);
@@ -116,19 +124,49 @@ const std::string& isa_fingerprint() {
 }
 
 void compile_shared_object(const Toolchain& tc, const std::string& source, const std::string& out) {
-  std::string src = scratch_name(".cpp"), log = scratch_name(".log");
+  std::string src = scratch_name(".cpp");
   {
     std::ofstream f(src);
     f << source;
     if (!f) throw SheafError(fmt::format("cannot write the generated source {}", src));
   }
-  std::vector<std::string> argv{tc.compiler};
+  std::vector<std::string> cmd{tc.compiler};
   std::stringstream flags(compile_flags());
-  for (std::string f; flags >> f;) argv.push_back(f);
-  argv.insert(argv.end(), {"-o", out, src, kLinkFlags});
-  int rc = run(argv, log);
-  std::string diagnostics = read_text(log);
-  fs::remove(log);
+  for (std::string f; flags >> f;) cmd.push_back(f);
+  // A large unit compiles as its two halves in parallel (render.hpp: SHEAF_PART), then links.
+  const bool split = source.size() > kSplitBytes;
+  std::vector<std::string> objects, logs;
+  std::vector<pid_t> pids;
+  for (int part = 0; part < (split ? 2 : 1); ++part) {
+    std::vector<std::string> argv = cmd;
+    logs.push_back(scratch_name(".log"));
+    if (split) {
+      objects.push_back(scratch_name(".o"));
+      argv.insert(argv.end(), {"-c", fmt::format("-DSHEAF_PART={}", part), "-o", objects.back(), src});
+    } else {
+      argv.insert(argv.end(), {"-o", out, src, kLinkFlags});
+    }
+    pids.push_back(start(argv, logs.back()));
+  }
+  int rc = 0;
+  for (pid_t p : pids) rc = std::max(rc, finish(p) == 0 ? 0 : 1);
+  if (split && rc == 0) {
+    std::vector<std::string> argv = cmd;
+    argv.insert(argv.end(), {"-o", out});
+    argv.insert(argv.end(), objects.begin(), objects.end());
+    argv.push_back(kLinkFlags);
+    logs.push_back(scratch_name(".log"));
+    rc = run(argv, logs.back()) == 0 ? 0 : 1;
+  }
+  std::string diagnostics;
+  for (const std::string& l : logs) {
+    diagnostics += read_text(l);
+    fs::remove(l);
+  }
+  for (const std::string& o : objects) {
+    std::error_code ec;
+    fs::remove(o, ec);
+  }
   if (rc != 0) {
     std::error_code ec;
     fs::remove(out, ec);

@@ -30,7 +30,9 @@ const std::optional<Toolchain>& toolchain();
 const std::string& isa_fingerprint();
 
 // Compiles `source` into the shared object `out` (written directly; callers pass a temporary
-// name). Throws SheafError with the compiler's diagnostics on failure.
+// name); a unit over kSplitBytes is compiled as two objects in parallel and linked. Throws
+// SheafError with the compiler's diagnostics on failure.
+inline constexpr size_t kSplitBytes = 48 * 1024;
 void compile_shared_object(const Toolchain& tc, const std::string& source, const std::string& out);
 
 // A loaded shared object's entry point, or an error saying why it cannot be used.
