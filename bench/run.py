@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""bench/run.py — training-step benchmarks of sheaf beside PyTorch, JAX and IREE (`make bench`).
+
+Builds nothing. For each benchmark (xor, mlp, gpt) it runs, in one run:
+  sheaf cpu   bench/<name>.shf with --device cpu (the native backend)
+  sheaf ref   the same with --device ref (the IR's reference interpreter), a reference column
+  torch       bench/twins/<name>_torch.py, eager, 1 and 2 threads, the better kept; under the
+              interpreter that imports torch (Debian's /usr/bin/python3 for python3-torch), with
+              OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs as sheaf selects for itself
+  jax         bench/twins/<name>_jax.py, jax.jit of the whole step (XLA CPU, its default threads)
+  iree        bench/twins/iree_step.py: the Sheaf step emitted as StableHLO, iree-compile
+              (llvm-cpu, host CPU), iree-benchmark-module (its own repetitions; run once)
+Every program prints `RESULT name value unit` lines. Each column runs once per round, --rounds
+rounds, and the best value of each figure is kept (lowest time, highest rate). Sheaf programs
+run from a fresh temporary directory each time, so no `__sheaf__/` cache carries over and the
+GPT first step always includes tracing and compilation. Then build/bench/dispatch_bench (Google
+Benchmark; beside the sheaf binary) runs if it was built. Prints a table per benchmark with every
+figure and the ratio of sheaf cpu to each other column (> 1: sheaf faster), and writes the same
+tables with the machine (CPU model, cores, date, versions) to bench/results.md. A missing peer
+prints `-` and the run goes on. Nothing fails on a slow result.
+usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,gpt] [--out bench/results.md]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCHES = {
+    "xor": ("xor_steps.shf", "XOR 2-8-1 MLP, SGD: 500 compiled train steps called from an interpreted loop"),
+    "mlp": ("mlp_steps.shf", "784-256-10 MLP, Adam, batch 128: train steps per second"),
+    "gpt": ("gpt_step.shf", "char GPT (d 256, 4 layers, 4 heads, T 128, B 32), Adam: one train step"),
+}
+COLUMNS = ["sheaf cpu", "sheaf ref", "torch", "jax", "iree"]
+TIMEOUT = 1200
+
+
+def python_with(module):
+    """An interpreter that can import `module` (this one, python3 on PATH, or Debian's)."""
+    for py in [sys.executable, shutil.which("python3"), "/usr/bin/python3"]:
+        if py and os.path.exists(py):
+            if subprocess.run([py, "-c", "import " + module], capture_output=True).returncode == 0:
+                return py
+    return None
+
+
+def has_avx512():
+    try:
+        flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return all(f in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl"))
+
+
+def results(cmd, env=None, cwd=None):
+    """{name: (value, unit)} from the RESULT lines of a command; {} if it fails."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("  %s: %s" % (" ".join(cmd), e), file=sys.stderr)
+        return {}
+    if out.returncode != 0:
+        print("  %s failed (%d): %s" % (" ".join(cmd), out.returncode, out.stderr.strip()[-500:]), file=sys.stderr)
+    found = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "RESULT":
+            found[parts[1]] = (float(parts[2]), parts[3])
+    return found
+
+
+def lower_is_better(unit):
+    return unit in ("ms", "s", "us", "ns")
+
+
+def keep_best(table, column, found, note=None):
+    for name, (value, unit) in found.items():
+        old = table.setdefault(name, {"unit": unit}).get(column)
+        better = old is None or (value < old[0] if lower_is_better(unit) else value > old[0])
+        if better:
+            table[name][column] = (value, note)
+
+
+def run_sheaf(sheaf, program, device):
+    with tempfile.TemporaryDirectory() as work:  # no __sheaf__/ cache from an earlier run
+        copy = os.path.join(work, os.path.basename(program))
+        shutil.copy(program, copy)
+        return results([sheaf, copy, "--device", device], cwd=work)
+
+
+def measure(name, args, pythons, table):
+    program = os.path.join(HERE, BENCHES[name][0])
+    torch_env = dict(os.environ)
+    if has_avx512() and "OPENBLAS_CORETYPE" not in torch_env:
+        torch_env["OPENBLAS_CORETYPE"] = "SkylakeX"  # Debian's OpenBLAS 0.3.21 falls back to Prescott
+    for r in range(args.rounds):
+        print("%s: round %d of %d" % (name, r + 1, args.rounds), file=sys.stderr)
+        keep_best(table, "sheaf cpu", run_sheaf(args.sheaf, program, "cpu"))
+        if not args.no_ref:
+            keep_best(table, "sheaf ref", run_sheaf(args.sheaf, program, "ref"))
+        if pythons["torch"]:
+            for threads in (1, 2):
+                twin = os.path.join(HERE, "twins", name + "_torch.py")
+                keep_best(table, "torch", results([pythons["torch"], twin, "--threads", str(threads)], env=torch_env),
+                          "%dt" % threads)
+        if pythons["jax"]:
+            keep_best(table, "jax", results([pythons["jax"], os.path.join(HERE, "twins", name + "_jax.py")]))
+    if pythons["iree"]:
+        keep_best(table, "iree", results([pythons["iree"], os.path.join(HERE, "twins", "iree_step.py"),
+                                          "--sheaf", args.sheaf, name]))
+
+
+def fmt(cell):
+    if cell is None:
+        return "-"
+    value, note = cell
+    text = ("%.3f" % value) if value < 100 else ("%.1f" % value)
+    return text + (" (%s)" % note if note else "")
+
+
+def render(name, table):
+    lines = ["### %s — %s" % (name, BENCHES[name][1]), "",
+             "| figure | " + " | ".join(COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
+    for fig, row in table.items():
+        unit = row["unit"]
+        better = "lower is better" if lower_is_better(unit) else "higher is better"
+        lines.append("| %s (%s, %s) | " % (fig, unit, better) + " | ".join(fmt(row.get(c)) for c in COLUMNS) + " |")
+        mine = row.get("sheaf cpu")
+        ratios = []
+        for c in COLUMNS:
+            peer = row.get(c)
+            if c == "sheaf cpu" or mine is None or peer is None or mine[0] <= 0 or peer[0] <= 0:
+                ratios.append("-" if c != "sheaf cpu" else "")
+            else:
+                ratio = peer[0] / mine[0] if lower_is_better(unit) else mine[0] / peer[0]
+                ratios.append("%.2f×" % ratio)
+        lines.append("| sheaf cpu vs column (> 1: sheaf faster) | " + " | ".join(ratios) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def dispatch_bench(sheaf):
+    exe = os.path.join(os.path.dirname(os.path.abspath(sheaf)), "bench", "dispatch_bench")
+    lines = ["### dispatch_bench — host overhead of a cached compiled call (XOR forward, f32[4x2])", ""]
+    if not os.path.exists(exe):
+        return "\n".join(lines + ["- (%s not built)" % exe]) + "\n"
+    try:
+        out = subprocess.run([exe, "--benchmark_format=json"], capture_output=True, text=True, timeout=TIMEOUT)
+        rows = json.loads(out.stdout)["benchmarks"]
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+        return "\n".join(lines + ["- (dispatch_bench failed: %s)" % e]) + "\n"
+    lines += ["| benchmark | real time | CPU time |", "|---|---|---|"]
+    for b in rows:
+        lines.append("| %s | %.2f %s | %.2f %s |" % (b["name"], b["real_time"], b["time_unit"], b["cpu_time"], b["time_unit"]))
+    return "\n".join(lines) + "\n"
+
+
+def version(cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "-"
+    except (OSError, subprocess.TimeoutExpired):
+        return "-"
+
+
+def machine(sheaf, pythons):
+    model = "-"
+    try:
+        model = next(l.split(":", 1)[1].strip() for l in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
+                     if l.startswith("Model name"))
+    except (OSError, StopIteration):
+        pass
+    py_ver = lambda py, mod: version([py, "-c", "import %s; print(%s.__version__)" % (mod, mod)]) if py else "-"  # noqa: E731
+    iree = "-"
+    if shutil.which("iree-compile"):  # "IREE (https://iree.dev):" then "  IREE compiler version 3.13.0rc… @ hash"
+        out = subprocess.run(["iree-compile", "--version"], capture_output=True, text=True).stdout
+        iree = next((l.split("version", 1)[1].split("@")[0].strip() for l in out.splitlines() if "compiler version" in l), "-")
+    return ["- machine: %s, %d cores (%s), load %.2f at the start" % (model, os.cpu_count(), platform.machine(), os.getloadavg()[0]),
+            "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "- sheaf: %s (%s)" % (version([sheaf, "--version"]), sheaf),
+            "- torch %s (%s), jax %s (%s), IREE %s" % (py_ver(pythons["torch"], "torch"), pythons["torch"] or "absent",
+                                                     py_ver(pythons["jax"], "jax"), pythons["jax"] or "absent", iree)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sheaf", default=os.path.join(HERE, "..", "build", "sheaf"))
+    ap.add_argument("--rounds", type=int, default=3, help="rounds; each figure keeps its best round")
+    ap.add_argument("--only", default=",".join(BENCHES), help="comma-separated subset of " + ",".join(BENCHES))
+    ap.add_argument("--no-ref", action="store_true", help="skip the --device ref column")
+    ap.add_argument("--out", default=os.path.join(HERE, "results.md"))
+    args = ap.parse_args()
+    args.sheaf = os.path.abspath(args.sheaf)
+    if not os.path.exists(args.sheaf):
+        print("run.py: no sheaf binary at %s (run 'make build' first)" % args.sheaf, file=sys.stderr)
+        return 2
+    pythons = {"torch": python_with("torch"), "jax": python_with("jax"),
+               "iree": python_with("numpy") if shutil.which("iree-compile") and shutil.which("iree-benchmark-module") else None}
+    head = machine(args.sheaf, pythons)
+    print("\n".join(head) + "\n")
+    sections = []
+    for name in args.only.split(","):
+        table = {}
+        measure(name, args, pythons, table)
+        sections.append(render(name, table))
+        print(sections[-1])
+        sys.stdout.flush()
+    sections.append(dispatch_bench(args.sheaf))
+    print(sections[-1])
+    notes = ("Best of %d rounds (IREE: one iree-benchmark-module run). torch: best of 1 and 2 threads, the "
+             "count in parentheses; OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs. jax: XLA's default threads. "
+             "iree: local-sync (1 thread) or local-task, the faster; gpt_compile_s = sheaf build + iree-compile. "
+             "sheaf: 1 BLAS thread (SHEAF_NUM_THREADS unset)." % args.rounds)
+    head.append("- load at the end: %.2f (1-minute average; other work on the machine disturbs every column)" % os.getloadavg()[0])
+    with open(args.out, "w") as f:
+        f.write("# Training-step benchmarks (bench/run.py)\n\n" + "\n".join(head) + "\n\n" + notes + "\n\n" + "\n".join(sections))
+    print("wrote " + args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
