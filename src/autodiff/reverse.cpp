@@ -34,13 +34,14 @@ std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt) {
     active[static_cast<size_t>(w.symbol_id())] = 1;
     first = std::min(first, static_cast<size_t>(g.def[static_cast<size_t>(w.symbol_id())]));
   }
-  // Forward: a float result of a node with an active operand is active.
+  // Forward: a float result of a node with an active operand is active, unless stop_gradient
+  // marked it.
   for (size_t i = first + 1; i < end; ++i) {
     const ir::Node& n = g.nodes[i];
     bool any = std::any_of(n.in.begin(), n.in.end(), [&](int32_t v) { return active[static_cast<size_t>(v)] != 0; });
     if (!any) continue;
     for (int32_t r = 0; r < n.nout; ++r)
-      if (is_float(g.type(n.out + r).dtype)) active[static_cast<size_t>(n.out + r)] = 1;
+      if (is_float(g.type(n.out + r).dtype) && !trace::stops_gradient(n.out + r)) active[static_cast<size_t>(n.out + r)] = 1;
   }
   const int32_t loss_id = loss.symbol_id();
   if (!active[static_cast<size_t>(loss_id)]) return out;

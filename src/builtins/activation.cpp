@@ -12,6 +12,7 @@
 #include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
 #include "builtins/tensor_args.hpp"
+#include "trace/tracer.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
@@ -24,9 +25,12 @@ std::vector<int64_t> axes_for(const Tensor& x, int64_t axis) {
   return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{axis};
 }
 
-// x - max(x) along the axis (kept), the stable argument of exp.
+// x - max(x) along the axis (kept), the stable argument of exp. softmax and log-softmax do not
+// depend on the shift, so no gradient flows through the max (it would sum to zero, at a cost).
 Tensor shifted(const Tensor& x, int64_t axis) {
-  return binary(Binary::Sub, x, reduce(Reduce::Max, x, axes_for(x, axis), true));
+  Tensor m = reduce(Reduce::Max, x, axes_for(x, axis), true);
+  trace::stop_gradient(m);
+  return binary(Binary::Sub, x, m);
 }
 
 }  // namespace

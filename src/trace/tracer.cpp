@@ -39,6 +39,7 @@ class Tracer final : public ir::Recorder {
   bool discovering = false;         // first pass over a region: captures become parameters anywhere
   std::vector<Tensor> captures;     // enclosing-trace tensors read by this region, in order
   std::map<std::pair<uint32_t, int32_t>, int32_t> captured;  // (trace, id) → parameter id here
+  std::vector<int32_t> no_gradient;  // value ids marked by stop_gradient
 
   std::vector<Tensor> record(ir::Op op, const std::vector<Tensor>& operands, const ir::Attrs& attrs,
                              const ir::Type* declared) override {
@@ -465,6 +466,12 @@ const ir::Graph& current_graph() {
   return g_tracer->g;
 }
 bool in_current_trace(const Tensor& t) { return g_tracer && t.is_symbolic() && t.trace_id() == g_tracer->serial; }
+void stop_gradient(const Tensor& t) {
+  if (in_current_trace(t)) g_tracer->no_gradient.push_back(t.symbol_id());
+}
+bool stops_gradient(int32_t id) {
+  return g_tracer && std::find(g_tracer->no_gradient.begin(), g_tracer->no_gradient.end(), id) != g_tracer->no_gradient.end();
+}
 Tensor current_value(int32_t id) {
   if (!g_tracer) throw TraceAbort("internal: no active trace");
   return g_tracer->symbolic(g_tracer->g.type(id), id, false);

@@ -52,6 +52,11 @@ Traced trace_with(std::span<const Value> args, SrcLoc site, bool static_scalars,
 const ir::Graph& current_graph();
 // True when `t` is a value of the innermost trace (not a constant, not from an enclosing trace).
 bool in_current_trace(const Tensor& t);
+// Marks a value of the current trace as a constant for differentiation (no gradient flows
+// through it; autodiff/reverse.cpp). Used where the gradient is zero by construction, e.g. the
+// row maximum softmax subtracts. Outside a trace, or for a value of another trace, nothing happens.
+void stop_gradient(const Tensor& t);
+bool stops_gradient(int32_t id);  // of the current trace
 // The symbolic tensor standing for value `id` of the innermost trace.
 Tensor current_value(int32_t id);
 
