@@ -198,7 +198,6 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
   if (c.fn.is_nil()) c.fn = fn;
   for (int attempt = 0; attempt < 2; ++attempt) {
     key_.clear();
-    inputs_.clear();
     trace::flatten_args(args, c.static_scalars, key_, inputs_);
     auto it = std::find_if(c.lru.begin(), c.lru.end(), [&](const Entry& e) { return e.key == key_; });
     if (it != c.lru.end()) {

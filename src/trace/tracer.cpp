@@ -172,7 +172,15 @@ ResultTree result_tree(Tracer& t, const Value& v) {
   }
 }
 
-void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<Tensor>& inputs) {
+// `inputs[n++] = t`, reusing the element already there (its shape vector keeps its capacity, so
+// a steady stream of calls with the same structure allocates nothing here).
+void put_input(std::vector<Tensor>& inputs, size_t& n, const Tensor& t) {
+  if (n < inputs.size()) inputs[n] = t;
+  else inputs.push_back(t);
+  ++n;
+}
+
+void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<Tensor>& inputs, size_t& count) {
   auto put = [&](const void* p, size_t n) { key.append(static_cast<const char*>(p), n); };
   auto tag = [&](char c) { key.push_back(c); };
   switch (v.kind()) {
@@ -182,14 +190,14 @@ void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<T
       tag(static_cast<char>(t.dtype()));
       tag(static_cast<char>(t.rank()));
       put(t.shape().data(), t.shape().size() * sizeof(int64_t));
-      inputs.push_back(t);
+      put_input(inputs, count, t);
       return;
     }
     case Kind::Int: case Kind::Float: {  // host scalars: static values, or weak rank-0 inputs
       bool is_int = v.is(Kind::Int);
       if (!static_scalars) {
         tag(is_int ? 'i' : 'f');
-        inputs.push_back(Tensor::scalar(is_int ? DType::I32 : DType::F32, v.as_double()));
+        put_input(inputs, count, Tensor::scalar(is_int ? DType::I32 : DType::F32, v.as_double()));
       } else if (is_int) {
         tag('I');
         int64_t i = v.as_int();
@@ -219,7 +227,7 @@ void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<T
       tag(static_cast<char>(k));
       uint32_t n = static_cast<uint32_t>(v.as_list().items.size());
       put(&n, sizeof n);
-      for (const Value& x : v.as_list().items) key_of(x, static_scalars, key, inputs);
+      for (const Value& x : v.as_list().items) key_of(x, static_scalars, key, inputs, count);
       return;
     }
     case Kind::Dict: {
@@ -230,7 +238,7 @@ void key_of(const Value& v, bool static_scalars, std::string& key, std::vector<T
         uint32_t m = static_cast<uint32_t>(k.size());
         put(&m, sizeof m);
         key += k;
-        key_of(x, static_scalars, key, inputs);
+        key_of(x, static_scalars, key, inputs, count);
       }
       return;
     }
@@ -499,7 +507,9 @@ Traced trace_with(std::span<const Value> args, SrcLoc site, bool static_scalars,
 }
 
 void flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs) {
-  for (const Value& a : args) key_of(a, static_scalars, key, inputs);
+  size_t n = 0;
+  for (const Value& a : args) key_of(a, static_scalars, key, inputs, n);
+  inputs.resize(n);
 }
 
 Value rebuild(const ResultTree& tree, std::span<const Tensor> results) { return rebuild_tree(tree, results); }

@@ -60,9 +60,10 @@ bool stops_gradient(int32_t id);  // of the current trace
 // The symbolic tensor standing for value `id` of the innermost trace.
 Tensor current_value(int32_t id);
 
-// Flattens the arguments of a call: `inputs` receives the positional inputs in parameter order
+// Flattens the arguments of a call: `inputs` becomes the positional inputs in parameter order
 // (tensor leaves; int/float scalars as rank-0 i32/f32 unless static_scalars) and `key` the
-// specialization key (tree structure, dtypes, shapes, static values; other objects by identity).
+// specialization key, appended to `key` (tree structure, dtypes, shapes, static values; other
+// objects by identity).
 // Data handles must have been materialized (SPEC §7.3).
 void flatten_args(std::span<const Value> args, bool static_scalars, std::string& key, std::vector<Tensor>& inputs);
 
