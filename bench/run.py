@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from matmul import has_avx512  # bench/ is on sys.path when run as a script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHES = {
     "xor": ("xor_steps.shf", "XOR 2-8-1 MLP, SGD: 500 compiled train steps called from an interpreted loop"),
@@ -47,14 +49,6 @@ def python_with(module):
             if subprocess.run([py, "-c", "import " + module], capture_output=True).returncode == 0:
                 return py
     return None
-
-
-def has_avx512():
-    try:
-        flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return all(f in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl"))
 
 
 def results(cmd, env=None, cwd=None):
