@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "case_file.hpp"
+#include "value_compare.hpp"
 #include "base/error.hpp"
 #include "eval/interp.hpp"
 #include "runtime/jit.hpp"
@@ -195,14 +196,6 @@ bool close(double a, double b, double rtol, double atol) {
   return std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= atol + rtol * std::max(std::fabs(a), std::fabs(b));
 }
 
-// "" when the JIT of `in` traced something and never fell back to the interpreter.
-std::string compiled_cleanly(const Interp& in) {
-  const JitStats& s = in.jit->stats();
-  std::string out = s.traces == 0 ? "never traced; " : "";
-  for (const std::string& r : s.fallback_reasons) out += "interpreted " + r + "; ";
-  return out + (s.fallbacks != 0 && s.fallback_reasons.empty() ? "interpreted calls" : "");
-}
-
 class GradCheck : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GradCheck, MatchesFiniteDifferences) {
@@ -216,7 +209,7 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
   Differentiated got = differentiate(compiled, c);
   ASSERT_EQ(got.error, "") << "differentiating with the JIT fails:\n" << c.body;
   EXPECT_GE(got.traces, 1u) << "the call of (grad f) was not traced";
-  EXPECT_EQ(compiled_cleanly(compiled), "");
+  EXPECT_EQ(testing_support::compiled_cleanly(compiled), "");
 
   std::vector<Value> ad, ad_eager;
   ASSERT_EQ(mirror(got.args[0], got.grads, "p", ad), "");
@@ -301,7 +294,7 @@ Outcome run_program(const std::string& text, bool with_jit) {
   } catch (const SheafError& e) {
     r.error = e.what();
   }
-  if (with_jit) r.jit = compiled_cleanly(in);
+  if (with_jit) r.jit = testing_support::compiled_cleanly(in);
   return r;
 }
 

@@ -85,11 +85,13 @@ inline Outcome run_case(Interp& in, const CaseSection& c) {
   }
 }
 
-// The JIT's fallback reasons, one "interpreted f: why" line each (for failure messages).
-inline std::string interpreted_reasons(const JitStats& s) {
-  std::string reasons;
-  for (const std::string& r : s.fallback_reasons) reasons += "\n  interpreted " + r;
-  return reasons;
+// "" when the JIT of `in` traced something and never fell back to the interpreter; else what
+// went wrong, with every recorded fallback reason.
+inline std::string compiled_cleanly(const Interp& in) {
+  const JitStats& s = in.jit->stats();
+  std::string out = s.traces == 0 ? "never traced; " : "";
+  for (const std::string& r : s.fallback_reasons) out += "interpreted " + r + "; ";
+  return out + (s.fallbacks != 0 && s.fallback_reasons.empty() ? "interpreted calls" : "");
 }
 
 }  // namespace sheaf::testing_support
