@@ -46,6 +46,12 @@ Program::Program(const ir::Graph& g, Prepared p, Loaded lib)
     if (n.op == ir::Op::Constant) table_[m.slot[n.out]] = const_cast<std::byte*>(n.attrs.value.bytes());
   for (size_t v = 0; v < m.arena_offset.size(); ++v)
     if (m.arena_offset[v] >= 0) table_[m.slot[v]] = arena_.get() + m.arena_offset[v];
+  const fusion::Schedule& s = p_.schedule;
+  for (size_t i = 0; i < g_.results.size(); ++i) {
+    int32_t r = g_.results[i], st = s.step_of[r];
+    first_.push_back(static_cast<size_t>(std::find(g_.results.begin(), g_.results.end(), r) - g_.results.begin()));
+    written_.push_back(st >= 0 && s.steps[static_cast<size_t>(st)].kind != StepKind::Host);
+  }
 }
 
 Program::~Program() {
@@ -105,31 +111,23 @@ Tensor Program::result_buffer(size_t position, const ir::Type& t) {
 
 std::vector<Tensor> Program::run(std::span<const Tensor> args) {
   const MemoryPlan& m = p_.memory;
-  const fusion::Schedule& s = p_.schedule;
   buffers_ = table_;
   held_.clear();
   for (size_t i = 0; i < g_.params.size(); ++i)
     buffers_[m.slot[g_.params[i]]] = const_cast<std::byte*>(args[i].bytes());
   std::vector<Tensor> results(g_.results.size());
-  auto computed_here = [&](int32_t v) {  // written by a Loop/Copy/Dot step into the result buffer
-    int32_t st = s.step_of[v];
-    return st >= 0 && s.steps[static_cast<size_t>(st)].kind != StepKind::Host;
-  };
   for (size_t i = 0; i < g_.results.size(); ++i) {
+    if (!written_[i] || first_[i] != i) continue;
     int32_t r = g_.results[i];
-    if (!computed_here(r)) continue;
-    auto first = std::find(g_.results.begin(), g_.results.end(), r) - g_.results.begin();
-    if (static_cast<size_t>(first) != i) continue;
     results[i] = result_buffer(i, g_.type(r));
     buffers_[m.slot[r]] = results[i].mutable_bytes();
   }
   lib_.entry(&rt_, buffers_.data());
   for (size_t i = 0; i < g_.results.size(); ++i) {
     int32_t r = g_.results[i];
-    auto first = static_cast<size_t>(std::find(g_.results.begin(), g_.results.end(), r) - g_.results.begin());
-    if (first != i) {
-      results[i] = results[first];
-    } else if (!computed_here(r)) {
+    if (first_[i] != i) {
+      results[i] = results[first_[i]];
+    } else if (!written_[i]) {
       const ir::Node& n = g_.producer(r);
       if (n.op == ir::Op::Parameter) results[i] = args[static_cast<size_t>(n.attrs.index)];
       else if (n.op == ir::Op::Constant) results[i] = n.attrs.value;

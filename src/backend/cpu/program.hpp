@@ -40,6 +40,8 @@ class Program {
   Loaded lib_;
   std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_;
   std::vector<void*> table_;     // slots of constants and arena buffers, filled once
+  std::vector<size_t> first_;    // result position → first position holding the same value
+  std::vector<bool> written_;    // result position → written by a Loop/Copy/Dot step (else a parameter, constant or host output)
   std::vector<void*> buffers_;   // the table of the running call
   std::vector<std::pair<int32_t, Tensor>> held_;  // host step outputs of the running call
   // Large result buffers of earlier calls, per result position: reused once nothing else holds
