@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "cli/build.hpp"
 #include "cli/repl.hpp"
 #include "eval/interp.hpp"
+#include "obs/session.hpp"
 #include "runtime/jit.hpp"
 #include "value/printer.hpp"
 
@@ -27,8 +29,32 @@ struct Cli {
   std::vector<std::string> program_args;
   std::string device = "cpu";
   bool no_jit = false, no_progress = false, jit_profile = false;
+  // Observability (SPEC §9).
+  bool trace = false, blame = false;
+  std::string trace_fns, trace_out = "console", trace_level = "normal", profile_out;
+  std::vector<std::string> guards;
   int status = 0;
 };
+
+// The observability session the flags ask for; null when all are off (SPEC §9: no cost).
+std::unique_ptr<obs::Session> observability(const Cli& cli, bool color) {
+  obs::Options o;
+  o.trace = cli.trace || !cli.trace_fns.empty();
+  for (size_t start = 0; start < cli.trace_fns.size();) {
+    size_t end = cli.trace_fns.find(',', start);
+    if (end == std::string::npos) end = cli.trace_fns.size();
+    if (end > start) o.trace_fns.push_back(cli.trace_fns.substr(start, end - start));
+    start = end + 1;
+  }
+  o.trace_json = cli.trace_out == "json";
+  o.level = cli.trace_level == "fast" ? obs::Level::Fast : cli.trace_level == "verbose" ? obs::Level::Verbose : obs::Level::Normal;
+  for (const std::string& g : cli.guards) o.guards.push_back(obs::parse_guard_spec(g));
+  o.blame = cli.blame;
+  o.profile_out = cli.profile_out;
+  o.color = color;
+  if (!o.trace && o.guards.empty() && !o.blame && o.profile_out.empty()) return nullptr;
+  return std::make_unique<obs::Session>(std::move(o), std::cerr);
+}
 
 bool prints_final(const Value& v) {
   if (v.is_nil()) return false;
@@ -43,6 +69,12 @@ bool prints_final(const Value& v) {
 int run(Cli& cli) {
   bool color = isatty(2) && !std::getenv("NO_COLOR");
   Interp in(std::cout);
+  try {
+    in.obs = observability(cli, color);
+  } catch (const SheafError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
   if (cli.no_jit) {
     in.jit.reset();
   } else {
@@ -57,10 +89,11 @@ int run(Cli& cli) {
                                                                   : std::filesystem::absolute(cli.file).parent_path();
     in.jit->cache.emplace((base / "__sheaf__").string());
   }
-  struct ProfileAtExit {  // printed on success and on error alike
+  struct ProfileAtExit {  // printed on success, error and guard breach alike
     Interp& in;
     bool on;
     ~ProfileAtExit() {
+      if (in.obs) in.obs->finish();
       if (on && in.jit) in.jit->report(std::cerr);
     }
   } profile_at_exit{in, cli.jit_profile};
@@ -83,7 +116,32 @@ int run(Cli& cli) {
     std::cout.flush();
     std::cerr << render_error(e, color);
     return 1;
+  } catch (const obs::GuardBreach& b) {
+    std::cout.flush();
+    std::cerr << b.what();
+    return 1;
   }
+}
+
+// `--trace f1,f2` takes the next argument as the list only if it does not start with '-' or end
+// in .shf (SPEC §8); CLI11 sees it as --trace-fns.
+std::vector<std::string> trace_args(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--trace" && i + 1 < argc) {
+      std::string next = argv[i + 1];
+      bool list = !next.empty() && next[0] != '-' && !(next.size() >= 4 && next.compare(next.size() - 4, 4, ".shf") == 0);
+      if (list) {
+        out.push_back("--trace-fns=" + next);
+        ++i;
+        continue;
+      }
+    }
+    if (a.rfind("--trace=", 0) == 0) a = "--trace-fns=" + a.substr(8);
+    out.push_back(a);
+  }
+  return out;
 }
 
 void* run_thread(void* arg) {
@@ -123,10 +181,24 @@ int main(int argc, char** argv) {
   app.add_flag("--no-jit", cli.no_jit, "Interpret everything");
   app.add_flag("--jit-profile", cli.jit_profile, "Print the dispatch profile of compiled calls at exit");
   app.add_flag("--no-progress", cli.no_progress, "Disable progress bars");
+  app.add_flag("--trace", cli.trace, "Trace every call (--trace f1,f2: calls of those functions and everything inside them)");
+  app.add_option("--trace-fns", cli.trace_fns, "Functions to trace, comma-separated")->group("");
+  app.add_option("--trace-out", cli.trace_out, "console (stderr, default) or json (sheaf_trace.jsonl)")
+      ->check(CLI::IsMember({"console", "json"}));
+  app.add_option("--trace-level", cli.trace_level, "fast (shapes), normal (min/max, default), verbose (mean too)")
+      ->check(CLI::IsMember({"fast", "normal", "verbose"}));
+  app.add_option("--guard", cli.guards, "Runtime guard [scope:]target:check, repeatable (e.g. no-nan, forward:h:range[-1,1])")
+      ->type_name("SPEC")
+      ->allow_extra_args(false);
+  app.add_flag("--blame", cli.blame, "Print the profiler report at exit");
+  app.add_option("--profile-out", cli.profile_out, "Write a Chrome trace-event JSON profile (Perfetto, chrome://tracing)")
+      ->type_name("FILE.json");
   app.positionals_at_end(false);
   app.footer("With no FILE and no -c, starts the interactive REPL.\nAhead-of-time compilation: sheaf build FILE -o OUT [-S] [--config JSON] [--trace-with] (sheaf build --help).");
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = trace_args(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+    app.parse(args);
     cli.has_expr = c->count() > 0;
   } catch (const CLI::Success& e) {
     return app.exit(e);

@@ -684,4 +684,19 @@ std::string emit_stablehlo(const std::vector<const ir::Graph*>& fns) {
   return out + "}) : () -> ()\n";
 }
 
+std::string stablehlo_name(const ir::Node& n) {
+  switch (n.op) {
+    case ir::Op::Unary: return fmt::format("stablehlo.{}", kUnary[static_cast<size_t>(n.attrs.unary)]);
+    case ir::Op::Binary: {
+      const BinarySpelling& b = kBinary[static_cast<size_t>(n.attrs.binary)];
+      if (!b.dir.empty()) return fmt::format("stablehlo.compare ({})", b.dir);
+      if (!b.op.empty()) return fmt::format("stablehlo.{}", b.op);
+      return n.attrs.binary == Binary::Rem ? "stablehlo.remainder" : "stablehlo.divide (floor)";
+    }
+    case ir::Op::Reduce: return fmt::format("stablehlo.reduce ({})", ir::reduce_name(n.attrs.reduce));
+    case ir::Op::Parameter: return "an argument";
+    default: return fmt::format("stablehlo.{}", ir::op_name(n.op));
+  }
+}
+
 }  // namespace sheaf::emit

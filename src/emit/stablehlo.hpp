@@ -42,4 +42,9 @@ namespace sheaf::emit {
 
 std::string emit_stablehlo(const std::vector<const ir::Graph*>& fns);
 
+// The StableHLO op that spells node `n` (its main op where the lowering composes several):
+// "stablehlo.exponential", "stablehlo.compare" (direction LT), "stablehlo.dot_general". Reports
+// (the guard's first-NaN line) name IR nodes this way.
+std::string stablehlo_name(const ir::Node& n);
+
 }  // namespace sheaf::emit

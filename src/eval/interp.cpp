@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "base/stack.hpp"
 #include "builtins/registry.hpp"
+#include "obs/session.hpp"
 #include "reader/reader.hpp"
 #include "runtime/jit.hpp"
 #include "tensor/elementwise.hpp"
@@ -255,7 +257,30 @@ Value Interp::eval_body(std::span<const Value> body, const EnvPtr& env) {
   return last;
 }
 
+#ifndef SHEAF_OBSERVABILITY
+#define SHEAF_OBSERVABILITY 1
+#endif
+
+// Internal builtins (`__vag-apply`) are plumbing, not calls the user wrote: not observed.
+static bool observed(const Value& f) {
+  return f.is(Kind::Fn) || (f.is(Kind::Builtin) && !f.as<BuiltinObj>().def->name.starts_with("__"));
+}
+
 Value Interp::call(const Value& f, std::span<const Value> args, SrcLoc site) {
+  // SHEAF_OBSERVABILITY=0 compiles the hook out (bench/: the cost of the test when it is off).
+  if (SHEAF_OBSERVABILITY && obs && observed(f)) [[unlikely]] {
+    obs::Session::Call c(*obs, f, args);
+    return c.leave(call_unobserved(f, args, site));
+  }
+  return call_unobserved(f, args, site);
+}
+
+obs::Session& Interp::observer() {
+  if (!obs) obs = std::make_unique<obs::Session>(obs::Options{}, std::cerr);
+  return *obs;
+}
+
+Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLoc site) {
   if (f.is(Kind::Builtin)) {
     const BuiltinDef& d = *f.as<BuiltinObj>().def;
     int n = static_cast<int>(args.size());
@@ -322,7 +347,7 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
                                  n == 1 ? "" : "s", p.describe(), args.size(), args.empty() ? "" : ": ", describe_args(args)),
                      site);
   }
-  if (jit && !fn.name.empty() && !trace::tracing())
+  if (jit && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
     if (std::optional<Value> r = jit->call(*this, fv, args, site)) return *r;
   auto env = std::make_shared<Env>(fn.env);
   env->vars.reserve(n + 1);

@@ -18,6 +18,9 @@ namespace sheaf {
 
 struct ListObj;
 class Interp;
+namespace obs {
+class Session;
+}
 
 // A special form receives its unevaluated form. Its table row also feeds `:help`.
 struct SpecialForm {
@@ -82,6 +85,9 @@ class Interp {
 
   // Automatic compilation of pure functions (runtime/jit.hpp); null with --no-jit.
   std::unique_ptr<class Jit> jit;
+  // Tracer, guards, profiler (obs/session.hpp); null when none is on: calls are not observed.
+  std::unique_ptr<obs::Session> obs;
+  obs::Session& observer();  // creates a session with everything off when there is none
 
   // REPL-wide flags.
   bool warned_lambda = false;
@@ -101,6 +107,7 @@ class Interp {
   std::vector<std::string> loaded_module_names_;
 
   Value eval_call(const ListObj& l, const EnvPtr& env);
+  Value call_unobserved(const Value& f, std::span<const Value> args, SrcLoc site);
   Value eval_vector(const ListObj& l, const EnvPtr& env);
   Value call_fn(const Value& f, std::span<const Value> args, SrcLoc site, bool allow_macro = false);
   Value expand_qq(const Value& form, int level);

@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "builtins/pytree.hpp"
 #include "eval/interp.hpp"
+#include "obs/session.hpp"
 #include "trace/tracer.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
@@ -117,6 +118,7 @@ Value sf_let(Interp& in, const ListObj& f, const EnvPtr& env) {
     if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", at(b.items[i + 1], f));
     local = std::make_shared<Env>(local);
     bind_pattern(in, *local, b.items[i], v, at(b.items[i], f));
+    if (in.obs && in.obs->checks_locals()) in.obs->bound_locals(*local);
   }
   return in.eval_body({f.items.begin() + 2, f.items.end()}, local);
 }
@@ -377,8 +379,17 @@ Value sf_static(Interp& in, const ListObj& f, const EnvPtr& env) {
   return in.eval(f.items[1], env);
 }
 
-Value sf_not_yet(Interp&, const ListObj& f, const EnvPtr&) {
-  throw SheafError("'" + head(f) + "' is not available in this build yet", f.loc);
+// (guard :no-nan e), (guard :range [lo hi] e), (guard :shape [d...] e): e, checked (obs/guards.hpp).
+Value sf_guard(Interp& in, const ListObj& f, const EnvPtr& env) {
+  const char* usage = "guard: expected (guard :no-nan e), (guard :range [lo hi] e) or (guard :shape [d...] e)";
+  if (f.items.size() < 3 || !f.items[1].is(Kind::Keyword)) throw SheafError(usage, f.loc);
+  const std::string& kind = f.items[1].as_str();
+  bool has_literal = kind != "no-nan";
+  if (f.items.size() != (has_literal ? 4u : 3u)) throw SheafError(usage, f.loc);
+  obs::GuardCheck check = obs::guard_form_check(kind, has_literal ? f.items[2] : Value(), at(f.items[2], f));
+  Value v = in.eval(f.items.back(), env);
+  in.observer().guard_form(check, v, f.loc);
+  return v;
 }
 
 // (value-and-grad f): the differentiating function of f (autodiff/value_and_grad.cpp).
@@ -404,7 +415,8 @@ const SpecialForm kSpecialForms[] = {
     {"recur", "(recur v1 ...)", "Restart the enclosing loop with new values (tail position only).", sf_recur},
     {"and", "(and e...)", "Short-circuit: first falsy value or the last value; (and) is true.", sf_and},
     {"or", "(or e...)", "Short-circuit: first truthy value or the last value; (or) is false.", sf_or},
-    {"guard", "(guard :no-nan e)", "Runtime assertion returning e unchanged.", sf_not_yet},
+    {"guard", "(guard :no-nan e) / (guard :range [lo hi] e) / (guard :shape [d...] e)",
+     "Runtime assertion returning e unchanged; a breach reports and exits with status 1.", sf_guard},
     {"->", "(-> x f (g a) ...)", "Thread-first: x becomes the first argument of each step.", sf_expand_then_eval},
     {"->>", "(->> x (f a) ...)", "Thread-last: x becomes the last argument of each step.", sf_expand_then_eval},
     {"as->", "(as-> x name step...)", "Bind the running value to name in each step.", sf_expand_then_eval},

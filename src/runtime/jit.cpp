@@ -15,6 +15,7 @@
 #include "passes/passes.hpp"
 #include "eval/interp.hpp"
 #include "io/atomic_write.hpp"
+#include "obs/session.hpp"
 #include "runtime/content_hash.hpp"
 #include "value/handle.hpp"
 
@@ -80,7 +81,8 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   cpu::Prepared p = cpu::prepare(exe.graph);
   stats_.prepare_s += since(t0);
   if (const char* dump = std::getenv("SHEAF_DUMP_CPP")) write_file_atomic(fmt::format("{}/{}.cpp", dump, file_name(name)), p.source.text);
-  ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint()), "cpu", "so", content_hash(in, fn),
+  std::string guards = in.obs ? in.obs->compile_key() : "";
+  ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint() + guards), "cpu", "so", content_hash(in, fn),
                 p.source.digest, signature(exe.graph)};
   const auto& tc = cpu::toolchain();
   std::string compiler = tc ? tc->identity : "";
@@ -143,6 +145,15 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
   for (const Value& a : args) pin_objects(a, e.pinned);
   auto t0 = Clock::now();
   ++stats_.traces;
+  struct CompileScope {  // `<compile f>` in the profile
+    obs::Session* s;
+    CompileScope(obs::Session* session, const std::string& fn) : s(session) {
+      if (s) s->compile_begin(fn);
+    }
+    ~CompileScope() {
+      if (s) s->compile_end();
+    }
+  } scope(in.obs.get(), name);
   try {
     trace::Traced t = trace::trace_call(in, fn, args, site, c.static_scalars);
     auto exe = std::make_shared<Executable>();
@@ -152,6 +163,7 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     exe->plan = ref::plan(exe->graph);
     if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
     exe->result = std::move(t.result);
+    exe->guarded = t.guarded;
     stats_.trace_s += since(t0);  // tracing and the IR passes; the native build is counted apart
     t0 = Clock::now();
     if (device == Device::Cpu) exe->native = build_native(in, fn, *exe);
@@ -222,9 +234,19 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     stats_.inputs += inputs_.size();
     auto t1 = profile ? Clock::now() : Clock::time_point{};
     if (profile) stats_.flatten_s += std::chrono::duration<double>(t1 - t0).count();
+    auto t_run = in.obs ? Clock::now() : Clock::time_point{};
     std::vector<Tensor> results = exe->native ? exe->native->run(inputs_) : ref::run(exe->graph, exe->plan, inputs_);
     auto t2 = profile ? Clock::now() : Clock::time_point{};
     if (profile) stats_.call_s += std::chrono::duration<double>(t2 - t1).count();
+    if (in.obs) in.obs->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, since(t_run));
+    if (exe->guarded) {  // a guard traced inside failed: interpreted, the check reports
+      bool passed = trace::guards_passed(results.back());
+      results.pop_back();
+      if (!passed) {
+        ++stats_.guard_reruns;
+        return std::nullopt;
+      }
+    }
     Value r = trace::rebuild(exe->result, results);
     if (profile) stats_.output_s += since(t2);
     return r;

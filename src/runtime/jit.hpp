@@ -35,11 +35,13 @@ struct Executable {
   ref::Plan plan;
   std::shared_ptr<cpu::Program> native;  // the CPU backend's build; null: runs on the reference executor
   trace::ResultTree result;
+  bool guarded = false;     // the last result is the guard flag (trace::Traced::guarded)
   size_t traced_nodes = 0;  // before optimisation
 };
 
 struct JitStats {
   uint64_t calls = 0, hits = 0, misses = 0, traces = 0, fallbacks = 0;
+  uint64_t guard_reruns = 0;  // compiled calls whose guard flag failed, interpreted again to report
   uint64_t inputs = 0;  // host tensors passed to executables (no copy on the host backend)
   double flatten_s = 0, call_s = 0, output_s = 0, trace_s = 0;
   uint64_t built = 0, loaded = 0, ref_runs = 0;   // CPU backend: compiled now, from __sheaf__, on ref instead

@@ -16,7 +16,10 @@ namespace sheaf {
 // `body` receives symbolic versions of `args` (tensor leaves, and int/float leaves unless a
 // retry needs them static) and returns the result pytree. A trace that needs a host scalar's
 // value is retried once with scalars static. TraceAbort propagates to the caller.
+// When a guard traced inside fails (obs/guards.hpp), `recheck` runs the computation interpreted
+// so that the guard reports on concrete values; without one (or if it returns) the breach is
+// reported for the transform as a whole.
 Value run_once(std::span<const Value> args, SrcLoc site, std::string name,
-               const std::function<Value(std::vector<Value>&)>& body);
+               const std::function<Value(std::vector<Value>&)>& body, const std::function<void()>& recheck = {});
 
 }  // namespace sheaf

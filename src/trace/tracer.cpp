@@ -40,6 +40,7 @@ class Tracer final : public ir::Recorder {
   std::vector<Tensor> captures;     // enclosing-trace tensors read by this region, in order
   std::map<std::pair<uint32_t, int32_t>, int32_t> captured;  // (trace, id) → parameter id here
   std::vector<int32_t> no_gradient;  // value ids marked by stop_gradient
+  std::vector<Tensor> guards;        // rank-0 bools recorded by record_guard
 
   std::vector<Tensor> record(ir::Op op, const std::vector<Tensor>& operands, const ir::Attrs& attrs,
                              const ir::Type* declared) override {
@@ -486,6 +487,14 @@ Tensor current_value(int32_t id) {
 }
 void set_site(SrcLoc loc) { g_site = loc; }
 
+void record_guard(const Tensor& passed) {
+  if (!g_tracer) return;
+  if (g_tracer->parent) throw TraceAbort("a guard inside a loop that is compiled as one `while`");
+  g_tracer->guards.push_back(passed);
+}
+
+bool guards_passed(const Tensor& flag) { return flag.get(0) != 0; }
+
 Traced trace_call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site, bool static_scalars) {
   return trace_with(args, site, static_scalars, fn.is(Kind::Fn) ? fn.as<FnObj>().name : "",
                     [&](std::vector<Value>& sym) { return in.call(fn, sym, site); });
@@ -502,6 +511,12 @@ Traced trace_with(std::span<const Value> args, SrcLoc site, bool static_scalars,
   Value r = body(sym);
   Traced out;
   out.result = result_tree(t, r);
+  if (!t.guards.empty()) {
+    Tensor all = t.guards[0];
+    for (size_t i = 1; i < t.guards.size(); ++i) all = binary(Binary::And, all, t.guards[i]);
+    t.g.results.push_back(t.lift(all).symbol_id());
+    out.guarded = true;
+  }
   out.graph = std::move(t.g);
   return out;
 }

@@ -37,6 +37,9 @@ struct ResultTree {
 struct Traced {
   ir::Graph graph;
   ResultTree result;
+  // The trace recorded guard checks (record_guard): the graph's last result is a rank-0 bool,
+  // true when all of them passed; it is not part of `result`.
+  bool guarded = false;
 };
 
 // Traces `fn` (a user function) applied to `args`. Tensors in `args` only give shapes and
@@ -87,6 +90,11 @@ struct OutputEffectsMuted {
   OutputEffectsMuted(const OutputEffectsMuted&) = delete;
   OutputEffectsMuted& operator=(const OutputEffectsMuted&) = delete;
 };
+// Records a guard check on traced values (obs/guards.hpp): `passed` is a rank-0 bool of the
+// innermost trace. Throws TraceAbort inside a loop region (a guard there is checked interpreted).
+void record_guard(const Tensor& passed);
+// True when the flag result of a guarded graph (Traced::guarded) says every guard passed.
+bool guards_passed(const Tensor& flag);
 // The call site of the builtin being evaluated while tracing: recorded nodes carry it.
 void set_site(SrcLoc loc);
 // A `while` whose condition depends on traced values (SPEC §6.4): the loop state (the
