@@ -105,15 +105,16 @@ Value differentiate_traced(Interp& in, const Value& f, std::vector<Value> args, 
 Value differentiate_eager(Interp& in, const Value& f, std::span<const Value> args, bool with_value, SrcLoc site) {
   std::string name = f.is(Kind::Fn) ? f.as<FnObj>().name : "";
   auto body = [&](std::vector<Value>& sym) { return differentiate_traced(in, f, sym, with_value, site); };
+  auto recheck = [&] { in.call(f, args, site); };  // a guard in f failed: f interpreted reports it
   try {
     try {
-      return run_once(args, site, name, body);
+      return run_once(args, site, name, body, recheck);
     } catch (const TraceAbort& abort) {
       std::string_view reason = abort.what();
       if (reason != "calls 'print', which has effects" && reason != "calls 'progress', which has effects") throw;
       in.call(f, args, site);
       trace::OutputEffectsMuted muted;
-      return run_once(args, site, name, body);
+      return run_once(args, site, name, body, recheck);
     }
   } catch (const TraceAbort& abort) {
     throw SheafError(fmt::format("{}: cannot differentiate {}: {}", who(with_value), name.empty() ? "the function" : "'" + name + "'",

@@ -28,6 +28,7 @@
 
 #include "base/error.hpp"
 #include "eval/interp.hpp"
+#include "obs/session.hpp"
 #include "reader/reader.hpp"
 #include "value/printer.hpp"
 
@@ -323,12 +324,16 @@ bool cmd_clear(Interp& in, const std::string&) {
   return true;
 }
 
-bool cmd_trace(Interp&, const std::string& arg) {
+// :trace [on|off|fast|normal|verbose]: trace every call of later inputs on stderr (SPEC §9.1).
+bool cmd_trace(Interp& in, const std::string& arg) {
   static const std::vector<std::string> modes = {"", "on", "off", "fast", "normal", "verbose"};
-  if (std::find(modes.begin(), modes.end(), arg) == modes.end())
+  if (std::find(modes.begin(), modes.end(), arg) == modes.end()) {
     std::cout << "usage: :trace [on|off|fast|normal|verbose]\n";
-  else
-    std::cout << "Tracing is not available in this build yet; inputs run untraced.\n";
+    return true;
+  }
+  obs::Level level = arg == "fast" ? obs::Level::Fast : arg == "verbose" ? obs::Level::Verbose : obs::Level::Normal;
+  in.observer().set_trace(arg != "off", level);
+  std::cout << (arg == "off" ? "Tracing off.\n" : "Tracing on (" + std::string(arg.empty() || arg == "on" ? "normal" : arg) + ").\n");
   return true;
 }
 
@@ -340,7 +345,7 @@ const std::vector<Command>& commands() {
       {{":registry", ":reg"}, "", "loaded modules and what they define", cmd_registry},
       {{":show"}, "name", "source of a user function", cmd_show},
       {{":clear"}, "", "forget all user definitions", cmd_clear},
-      {{":trace"}, "[on|off|fast|normal|verbose]", "trace later inputs (not available yet)", cmd_trace},
+      {{":trace"}, "[on|off|fast|normal|verbose]", "trace every call of later inputs", cmd_trace},
   };
   return table;
 }
@@ -462,6 +467,9 @@ void evaluate(Interp& in, const std::string& text, bool color) {
   } catch (const SheafError& e) {
     std::cout.flush();
     std::cerr << render_error(e, color) << std::flush;
+  } catch (const obs::GuardBreach& b) {  // the report; the session goes on
+    std::cout.flush();
+    std::cerr << b.what() << std::flush;
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "error: " << e.what() << "\n" << std::flush;

@@ -65,6 +65,12 @@ Session::~Session() {
 
 void Session::keep_backtrace() { ring_on_ = true; }
 
+void Session::set_trace(bool on, Level level) {
+  o_.trace = on;
+  o_.trace_fns.clear();
+  o_.level = level;
+}
+
 // ---- calls ------------------------------------------------------------------------------------
 
 Session::Call::Call(Session& s, const Value& f, std::span<const Value> args) : s_(s) {

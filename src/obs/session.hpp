@@ -82,6 +82,8 @@ class Session {
   void bound_locals(const Env& frame);
   // A (guard :check e) form evaluated to v.
   void guard_form(const GuardCheck& c, const Value& v, SrcLoc loc);
+  // REPL `:trace`: trace every later call at `level`, or stop tracing.
+  void set_trace(bool on, Level level);
   // Keep the ring buffer of recent calls for guard backtraces (on with --guard; guard forms
   // turn it on when the program has them).
   void keep_backtrace();

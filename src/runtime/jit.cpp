@@ -266,6 +266,7 @@ void Jit::report(std::ostream& os) const {
   os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms); {} interpreted calls\n", s.hits, s.misses, s.traces,
                     s.trace_s * 1e3, s.fallbacks);
   for (const std::string& r : s.fallback_reasons) os << "    interpreted " << r << "\n";
+  if (s.guard_reruns) os << fmt::format("  {} compiled calls failed a traced guard and ran again interpreted\n", s.guard_reruns);
   if (device == Device::Cpu)
     os << fmt::format("  cpu backend: {} built ({:.1f}ms fusion+codegen, {:.1f}ms C++ compiler), {} loaded from {} ({:.1f}ms), {} on the reference executor\n",
                       s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);

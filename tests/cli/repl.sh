@@ -123,7 +123,12 @@ expect_line '(map f seq ...)' "signature of map"
 send ':env'
 poll grep -qE '^ +sq +defn +\[x\]$' || fail ":env lists sq as a defn with its parameters"
 send ':trace on'
-expect 'not available in this build yet' ":trace message"
+expect 'Tracing on (normal).' ":trace message"
+send '(+ 1 2)'
+expect '├─ [+] 1, 2' ":trace on shows the call on stderr"
+expect '└─ ← 3 (' ":trace on shows the return"
+send ':trace off'
+expect 'Tracing off.' ":trace off message"
 send '(* 6 7)'
 expect_line '=> 42' "last evaluated input"
 send ':quit'
