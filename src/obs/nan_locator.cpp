@@ -12,10 +12,22 @@ namespace {
 
 bool nonfinite(const Tensor& t) { return is_float(t.dtype()) && tensor_stats(t).nonfinite; }
 
+// The text of the form at `loc` (its span on the line, cut at 60 characters), or "".
+std::string form_text(const SrcLoc& loc) {
+  std::string_view line = sources::line_text(loc.file, loc.line);
+  if (loc.col == 0 || loc.col > line.size()) return "";
+  std::string_view form = line.substr(loc.col - 1, loc.len ? loc.len : std::string_view::npos);
+  return form.size() > 60 ? std::string(form.substr(0, 57)) + "..." : std::string(form);
+}
+
 std::string describe(const ir::Node& n, std::span<const Tensor> operands) {
   std::string ops;
   for (const Tensor& t : operands) ops += (ops.empty() ? "" : ", ") + tensor_brief(t);
-  std::string where = n.loc.valid() ? " at " + sources::describe(n.loc) : "";
+  std::string where;
+  if (n.loc.valid()) {
+    std::string form = form_text(n.loc);
+    where = " at " + sources::describe(n.loc) + (form.empty() ? "" : " " + form);
+  }
   return fmt::format("{}{} (operands {})", emit::stablehlo_name(n), where, ops.empty() ? "none" : ops);
 }
 

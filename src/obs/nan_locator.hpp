@@ -1,7 +1,7 @@
 // obs/nan_locator.hpp — where a compiled function's NaN came from (SPEC §9.2, §10): the graph is
 // run again op by op on the reference executor and the first node that turns finite operands
 // into a NaN or ±Inf is named with its StableHLO spelling, its source form and its operands:
-//   stablehlo.divide at xor.shf:21:28 (operands f32[] [min:1.00e0 max:1.00e0], f32[4x1] [min:inf max:inf])
+//   stablehlo.exponential at xor.shf:16:28 (exp (- z)) (operands f32[4x1] [min:2.70e2 max:4.83e2])
 // Constants and iota are skipped (a -inf mask is deliberate); when every non-finite value comes
 // from an input or a constant, the first node with a non-finite result is named instead.
 #pragma once

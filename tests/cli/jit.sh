@@ -64,4 +64,13 @@ grep -qF 'func @step(%0: f32[3x1], %1: f32[4x3])' "$TMP/traced.ir" || fail '--tr
 run build profile.shf -o out.mlir --bogus
 status_is 2 'unknown build option'
 
+# ---- a guard form in an exported function: dropped with a warning, not an extra result ----
+cat >"$TMP/guarded.shf" <<'SHF'
+(defn f [x] (sum (guard :no-nan (log x))))
+SHF
+run build guarded.shf -S -o guarded.mlir --config '{"x":[3]}'
+status_is 0 'build of a guarded function'
+stderr_has "warning: the guards in 'f' are not checked by the compiled module" 'guards are dropped with a warning'
+grep -qF 'function_type = (tensor<3xf32>) -> tensor<f32>,' "$TMP/guarded.mlir" || fail 'the module returns only the sum'
+
 exit $FAILED
