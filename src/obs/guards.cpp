@@ -79,9 +79,10 @@ std::optional<std::string> check_leaf(const GuardCheck& c, const Value& v) {
     if (t.shape() != c.dims) return fmt::format("Shape mismatch: expected {}, got {}", dims_str(c.dims), dims_str(t.shape()));
     return std::nullopt;
   }
+  if (c.kind == GuardCheck::Kind::NoNan)
+    return has_nonfinite(t) ? std::optional<std::string>("Tensor contains NaN or Inf values: " + tensor_brief(t)) : std::nullopt;
   TensorStats s = tensor_stats(t);
-  if (c.kind == GuardCheck::Kind::NoNan && s.nonfinite) return "Tensor contains NaN or Inf values: " + tensor_brief(t);
-  if (c.kind == GuardCheck::Kind::Range && t.numel() > 0 && (s.min < c.lo || s.max > c.hi))
+  if (t.numel() > 0 && (s.min < c.lo || s.max > c.hi))
     return fmt::format("Value range [{}, {}] outside allowed [{}, {}]", sci(s.min), sci(s.max), sci(c.lo), sci(c.hi));
   return std::nullopt;
 }

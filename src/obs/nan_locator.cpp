@@ -10,8 +10,6 @@
 namespace sheaf::obs {
 namespace {
 
-bool nonfinite(const Tensor& t) { return is_float(t.dtype()) && tensor_stats(t).nonfinite; }
-
 // The text of the form at `loc` (its span on the line, cut at 60 characters), or "".
 std::string form_text(const SrcLoc& loc) {
   std::string_view line = sources::line_text(loc.file, loc.line);
@@ -44,12 +42,12 @@ std::optional<std::string> first_nonfinite(const ir::Graph& g, std::span<const T
     std::vector<Tensor> results = ref::run_node(g, n, operands);
     bool bad = false;
     for (size_t k = 0; k < results.size(); ++k) {
-      bad = bad || nonfinite(results[k]);
+      bad = bad || has_nonfinite(results[k]);
       values[static_cast<size_t>(n.out) + k] = std::move(results[k]);
     }
     if (!bad || n.op == ir::Op::Constant || n.op == ir::Op::Iota) continue;
     bool clean_operands = true;
-    for (const Tensor& t : operands) clean_operands = clean_operands && !nonfinite(t);
+    for (const Tensor& t : operands) clean_operands = clean_operands && !has_nonfinite(t);
     if (clean_operands) return describe(n, operands);
     if (!first_any) first_any = describe(n, operands);
   }

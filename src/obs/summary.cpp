@@ -38,6 +38,15 @@ TensorStats tensor_stats(const Tensor& t) {
   return s;
 }
 
+bool has_nonfinite(const Tensor& t) {
+  if (!is_float(t.dtype())) return false;
+  if (t.dtype() != DType::F32) return tensor_stats(t).nonfinite;
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(t.data<float>());
+  uint32_t any = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) any |= (bits[i] & 0x7f800000u) == 0x7f800000u;  // exponent all ones
+  return any != 0;
+}
+
 std::string sci(double x) {
   if (std::isnan(x)) return "nan";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";

@@ -23,6 +23,8 @@ struct TensorStats {
   bool nonfinite = false;             // some NaN or ±Inf
 };
 TensorStats tensor_stats(const Tensor& t);
+// True when a float tensor holds a NaN or ±Inf (a vectorised scan of the exponent bits for f32).
+bool has_nonfinite(const Tensor& t);
 
 std::string sci(double x);             // 4.86e-1, -1.37e0, 0.00e0, inf, nan
 std::string bytes_str(uint64_t n);     // 128B, 1.50KB, 3.00MB
