@@ -3,11 +3,12 @@
 #   make test       bootstrap + build + every test (ctest) + 60 s of fuzzing
 #   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
 #   make bench      installs the peers (PyTorch, JAX, IREE), runs bench/run.py → bench/results.md
+#   make bench-obs  builds build-noobs/ (-DSHEAF_OBSERVABILITY=OFF), runs bench/obs_overhead.py → bench/obs_results.md
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -G Ninja -DSHEAF_WERROR=ON
 
-.PHONY: all bootstrap build test test-asan fuzz demo bench clean
+.PHONY: all bootstrap build test test-asan fuzz demo bench bench-obs clean
 
 all: build
 
@@ -37,5 +38,11 @@ bench: build
 	bash scripts/bench_deps.sh
 	python3 bench/run.py --sheaf build/sheaf --out bench/results.md
 
+# The cost of the observability hook: build/sheaf (compiled in) against build-noobs/sheaf (compiled out).
+bench-obs: build
+	cmake -S . -B build-noobs $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_OBSERVABILITY=OFF
+	cmake --build build-noobs --target sheaf -j $(JOBS)
+	python3 bench/obs_overhead.py --on build/sheaf --off build-noobs/sheaf --out bench/obs_results.md
+
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-noobs

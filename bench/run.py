@@ -51,15 +51,16 @@ def python_with(module):
     return None
 
 
-def results(cmd, env=None, cwd=None):
-    """{name: (value, unit)} from the RESULT lines of a command; {} if it fails."""
+def results(cmd, env=None, cwd=None, stderr=subprocess.PIPE, timeout=TIMEOUT):
+    """{name: (value, unit)} from the RESULT lines of a command; {} if it fails or times out.
+    stderr=subprocess.DEVNULL drops a large stderr (bench/obs_overhead.py's --trace column)."""
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=TIMEOUT)
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=cwd, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
         print("  %s: %s" % (" ".join(cmd), e), file=sys.stderr)
         return {}
     if out.returncode != 0:
-        print("  %s failed (%d): %s" % (" ".join(cmd), out.returncode, out.stderr.strip()[-500:]), file=sys.stderr)
+        print("  %s failed (%d): %s" % (" ".join(cmd), out.returncode, (out.stderr or "").strip()[-500:]), file=sys.stderr)
     found = {}
     for line in out.stdout.splitlines():
         parts = line.split()
@@ -80,11 +81,12 @@ def keep_best(table, column, found, note=None):
             table[name][column] = (value, note)
 
 
-def run_sheaf(sheaf, program, device):
+def run_sheaf(sheaf, program, device, flags=(), **kw):
+    """RESULT lines of `sheaf PROGRAM --device DEVICE FLAGS…` (kw: stderr, timeout, as results())."""
     with tempfile.TemporaryDirectory() as work:  # no __sheaf__/ cache from an earlier run
         copy = os.path.join(work, os.path.basename(program))
         shutil.copy(program, copy)
-        return results([sheaf, copy, "--device", device], cwd=work)
+        return results([sheaf, copy, "--device", device] + list(flags), cwd=work, **kw)
 
 
 def measure(name, args, pythons, table):
@@ -161,19 +163,24 @@ def version(cmd):
         return "-"
 
 
-def machine(sheaf, pythons):
+def machine_line():
+    """'- machine: CPU model, N cores (arch), load L at the start' (also bench/obs_overhead.py)."""
     model = "-"
     try:
         model = next(l.split(":", 1)[1].strip() for l in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
                      if l.startswith("Model name"))
     except (OSError, StopIteration):
         pass
+    return "- machine: %s, %d cores (%s), load %.2f at the start" % (model, os.cpu_count(), platform.machine(), os.getloadavg()[0])
+
+
+def machine(sheaf, pythons):
     py_ver = lambda py, mod: version([py, "-c", "import %s; print(%s.__version__)" % (mod, mod)]) if py else "-"  # noqa: E731
     iree = "-"
     if shutil.which("iree-compile"):  # "IREE (https://iree.dev):" then "  IREE compiler version 3.13.0rc… @ hash"
         out = subprocess.run(["iree-compile", "--version"], capture_output=True, text=True).stdout
         iree = next((l.split("version", 1)[1].split("@")[0].strip() for l in out.splitlines() if "compiler version" in l), "-")
-    return ["- machine: %s, %d cores (%s), load %.2f at the start" % (model, os.cpu_count(), platform.machine(), os.getloadavg()[0]),
+    return [machine_line(),
             "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "- sheaf: %s (%s)" % (version([sheaf, "--version"]), sheaf),
             "- torch %s (%s), jax %s (%s), IREE %s" % (py_ver(pythons["torch"], "torch"), pythons["torch"] or "absent",
