@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "tensor/shape.hpp"
+#include "value/handle.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -128,7 +129,9 @@ Value tree_def(const Value& tree) {
 
 Value tree_map(std::span<const Value> trees, const LeafFn& fn, const CallArgs& a, std::string_view what) {
   Mapper m{fn, a, what, {}};
-  return m.map(trees);
+  std::vector<Value> read;  // SPEC §7.3: a handle passed where a pytree is needed is materialized
+  for (const Value& t : trees) read.push_back(t.is(Kind::Handle) ? t.as<HandleObj>().materialize(a.site) : t);
+  return m.map(read);
 }
 
 Tensor stack_leaves(std::span<const Value> leaves, const CallArgs& a) {
