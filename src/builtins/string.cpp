@@ -10,6 +10,7 @@
 #include "builtins/format.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
+#include "eval/progress.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 
@@ -351,6 +352,7 @@ Value b_print(Interp& in, const CallArgs& a) {
   } else {
     for (size_t i = 0; i < p.size(); ++i) s += (i ? " " : "") + print_value(p[i], true);
   }
+  ProgressBar::before_output();
   in.out() << s << end;
   return Value();
 }
@@ -374,9 +376,17 @@ Value b_progress(Interp& in, const CallArgs& a) {
   return Value();
 }
 
+// (argv): the program's command-line arguments (those after FILE that are not sheaf options).
+Value b_argv(Interp& in, const CallArgs&) {
+  std::vector<Value> items;
+  for (const std::string& s : in.program_args) items.push_back(Value::string(s));
+  return Value::list(std::move(items), ListKind::Bracket);
+}
+
 const BuiltinDef kString[] = {
     {"str", "(str x ...)", "Concatenation of the printed forms (strings unquoted).", b_str, 0, -1},
     {"str-call", "(str-call \"method\" s args...)", "Python string method by name: replace, split, join, format, strip, find, ...", b_str_call, 2, -1},
+    {"argv", "(argv)", "The program's command-line arguments after FILE (not sheaf options), as strings.", b_argv, 0, 0, true},
     {"print", "(print x ...) / (print fmt args...) [:end s]", "Write printed forms, or a {}-format, to stdout; returns nil.", b_print, 0, -1, true},
     {"gensym", "(gensym [prefix])", "Fresh symbol: prefix (default G__) + 8 hex digits.", b_gensym, 0, 1, true},
     {"symbol?", "(symbol? x)", "True for symbol values.", b_symbol_p, 1, 1},

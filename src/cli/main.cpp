@@ -69,6 +69,8 @@ bool prints_final(const Value& v) {
 int run(Cli& cli) {
   bool color = isatty(2) && !std::getenv("NO_COLOR");
   Interp in(std::cout);
+  in.program_args = cli.program_args;
+  in.progress_bars = isatty(2) && !cli.no_progress;
   try {
     in.obs = observability(cli, color);
   } catch (const SheafError& e) {
@@ -175,7 +177,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("Sheaf ") + SHEAF_VERSION);
   auto* c = app.add_option("-c", cli.expr, "Evaluate the forms in EXPR and print the final value")->type_name("EXPR");
   app.add_option("file", cli.file, "Program to run (.shf)");
-  app.add_option("args", cli.program_args, "Arguments for the program");
+  app.add_option("args", cli.program_args, "Arguments for the program, (argv); after -- even those starting with -");
   app.add_option("--device", cli.device, "Backend: cpu (native code, default) or ref (reference executor)")
       ->check(CLI::IsMember({"cpu", "ref", "cuda"}));
   app.add_flag("--no-jit", cli.no_jit, "Interpret everything");

@@ -82,6 +82,11 @@ class Interp {
 
   // Fields set by (progress :k v ...) for the progress bar (a dict; nil until set).
   Value progress_fields;
+  // Long `repeat` loops draw a progress bar on stderr (eval/progress.hpp); the CLI turns this on
+  // when stderr is a terminal and --no-progress is absent.
+  bool progress_bars = false;
+  // The arguments after the program's file that are not sheaf options: `(argv)`.
+  std::vector<std::string> program_args;
 
   // Automatic compilation of pure functions (runtime/jit.hpp); null with --no-jit.
   std::unique_ptr<class Jit> jit;

@@ -1,11 +1,13 @@
 // eval/special_forms.cpp — the special forms of SPEC §4, one handler each, and their table.
 // A handler receives the unevaluated form; the table row also feeds `:help` and the docs.
 #include <algorithm>
+#include <optional>
 
 #include "autodiff/value_and_grad.hpp"
 #include "base/error.hpp"
 #include "builtins/pytree.hpp"
 #include "eval/interp.hpp"
+#include "eval/progress.hpp"
 #include "obs/session.hpp"
 #include "trace/tracer.hpp"
 #include "value/printer.hpp"
@@ -244,11 +246,14 @@ Value sf_repeat(Interp& in, const ListObj& f, const EnvPtr& env) {
     n = count_value(in, counter, env, f);
   }
   Accumulator acc = accumulator(in, f, env);
+  std::optional<ProgressBar> bar;
+  if (in.progress_bars && !trace::tracing()) bar.emplace(in, n);
   for (int64_t i = 0; i < n; ++i) {
     auto local = std::make_shared<Env>(env);
     if (index_id >= 0) local->bind(index_id, Value::integer(i));
     acc.bind(in, *local, f.loc);
     acc.update(in.eval_body(acc.body, local));
+    if (bar) bar->done(i + 1);
   }
   return acc.value;
 }

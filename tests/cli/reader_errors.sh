@@ -63,6 +63,10 @@ status_is 2 '-c without its argument'
 printf '(+ 1 1)\n' >"$TMP/two.shf"
 run two.shf --no-such-option
 status_is 2 'unknown option after FILE'
+printf '(print (argv))\n' >"$TMP/argv.shf"
+run argv.shf steps=3 --no-jit -- --resume
+status_is 0 'program arguments'
+stdout_is "['steps=3', '--resume']" '(argv): the words after FILE and everything after --'
 
 # ---- The final value (SPEC §6.1, §8) ----
 run -c '(+ 1 2)'
