@@ -51,6 +51,7 @@ std::unique_ptr<obs::Session> observability(const Cli& cli, bool color) {
   for (const std::string& g : cli.guards) o.guards.push_back(obs::parse_guard_spec(g));
   o.blame = cli.blame;
   o.profile_out = cli.profile_out;
+  if (o.profile_out.ends_with(".shf")) throw SheafError("--profile-out '" + o.profile_out + "': expected a .json file, not a program");
   o.color = color;
   if (!o.trace && o.guards.empty() && !o.blame && o.profile_out.empty()) return nullptr;
   return std::make_unique<obs::Session>(std::move(o), std::cerr);
@@ -95,7 +96,7 @@ int run(Cli& cli) {
     Interp& in;
     bool on;
     ~ProfileAtExit() {
-      if (in.obs) in.obs->finish();
+      if (in.obs) in.obs->finish();  // errors are reported; see run() for the exit status
       if (on && in.jit) in.jit->report(std::cerr);
     }
   } profile_at_exit{in, cli.jit_profile};
@@ -113,7 +114,7 @@ int run(Cli& cli) {
     }
     if (prints_final(v)) std::cout << print_value(v) << "\n";
     std::cout.flush();
-    return 0;
+    return !in.obs || in.obs->finish() ? 0 : 1;  // a profile that could not be written fails the run
   } catch (const SheafError& e) {
     std::cout.flush();
     std::cerr << render_error(e, color);

@@ -98,7 +98,7 @@ Value Interp::expand(const Value& form) {
   if (l.kind == ListKind::Paren && !l.items.empty() && l.items[0].is(Kind::Symbol)) {
     const std::string& name = l.items[0].as_str();
     if (name == "quote") return form;
-    if (name == "guard") observer().keep_backtrace();  // its breach report shows the recent calls
+    if (name == "guard") observer().keep_backtrace();  // also a guard written by a macro
     if (name == "quasiquote") {
       if (l.items.size() != 2) throw SheafError("quasiquote expects one form", l.loc);
       return Value::list({l.items[0], expand_qq(l.items[1], 1)}, l.kind, l.loc);

@@ -57,9 +57,24 @@ void Interp::check_elements(int64_t n, SrcLoc loc) const {
     throw SheafError(fmt::format("cannot create {} elements (limit {})", n, limits_.max_elements), loc);
 }
 
+// True when the form contains a list headed by the symbol `guard`.
+static bool mentions_guard(const Value& form) {
+  if (!form.is_list()) return false;
+  const auto& items = form.as_list().items;
+  if (!items.empty() && items[0].is(Kind::Symbol) && items[0].as_str() == "guard") return true;
+  return std::any_of(items.begin(), items.end(), mentions_guard);
+}
+
 Value Interp::run_text(std::string_view text, const std::string& path, bool bundled) {
   uint32_t file = sources::add(path, std::string(text), bundled);
   std::vector<Value> forms = read_all(text, file);
+  // A program with guard forms keeps the backtrace of recent calls from its first form on.
+  if (!obs || !obs->keeps_backtrace())
+    for (const Value& f : forms)
+      if (mentions_guard(f)) {
+        observer().keep_backtrace();
+        break;
+      }
   Value last;
   for (const Value& f : forms) last = eval_toplevel(f);
   return last;

@@ -48,16 +48,22 @@ GuardCheck parse_check(const std::string& c, const std::string& spec) {
     return split(c.substr(name.size() + 1, c.size() - name.size() - 2), ',');
   };
   if (auto a = args("range")) {
-    if (a->size() != 2) throw SheafError(fmt::format("--guard '{}': range takes two bounds, range[lo,hi]", spec));
+    if (a->size() != 2) throw SheafError(fmt::format("--guard '{}': range takes two bounds, range[lo,hi]; {}", spec, kGrammar));
     g.kind = GuardCheck::Kind::Range;
     g.lo = number((*a)[0], spec);
     g.hi = number((*a)[1], spec);
+    if (g.lo > g.hi) throw SheafError(fmt::format("--guard '{}': the range is empty (lo > hi)", spec));
     return g;
   }
   if (auto a = args("shape")) {
     g.kind = GuardCheck::Kind::Shape;
     if (!(a->size() == 1 && (*a)[0].empty()))
-      for (const std::string& d : *a) g.dims.push_back(static_cast<int64_t>(number(d, spec)));
+      for (const std::string& d : *a) {
+        double x = number(d, spec);
+        if (x < 0 || x != static_cast<double>(static_cast<int64_t>(x)))
+          throw SheafError(fmt::format("--guard '{}': '{}' is not a dimension (a non-negative integer)", spec, d));
+        g.dims.push_back(static_cast<int64_t>(x));
+      }
     return g;
   }
   throw SheafError(fmt::format("--guard '{}': unknown check '{}'; {}", spec, c, kGrammar));
@@ -95,9 +101,11 @@ Tensor traced_passes(const GuardCheck& c, const Tensor& t) {
     Tensor s = reduce(Reduce::Sum, binary(Binary::Mul, t, Tensor::scalar(t.dtype(), 0)), all);
     return binary(Binary::Eq, s, s);
   }
-  Tensor lo = binary(Binary::Ge, reduce(Reduce::Min, t, all), Tensor::scalar(t.dtype(), c.lo));
-  Tensor hi = binary(Binary::Le, reduce(Reduce::Max, t, all), Tensor::scalar(t.dtype(), c.hi));
-  return binary(Binary::And, lo, hi);
+  // Out of range: x < lo or x > hi; NaN compares false, so it is skipped as the concrete check skips it.
+  Tensor out = binary(Binary::Or, binary(Binary::Lt, t, Tensor::scalar(t.dtype(), c.lo)),
+                      binary(Binary::Gt, t, Tensor::scalar(t.dtype(), c.hi)));
+  Tensor count = reduce(Reduce::Sum, convert(out, DType::F32), all);
+  return binary(Binary::Eq, count, Tensor::scalar(DType::F32, 0));
 }
 
 }  // namespace
@@ -150,11 +158,15 @@ GuardCheck guard_form_check(const std::string& kind, const Value& literal, SrcLo
     g.kind = GuardCheck::Kind::Range;
     g.lo = b[0];
     g.hi = b[1];
+    if (g.lo > g.hi) throw SheafError("guard :range: the range is empty (lo > hi)", loc);
     return g;
   }
   if (kind == "shape") {
     g.kind = GuardCheck::Kind::Shape;
-    for (double d : numbers(0)) g.dims.push_back(static_cast<int64_t>(d));
+    for (double d : numbers(0)) {
+      if (d < 0 || d != static_cast<double>(static_cast<int64_t>(d))) throw SheafError("guard :shape: dimensions must be non-negative integers", loc);
+      g.dims.push_back(static_cast<int64_t>(d));
+    }
     return g;
   }
   throw SheafError(fmt::format("guard: unknown check :{}; expected :no-nan, :range [lo hi] or :shape [d...]", kind), loc);

@@ -55,13 +55,7 @@ Session::Session(Options o, std::ostream& err) : o_(std::move(o)), err_(err), st
   }
 }
 
-Session::~Session() {
-  try {
-    finish();
-  } catch (const std::exception& e) {
-    err_ << "sheaf: " << e.what() << "\n";
-  }
-}
+Session::~Session() { finish(); }
 
 void Session::keep_backtrace() { ring_on_ = true; }
 
@@ -74,9 +68,14 @@ void Session::set_trace(bool on, Level level) {
 // ---- calls ------------------------------------------------------------------------------------
 
 Session::Call::Call(Session& s, const Value& f, std::span<const Value> args) : s_(s) {
-  s_.enter(f, args);  // pushes the frame before any check can throw
+  s_.enter(f, args);
+  try {
+    s_.check_arguments(args);  // may breach, or abort a trace
+  } catch (...) {
+    s_.unwind();  // no destructor runs for a constructor that throws
+    throw;
+  }
   open_ = true;
-  s_.check_arguments(args);
 }
 
 Session::Call::~Call() {
@@ -248,7 +247,7 @@ void Session::breach(const GuardCheck& c, const std::string& message, const std:
   if (origin.empty() || what.rfind("local ", 0) == 0) fn = function_name();  // guard forms and locals: the enclosing function
   std::string r = fmt::format("/!\\ Guard Breached: {}\nFunction: {}\nChecked: {}{}\n{}\n", c.kind_name(), fn, what,
                               origin.empty() ? "" : " (" + origin + ")", message);
-  if (!frames_.empty() && frames_.back().graph && c.kind == GuardCheck::Kind::NoNan && what == "result")
+  if (!frames_.empty() && frames_.back().graph && c.kind == GuardCheck::Kind::NoNan && what.starts_with("result"))
     if (auto first = first_nonfinite(*frames_.back().graph, frames_.back().inputs)) r += "First NaN: " + *first + "\n";
   r += fmt::format("\nBacktrace (last {} operations):\n\n", ring_.size());
   for (const Line& l : ring_) r += format(l, l.depth) + "\n";
@@ -258,16 +257,28 @@ void Session::breach(const GuardCheck& c, const std::string& message, const std:
 
 // ---- exit -------------------------------------------------------------------------------------
 
-void Session::finish() {
-  if (finished_) return;
+bool Session::finish() {
+  if (finished_) return true;
   finished_ = true;
   double wall = seconds_between(start_, Clock::now());
   if (profiler_ && o_.blame) err_ << profiler_->report(wall);
-  if (profiler_ && !o_.profile_out.empty()) write_file_atomic(o_.profile_out, profiler_->chrome_json());
+  bool ok = true;
+  try {
+    if (profiler_ && !o_.profile_out.empty()) write_file_atomic(o_.profile_out, profiler_->chrome_json());
+  } catch (const std::exception& e) {
+    err_ << "error: --profile-out: " << e.what() << "\n";
+    ok = false;
+  }
   if (trace_file_.is_open()) {
     trace_file_.close();
-    std::filesystem::rename(trace_tmp_, trace_path_);
+    std::error_code ec;
+    std::filesystem::rename(trace_tmp_, trace_path_, ec);
+    if (ec) {
+      err_ << "error: --trace-out json: cannot write " << trace_path_ << ": " << ec.message() << "\n";
+      ok = false;
+    }
   }
+  return ok;
 }
 
 }  // namespace sheaf::obs

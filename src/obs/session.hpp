@@ -87,11 +87,13 @@ class Session {
   // Keep the ring buffer of recent calls for guard backtraces (on with --guard; guard forms
   // turn it on when the program has them).
   void keep_backtrace();
+  bool keeps_backtrace() const { return ring_on_; }
   // Text that must key compiled code because guards change it (their specs).
   std::string compile_key() const;
 
   // Writes the blame report and the trace/profile files (once; also run by the destructor).
-  void finish();
+  // False when a file could not be written (reported on the error stream).
+  bool finish();
 
  private:
   struct Frame {

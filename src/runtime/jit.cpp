@@ -238,7 +238,6 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     std::vector<Tensor> results = exe->native ? exe->native->run(inputs_) : ref::run(exe->graph, exe->plan, inputs_);
     auto t2 = profile ? Clock::now() : Clock::time_point{};
     if (profile) stats_.call_s += std::chrono::duration<double>(t2 - t1).count();
-    if (in.obs) in.obs->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, since(t_run));
     if (exe->guarded) {  // a guard traced inside failed: interpreted, the check reports
       bool passed = trace::guards_passed(results.back());
       results.pop_back();
@@ -247,6 +246,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
         return std::nullopt;
       }
     }
+    if (in.obs) in.obs->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, since(t_run));
     Value r = trace::rebuild(exe->result, results);
     if (profile) stats_.output_s += since(t2);
     return r;
