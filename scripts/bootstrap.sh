@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libopenblas-dev                                  # CPU BLAS
   tmux                                             # REPL test under a pseudo-terminal
   dataset-fashion-mnist                            # IDX loading test (tests/cli/io_interop.sh)
+  fortunes                                         # text corpus of examples/gpt (tests/cli/gpt.sh)
   python3 python3-pip
 )
 

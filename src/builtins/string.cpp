@@ -354,6 +354,7 @@ Value b_print(Interp& in, const CallArgs& a) {
   }
   ProgressBar::before_output();
   in.out() << s << end;
+  in.out().flush();  // a log line or a streamed character (:end "") appears now, also in a file or pipe
   return Value();
 }
 
