@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "backend/cuda/driver.hpp"
 #include "base/error.hpp"
 #include "cli/build.hpp"
 #include "cli/repl.hpp"
@@ -82,8 +83,13 @@ int run(Cli& cli) {
     in.jit.reset();
   } else {
     in.jit->profile = cli.jit_profile;
-    if (cli.device == "cuda") {
-      std::cerr << "error: device 'cuda' is not available (this build has no CUDA backend yet); available devices: cpu, ref\n";
+    if (cli.device == "cuda") {  // the driver and NVRTC load; running compiled code on the GPU is not built yet
+      std::string why;
+      std::optional<cuda::DeviceInfo> gpu = cuda::device_info(&why);
+      if (!gpu) std::cerr << "error: device 'cuda': " << why << "; available devices: cpu, ref\n";
+      else
+        std::cerr << "error: device 'cuda': " << gpu->name << " (sm_" << gpu->major << gpu->minor
+                  << ") was found, but this build cannot run compiled functions on a GPU yet; available devices: cpu, ref\n";
       return 2;
     }
     in.jit->device = cli.device == "ref" ? Device::Ref : Device::Cpu;

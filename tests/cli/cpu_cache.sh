@@ -7,7 +7,7 @@
 #   - an edited function makes its artifact stale: rebuilt with a notice;
 #   - a manifest that does not parse is rebuilt silently; no temporary files are left behind;
 #   - no compiler and no cache: the reference executor, with a notice; --device ref writes no
-#     cache; --device cuda is refused with the list of available devices.
+#     cache; --device cuda is refused with the reason (no GPU found) and the available devices.
 # Skips (exit 0 with a message) when no C++ compiler is installed.
 set -uo pipefail
 SHEAF="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -98,7 +98,10 @@ run train.shf --device ref
 status_is 0 '--device ref'
 [[ -d "$TMP/__sheaf__" ]] && fail '--device ref writes no cache'
 run train.shf --device cuda
-status_is 2 '--device cuda without a CUDA backend'
+status_is 2 '--device cuda (no GPU here, or no GPU execution yet)'
 stderr_has 'available devices: cpu, ref' 'the error lists the available devices'
+if ! command -v nvidia-smi >/dev/null; then
+  stderr_has "error: device 'cuda': no GPU was found: libcuda.so.1" 'no driver: the error says no GPU was found and why'
+fi
 
 exit $FAILED

@@ -1,0 +1,57 @@
+// backend/cuda/nvrtc.cpp — compiling generated CUDA C++ (see nvrtc.hpp).
+#include "backend/cuda/nvrtc.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "backend/cuda/driver.hpp"
+#include "base/error.hpp"
+
+namespace sheaf::cuda {
+
+CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin) {
+  std::string why;
+  const Nvrtc* n = nvrtc(&why);
+  if (!n) throw SheafError("cannot compile CUDA kernels: " + why);
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r = n->nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  if (r != 0) throw SheafError(fmt::format("NVRTC could not create a program for {}: {}", name, n->nvrtcGetErrorString(r)));
+  struct Destroy {
+    const Nvrtc* n;
+    nvrtcProgram* p;
+    ~Destroy() { n->nvrtcDestroyProgram(p); }
+  } destroy{n, &prog};
+  std::string arch = fmt::format("--gpu-architecture={}_{}{}", cubin ? "sm" : "compute", major, minor);
+  std::vector<const char*> options = {arch.c_str(), "-std=c++17", "-default-device"};
+  r = n->nvrtcCompileProgram(prog, static_cast<int>(options.size()), options.data());
+  CompiledKernels out;
+  size_t size = 0;
+  n->nvrtcGetProgramLogSize(prog, &size);
+  out.log.resize(size);
+  n->nvrtcGetProgramLog(prog, out.log.data());
+  while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
+  if (r != 0) throw SheafError(fmt::format("NVRTC could not compile {} for {} ({}):\n{}", name, arch.substr(19), n->nvrtcGetErrorString(r), out.log));
+  if (cubin) {
+    n->nvrtcGetCUBINSize(prog, &size);
+    out.cubin.resize(size);
+    n->nvrtcGetCUBIN(prog, out.cubin.data());
+  } else {
+    n->nvrtcGetPTXSize(prog, &size);
+    out.ptx.resize(size);
+    n->nvrtcGetPTX(prog, out.ptx.data());
+    if (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
+  }
+  return out;
+}
+
+std::string nvrtc_version() {
+  std::string why;
+  const Nvrtc* n = nvrtc(&why);
+  if (!n) return why;
+  int major = 0, minor = 0;
+  n->nvrtcVersion(&major, &minor);
+  return fmt::format("NVRTC {}.{}", major, minor);
+}
+
+}  // namespace sheaf::cuda

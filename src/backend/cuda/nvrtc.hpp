@@ -1,0 +1,23 @@
+// backend/cuda/nvrtc.hpp — CUDA C++ → PTX and cubin with NVRTC, for the GPU's own architecture.
+// Options: --gpu-architecture=sm_<major><minor> for a cubin (ELF for exactly that GPU) or
+// compute_<major><minor> for PTX (which the driver compiles at load time), -std=c++17,
+// -default-device; no --use_fast_math (IEEE semantics like the host kernels).
+#pragma once
+#include <string>
+
+namespace sheaf::cuda {
+
+struct CompiledKernels {
+  std::string ptx;    // when no cubin was asked for
+  std::string cubin;  // when asked for
+  std::string log;    // compiler messages (warnings)
+};
+
+// Compiles `source` (named `name` in messages). Throws SheafError with NVRTC's log when the
+// source does not compile, or naming what is missing when NVRTC cannot be loaded.
+CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin);
+
+// "NVRTC 13.0" or the reason it is unavailable.
+std::string nvrtc_version();
+
+}  // namespace sheaf::cuda
