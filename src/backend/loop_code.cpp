@@ -1,0 +1,409 @@
+// backend/loop_code.cpp — loop-nest code shared by the CPU and CUDA renderers (see loop_code.hpp).
+#include "backend/loop_code.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "base/error.hpp"
+
+namespace sheaf::loop_code {
+
+using fusion::Step;
+using fusion::StepKind;
+using fusion::View;
+using ir::Op;
+
+const char* const kScalarHelpers = R"(typedef long i64; typedef int i32; typedef unsigned u32; typedef unsigned char b8; typedef unsigned short u16;
+static inline float sh_max(float x, float y) { return (x > y || x != x) ? x : y; }
+static inline float sh_min(float x, float y) { return (x < y || x != x) ? x : y; }
+static inline float sh_sign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
+// pow with C semantics: with -fno-math-errno GCC turns pow(x, 0.5) into sqrt(x), which differs
+// at -0 and -inf, so that case is spelled out.
+static inline float sh_powf(float x, float y) {
+  if (y == 0.5f) return (x == 0 || x == -__builtin_inff()) ? __builtin_fabsf(x) : __builtin_sqrtf(x);
+  return __builtin_powf(x, y);
+}
+static inline float sh_rem(float x, float y) { float r = __builtin_fmodf(x, y); return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r; }
+template <class T> static inline T sh_imax(T x, T y) { return x > y ? x : y; }
+template <class T> static inline T sh_imin(T x, T y) { return x < y ? x : y; }
+static inline i32 sh_add(i32 x, i32 y) { return (i32)((u32)x + (u32)y); }
+static inline i32 sh_sub(i32 x, i32 y) { return (i32)((u32)x - (u32)y); }
+static inline i32 sh_mul(i32 x, i32 y) { return (i32)((u32)x * (u32)y); }
+static inline u32 sh_add(u32 x, u32 y) { return x + y; }
+static inline u32 sh_sub(u32 x, u32 y) { return x - y; }
+static inline u32 sh_mul(u32 x, u32 y) { return x * y; }
+static inline i32 sh_div(i32 x, i32 y) {
+  if (y == 0) return 0;
+  if (y == -1) return (i32)(0u - (u32)x);
+  i32 q = x / y; return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+static inline u32 sh_div(u32 x, u32 y) { return y == 0 ? 0 : x / y; }
+static inline i32 sh_rem(i32 x, i32 y) {
+  if (y == 0 || y == -1) return 0;
+  i32 r = x % y; return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+static inline u32 sh_rem(u32 x, u32 y) { return y == 0 ? 0 : x % y; }
+static inline u32 sh_upow(u32 b, i64 e) { u32 r = 1; for (; e > 0; e >>= 1, b *= b) if (e & 1) r *= b; return r; }
+static inline i32 sh_pow(i32 x, i32 y) { if (y < 0) return x == 1 ? 1 : (x == -1 ? (y % 2 ? -1 : 1) : 0); return (i32)sh_upow((u32)x, y); }
+static inline u32 sh_pow(u32 x, u32 y) { return sh_upow(x, y); }
+static inline i32 sh_shl(i32 x, i32 y) { return (u32)y >= 32 ? 0 : (i32)((u32)x << y); }
+static inline u32 sh_shl(u32 x, u32 y) { return y >= 32 ? 0 : x << y; }
+static inline i32 sh_shrl(i32 x, i32 y) { return (u32)y >= 32 ? 0 : (i32)((u32)x >> y); }
+static inline u32 sh_shrl(u32 x, u32 y) { return y >= 32 ? 0 : x >> y; }
+static inline i32 sh_shra(i32 x, i32 y) { return (u32)y >= 32 ? (x < 0 ? -1 : 0) : x >> y; }
+static inline u32 sh_shra(u32 x, u32 y) { return y >= 32 ? 0 : x >> y; }
+static inline i32 sh_neg(i32 x) { return x == (i32)0x80000000u ? 2147483647 : -x; }
+static inline i32 sh_abs(i32 x) { return x < 0 ? sh_neg(x) : x; }
+static inline i32 sh_f2i(float x) {
+  if (!(x - x == 0)) return 0;
+  double t = __builtin_trunc((double)x);
+  return t < -2147483648.0 ? (i32)0x80000000u : t > 2147483647.0 ? 2147483647 : (i32)t;
+}
+static inline u32 sh_f2u(float x) {
+  if (!(x - x == 0)) return 0;
+  double t = __builtin_trunc((double)x);
+  return t < 0 ? 0u : t > 4294967295.0 ? 4294967295u : (u32)t;
+}
+)";
+
+const char* ctype(DType d) {
+  switch (d) {
+    case DType::F32: return "float";
+    case DType::I32: return "i32";
+    case DType::U32: return "u32";
+    case DType::Bool: return "b8";
+    case DType::F16: case DType::BF16: return "u16";  // only moved by Copy steps, never computed on
+  }
+  return "";
+}
+
+std::string literal(DType d, double v) {
+  switch (d) {
+    case DType::F32: {
+      float f = static_cast<float>(v);
+      if (std::isnan(f)) return "__builtin_nanf(\"\")";
+      if (std::isinf(f)) return f > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%af", static_cast<double>(f));
+      return f < 0 ? fmt::format("({})", buf) : buf;
+    }
+    case DType::I32: return fmt::format("((i32){})", static_cast<int64_t>(v));
+    case DType::U32: return fmt::format("{}u", static_cast<uint64_t>(v));
+    case DType::Bool: return v != 0 ? "((b8)1)" : "((b8)0)";
+    default: throw SheafError("internal: literal of a 16-bit float");
+  }
+}
+
+std::string unary_expr(Unary u, DType d, const std::string& x) {
+  if (d == DType::F32) {
+    switch (u) {
+      case Unary::Neg: return "(-" + x + ")";
+      case Unary::Abs: return "__builtin_fabsf(" + x + ")";
+      case Unary::Exp: return "expf(" + x + ")";
+      case Unary::Log: return "logf(" + x + ")";
+      case Unary::Sqrt: return "__builtin_sqrtf(" + x + ")";
+      case Unary::Rsqrt: return "(1.0f / __builtin_sqrtf(" + x + "))";
+      case Unary::Sin: return "sinf(" + x + ")";
+      case Unary::Cos: return "cosf(" + x + ")";
+      case Unary::Tan: return "__builtin_tanf(" + x + ")";
+      case Unary::Tanh: return "tanhf(" + x + ")";
+      case Unary::Floor: return "__builtin_floorf(" + x + ")";
+      case Unary::Ceil: return "__builtin_ceilf(" + x + ")";
+      case Unary::Round: return "__builtin_roundf(" + x + ")";
+      case Unary::Sign: return "sh_sign(" + x + ")";
+      case Unary::Logistic: return "(1.0f / (1.0f + expf(-" + x + ")))";
+      case Unary::Not: break;
+    }
+  } else if (d == DType::Bool) {
+    return u == Unary::Not ? "((b8)!" + x + ")" : x;
+  } else {
+    bool s = d == DType::I32;
+    switch (u) {
+      case Unary::Neg: return s ? "sh_neg(" + x + ")" : "(0u - " + x + ")";
+      case Unary::Abs: return s ? "sh_abs(" + x + ")" : x;
+      case Unary::Sign: return s ? "((i32)(" + x + " > 0) - (i32)(" + x + " < 0))" : "((u32)(" + x + " > 0))";
+      case Unary::Not: return fmt::format("(({})~{})", ctype(d), x);
+      case Unary::Floor: case Unary::Ceil: case Unary::Round: return x;
+      default: break;
+    }
+  }
+  throw SheafError(fmt::format("internal: no loop code for {} on {}", ir::unary_name(u), dtype_name(d)));
+}
+
+std::string binary_expr(Binary op, DType d, const std::string& x, const std::string& y) {
+  auto call = [&](const char* f) { return fmt::format("{}({}, {})", f, x, y); };
+  auto infix = [&](const char* o) { return fmt::format("({} {} {})", x, o, y); };
+  if (is_comparison(op)) {
+    static const char* ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    return fmt::format("((b8)({} {} {}))", x, ops[static_cast<int>(op) - static_cast<int>(Binary::Eq)], y);
+  }
+  if (d == DType::Bool) {
+    switch (op) {
+      case Binary::And: case Binary::Mul: case Binary::Min: return fmt::format("((b8)({} && {}))", x, y);
+      case Binary::Or: case Binary::Add: case Binary::Max: return fmt::format("((b8)({} || {}))", x, y);
+      case Binary::Xor: return fmt::format("((b8)({} != {}))", x, y);
+      default: return "((b8)0)";
+    }
+  }
+  if (d == DType::F32) {
+    switch (op) {
+      case Binary::Add: return infix("+");
+      case Binary::Sub: return infix("-");
+      case Binary::Mul: return infix("*");
+      case Binary::Div: return infix("/");
+      case Binary::Pow: return call("sh_powf");
+      case Binary::Max: return call("sh_max");
+      case Binary::Min: return call("sh_min");
+      case Binary::Rem: return call("sh_rem");
+      case Binary::FloorDiv: return fmt::format("__builtin_floorf({} / {})", x, y);
+      default: break;
+    }
+  } else {
+    switch (op) {
+      case Binary::Add: return call("sh_add");
+      case Binary::Sub: return call("sh_sub");
+      case Binary::Mul: return call("sh_mul");
+      case Binary::Div: case Binary::FloorDiv: return call("sh_div");
+      case Binary::Rem: return call("sh_rem");
+      case Binary::Pow: return call("sh_pow");
+      case Binary::Max: return call("sh_imax");
+      case Binary::Min: return call("sh_imin");
+      case Binary::And: return infix("&");
+      case Binary::Or: return infix("|");
+      case Binary::Xor: return infix("^");
+      case Binary::ShiftLeft: return call("sh_shl");
+      case Binary::ShiftRightLogical: return call("sh_shrl");
+      case Binary::ShiftRightArithmetic: return call("sh_shra");
+      default: break;
+    }
+  }
+  throw SheafError(fmt::format("internal: no loop code for {} on {}", ir::binary_name(op), dtype_name(d)));
+}
+
+std::string convert_expr(DType from, DType to, const std::string& x) {
+  if (from == to) return x;
+  if (to == DType::Bool) return "((b8)(" + x + " != 0))";
+  if (to == DType::F32) return from == DType::Bool ? "(" + x + " ? 1.0f : 0.0f)" : "((float)" + x + ")";
+  if (from == DType::F32) return (to == DType::I32 ? "sh_f2i(" : "sh_f2u(") + x + ")";
+  if (from == DType::Bool) return fmt::format("(({}){})", ctype(to), x);
+  if (to == DType::U32) return "((u32)(" + x + " < 0 ? 0 : " + x + "))";  // i32 → u32 saturates
+  return "((i32)(" + x + " > 2147483647u ? 2147483647u : " + x + "))";    // u32 → i32
+}
+
+double reduce_identity(Reduce r, DType d) {
+  switch (r) {
+    case Reduce::Sum: return 0;
+    case Reduce::Prod: return 1;
+    case Reduce::Max:
+      return d == DType::F32 ? -std::numeric_limits<double>::infinity()
+             : d == DType::I32 ? -2147483648.0 : 0;
+    case Reduce::Min:
+      return d == DType::F32 ? std::numeric_limits<double>::infinity()
+             : d == DType::I32 ? 2147483647.0 : d == DType::U32 ? 4294967295.0 : 1;
+  }
+  return 0;
+}
+
+// The kernels of reduce.cpp: NaN wins max/min; bool max/min = any/all.
+std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x) {
+  if (d == DType::Bool) return fmt::format("((b8)({} {} {}))", acc, r == Reduce::Max ? "||" : "&&", x);
+  switch (r) {
+    case Reduce::Sum: return d == DType::F32 ? fmt::format("({} + {})", acc, x) : fmt::format("sh_add({}, {})", acc, x);
+    case Reduce::Prod: return d == DType::F32 ? fmt::format("({} * {})", acc, x) : fmt::format("sh_mul({}, {})", acc, x);
+    case Reduce::Max: return fmt::format("{}({}, {})", d == DType::F32 ? "sh_max" : "sh_imax", x, acc);
+    case Reduce::Min: return fmt::format("{}({}, {})", d == DType::F32 ? "sh_min" : "sh_imin", x, acc);
+  }
+  return acc;
+}
+
+Nest::Nest(const Shape& space, const std::vector<bool>& red, const std::vector<std::vector<int64_t>>& accesses) {
+  for (size_t d = 0; d < space.size(); ++d) {
+    if (space[d] == 1) continue;
+    bool merge = !groups.empty() && reduced.back() == red[d];
+    if (merge) {
+      size_t prev = groups.back().back();
+      for (const auto& s : accesses)
+        if (s[prev] != s[d] * space[d]) merge = false;
+    }
+    if (merge) {
+      groups.back().push_back(d);
+      sizes.back() *= space[d];
+    } else {
+      groups.push_back({d});
+      sizes.push_back(space[d]);
+      reduced.push_back(red[d]);
+    }
+  }
+}
+
+std::string Nest::axis_index(size_t d) const {
+  for (size_t k = 0; k < groups.size(); ++k)
+    if (std::find(groups[k].begin(), groups[k].end(), d) != groups[k].end()) {
+      if (groups[k].size() != 1) throw SheafError("internal: a padded dim merged with its neighbours");
+      return fmt::format("i{}", k);
+    }
+  return "0";
+}
+
+std::string Nest::index(const std::vector<int64_t>& strides, int64_t offset, const std::function<std::string(size_t)>& at) const {
+  std::string e = offset ? std::to_string(offset) : "";
+  for (size_t k = 0; k < groups.size(); ++k) {
+    int64_t s = strides[groups[k].back()];
+    if (s == 0) continue;
+    if (!e.empty()) e += " + ";
+    std::string i = at ? at(k) : fmt::format("i{}", k);
+    e += s == 1 ? i : fmt::format("{} * {}", i, s);
+  }
+  return e.empty() ? "0" : e;
+}
+
+namespace {
+
+// Builds the statements of one Loop/Copy step (see loop_body).
+class BodyBuilder {
+ public:
+  BodyBuilder(const ir::Graph& g, const fusion::Schedule& s, size_t index, const std::function<std::string(int32_t)>& pointer)
+      : g_(g), s_(s), index_(index), pointer_(pointer) {}
+
+  LoopBody build(const std::function<bool(const Nest&)>& choose_scalar) {
+    const Step& st = s_.steps[index_];
+    const size_t rank = st.space.size();
+    std::vector<bool> red(rank, false);
+    for (int64_t d : st.reduce_dims) red[static_cast<size_t>(d)] = true;
+    const std::vector<int64_t> full = fusion::contiguous_strides(st.space);
+    b_.kept.assign(rank, 0);  // where a reduction result goes, over the space
+    for (size_t d = rank, stride = 1; d-- > 0;)
+      if (!red[d]) b_.kept[d] = static_cast<int64_t>(stride), stride *= static_cast<size_t>(st.space[d]);
+    auto axis_vector = [&](int64_t axis) {
+      std::vector<int64_t> e(rank, 0);
+      e[static_cast<size_t>(axis)] = 1;
+      return e;
+    };
+
+    // Every access (stride vector over the space) decides which dims may merge.
+    std::vector<std::vector<int64_t>> accesses{full, b_.kept};
+    if (st.kind == StepKind::Copy) accesses.push_back(st.source.strides);
+    for (int32_t ni : st.nodes) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
+      if (st.kind == StepKind::Copy) break;
+      if (n.op == Op::Iota) accesses.push_back(axis_vector(n.attrs.axis));
+      if (n.op == Op::Pad)  // a padded dim keeps its own loop index for the bounds test
+        for (size_t d = 0; d < rank; ++d)
+          if (n.attrs.lo[d] || n.attrs.hi[d]) accesses.push_back(axis_vector(static_cast<int64_t>(d)));
+      for (int32_t u : n.in)
+        if (!internal(u) && !literal_of(u)) accesses.push_back(at(u).strides);
+    }
+    b_.nest = Nest(st.space, red, accesses);
+    b_.scalar_acc = choose_scalar(b_.nest);
+    const Nest& nest = b_.nest;
+
+    for (int32_t v : st.outputs) declare(v, true);
+    if (st.kind == StepKind::Copy) {
+      int32_t v = st.outputs[0];
+      declare(st.source.buffer, false);
+      b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(v), nest.index(full, 0), pointer_(st.source.buffer),
+                                     nest.index(st.source.strides, st.source.offset)));
+      return std::move(b_);
+    }
+    for (int32_t ni : st.nodes) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
+      const int32_t v = n.out;
+      const DType d = g_.type(v).dtype;
+      if (n.op == Op::Reduce) {
+        b_.reductions.push_back(v);
+        b_.identities.push_back(literal(d, reduce_identity(n.attrs.reduce, d)));
+        std::string acc = b_.scalar_acc ? fmt::format("a{}", v) : fmt::format("{}[{}]", pointer_(v), nest.index(b_.kept, 0));
+        b_.stmts.push_back(fmt::format("{} = {};", acc, combine_expr(n.attrs.reduce, d, acc, operand(n.in[0]))));
+        continue;
+      }
+      std::string e;
+      switch (n.op) {
+        case Op::Unary: e = unary_expr(n.attrs.unary, d, operand(n.in[0])); break;
+        case Op::Binary: e = binary_expr(n.attrs.binary, g_.type(n.in[0]).dtype, operand(n.in[0]), operand(n.in[1])); break;
+        case Op::Convert: e = convert_expr(g_.type(n.in[0]).dtype, d, operand(n.in[0])); break;
+        case Op::Select: e = fmt::format("({} ? {} : {})", operand(n.in[0]), operand(n.in[1]), operand(n.in[2])); break;
+        case Op::Iota: e = fmt::format("(({}){})", ctype(d), nest.index(axis_vector(n.attrs.axis), 0)); break;
+        case Op::Pad: e = pad_expr(n); break;
+        default: throw SheafError(fmt::format("internal: {} in a loop", ir::op_name(n.op)));
+      }
+      b_.stmts.push_back(fmt::format("const {} v{} = {};", ctype(d), v, e));
+      if (s_.has_buffer[v]) b_.stmts.push_back(fmt::format("{}[{}] = v{};", pointer_(v), nest.index(full, 0), v));
+    }
+    return std::move(b_);
+  }
+
+ private:
+  const ir::Graph& g_;
+  const fusion::Schedule& s_;
+  size_t index_;
+  const std::function<std::string(int32_t)>& pointer_;
+  LoopBody b_;
+  int loads_ = 0;
+
+  const View& at(int32_t v) const { return fusion::read_view(s_, v, static_cast<int32_t>(index_)); }
+  bool internal(int32_t v) const { return s_.step_of[v] == static_cast<int32_t>(index_) && g_.producer(v).op != Op::Reduce; }
+
+  // A rank-0 constant (or a broadcast of one) read as a literal.
+  std::optional<std::string> literal_of(int32_t v) const {
+    if (!s_.view[v]) return std::nullopt;
+    const View& w = at(v);
+    const ir::Node& src = g_.producer(w.buffer);
+    if (src.op != Op::Constant || !src.attrs.value.shape().empty()) return std::nullopt;
+    return literal(g_.type(v).dtype, src.attrs.value.get(0));
+  }
+
+  void declare(int32_t buffer, bool write) {
+    if (std::find(b_.buffers.begin(), b_.buffers.end(), buffer) != b_.buffers.end()) return;
+    b_.buffers.push_back(buffer);
+    b_.written.push_back(write);
+  }
+
+  // Every load is a statement of its own, so that selects choose between values, never between
+  // loads (GCC 12 mis-vectorised a select of two loads accumulated over an outer loop).
+  std::string load(int32_t u, const std::function<std::string(size_t)>& at_group) {
+    if (auto lit = literal_of(u)) return *lit;
+    const View& w = at(u);
+    declare(w.buffer, false);
+    std::string name = fmt::format("l{}", loads_++);
+    b_.stmts.push_back(fmt::format("const {} {} = {}[{}];", ctype(g_.type(u).dtype), name, pointer_(w.buffer),
+                                   b_.nest.index(w.strides, w.offset, at_group)));
+    return name;
+  }
+  std::string operand(int32_t u) { return internal(u) ? fmt::format("v{}", u) : load(u, nullptr); }
+
+  // pad(x): x at (i − lo) where every padded index is inside x, the padding value elsewhere. The
+  // read itself is clamped into x, so it is always a valid load.
+  std::string pad_expr(const ir::Node& n) {
+    int32_t x = n.in[0];
+    const Shape& xs = g_.type(x).shape;
+    const Nest& nest = b_.nest;
+    std::string pad = literal(g_.type(n.out).dtype, n.attrs.scalar);
+    std::string cond;
+    std::vector<std::string> idx(nest.groups.size());
+    for (size_t k = 0; k < idx.size(); ++k) idx[k] = fmt::format("i{}", k);
+    for (size_t d = 0; d < xs.size(); ++d) {
+      int64_t lo = n.attrs.lo[d], hi = n.attrs.hi[d];
+      if (!lo && !hi) continue;
+      if (xs[d] == 0) return pad;  // nothing of x is ever inside
+      std::string i = nest.axis_index(d);
+      cond += fmt::format("{}({} >= {} && {} < {})", cond.empty() ? "" : " && ", i, lo, i, lo + xs[d]);
+      for (size_t k = 0; k < idx.size(); ++k)
+        if (idx[k] == i) idx[k] = fmt::format("({0} < {1} ? 0 : {0} >= {2} ? {3} : {0} - {1})", i, lo, lo + xs[d], xs[d] - 1);
+    }
+    std::string v = load(x, [&](size_t k) { return idx[k]; });
+    return cond.empty() ? v : fmt::format("(({}) ? {} : {})", cond, v, pad);
+  }
+};
+
+}  // namespace
+
+LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
+                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc) {
+  return BodyBuilder(g, s, index, pointer).build(scalar_acc);
+}
+
+}  // namespace sheaf::loop_code

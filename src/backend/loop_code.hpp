@@ -1,0 +1,67 @@
+// backend/loop_code.hpp — C-like code for the loop nests of a fused schedule, shared by the
+// backends that render them: the CPU backend (C++ compiled by the system compiler) and the CUDA
+// backend (CUDA C++ compiled by NVRTC with -default-device, where the same helpers become device
+// functions). Element semantics follow the host kernels of src/tensor (elementwise.hpp,
+// reduce.cpp): NaN-propagating max/min, wrapping integer arithmetic, Python-style integer
+// division and remainder, saturating float→int conversion; kScalarHelpers spells them once.
+// A Loop or Copy step becomes a LoopBody: the statements computed at every point of its
+// iteration space (dims merged where every access allows it), over loop indices i0, i1, ...;
+// the backend wraps them in its loops (CPU) or threads (CUDA).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/ir.hpp"
+#include "passes/fusion.hpp"
+
+namespace sheaf::loop_code {
+
+// Typedefs (i64 i32 u32 b8 u16) and the sh_* helpers the expressions below call. Uses the
+// compiler builtins __builtin_fabsf, __builtin_sqrtf, ... (GCC/Clang; the CUDA prelude maps them).
+extern const char* const kScalarHelpers;
+
+const char* ctype(DType d);                       // "float", "i32", "u32", "b8", "u16"
+std::string literal(DType d, double v);           // a constant of type d
+std::string unary_expr(Unary u, DType d, const std::string& x);
+std::string binary_expr(Binary op, DType d, const std::string& x, const std::string& y);
+std::string convert_expr(DType from, DType to, const std::string& x);
+double reduce_identity(Reduce r, DType d);
+std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x);  // acc ⊕ x
+
+// A loop nest over `space` after merging adjacent dims that every access (stride vector over
+// the original dims) can walk as one: dims d, d+1 merge when both are reduced or both kept and
+// stride[d] == stride[d+1]·size[d+1] for every access. Size-1 dims drop out.
+struct Nest {
+  std::vector<std::vector<size_t>> groups;  // merged dim → original dims (outermost first)
+  std::vector<int64_t> sizes;
+  std::vector<bool> reduced;
+
+  Nest() = default;
+  Nest(const Shape& space, const std::vector<bool>& red, const std::vector<std::vector<int64_t>>& accesses);
+  // The loop index of original dim d ("0" when the dim has size 1); d must not be merged.
+  std::string axis_index(size_t d) const;
+  // offset + Σ i_k · stride of the innermost original dim of group k; `at(k)` spells the index
+  // of group k (default i{k}).
+  std::string index(const std::vector<int64_t>& strides, int64_t offset,
+                    const std::function<std::string(size_t)>& at = nullptr) const;
+};
+
+struct LoopBody {
+  Nest nest;
+  std::vector<int32_t> buffers;     // the buffers the step touches, in parameter order
+  std::vector<bool> written;        // per buffer
+  std::vector<std::string> stmts;   // at every point of the space
+  std::vector<int32_t> reductions;  // reduce results
+  bool scalar_acc = false;          // reductions accumulate in scalars a{v}, stored after the loops
+  std::vector<int64_t> kept;        // strides of the reduction results over the space
+  std::vector<std::string> identities;  // per reduction: its identity literal
+};
+
+// The body of Loop/Copy step `index` of `s`. `pointer(buffer)` names a buffer's pointer;
+// `scalar_acc(nest)` says whether reductions accumulate in scalars (each point of the kept dims
+// then runs its reduced dims to the end before the next) or in place in their outputs.
+LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
+                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc);
+
+}  // namespace sheaf::loop_code
