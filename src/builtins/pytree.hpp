@@ -4,6 +4,7 @@
 // Leaf order: depth first, dict keys sorted, list elements in order. Lists and tuples of the
 // same length match each other; a result keeps the kinds of the first tree.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <span>
@@ -15,6 +16,16 @@ namespace sheaf {
 
 bool is_tree_node(const Value& v);  // dict, list or tuple
 std::string describe_node(const Value& v);  // "dict {:a :b}", "list of 2", "tensor f32[2]", "int"
+
+// True when some leaf of the pytree `v` satisfies `pred` (dicts, lists and tuples are walked).
+template <typename Pred>
+bool any_leaf(const Value& v, const Pred& pred) {
+  if (v.is_list())
+    return std::any_of(v.as_list().items.begin(), v.as_list().items.end(), [&](const Value& x) { return any_leaf(x, pred); });
+  if (v.is(Kind::Dict))
+    return std::any_of(v.as_dict().entries.begin(), v.as_dict().entries.end(), [&](const auto& e) { return any_leaf(e.second, pred); });
+  return pred(v);
+}
 
 // Leaves in pytree order, appended to `out`.
 void tree_leaves(const Value& tree, std::vector<Value>& out);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "base/error.hpp"
+#include "builtins/pytree.hpp"
 #include "obs/summary.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/reduce.hpp"
@@ -188,36 +189,22 @@ std::optional<std::string> check_value(const GuardCheck& c, const Value& v) {
 }
 
 bool has_traced_leaf(const Value& v) {
-  if (v.is(Kind::Dict)) {
-    for (const auto& [k, x] : v.as_dict().entries)
-      if (has_traced_leaf(x)) return true;
-    return false;
-  }
-  if (v.is_list()) {
-    for (const Value& x : v.as_list().items)
-      if (has_traced_leaf(x)) return true;
-    return false;
-  }
-  return v.is(Kind::Tensor) && v.as_tensor().is_symbolic();
+  return any_leaf(v, [](const Value& x) { return x.is(Kind::Tensor) && x.as_tensor().is_symbolic(); });
 }
 
-void record_traced_check(const GuardCheck& c, const Value& v) {
-  if (v.is(Kind::Dict)) {
-    for (const auto& [k, x] : v.as_dict().entries) record_traced_check(c, x);
-    return;
+void record_traced_check(const GuardCheck& c, const Value& tree) {
+  std::vector<Value> leaves;
+  tree_leaves(tree, leaves);
+  for (const Value& v : leaves) {
+    if (!v.is(Kind::Tensor) || !v.as_tensor().is_symbolic()) continue;
+    const Tensor& t = v.as_tensor();
+    if (c.kind == GuardCheck::Kind::Shape) {
+      if (t.shape() != c.dims) throw TraceAbort("a shape guard fails on a traced value");  // interpreted: reports
+      continue;
+    }
+    if (c.kind == GuardCheck::Kind::NoNan && !is_float(t.dtype())) continue;
+    trace::record_guard(traced_passes(c, t));
   }
-  if (v.is_list()) {
-    for (const Value& x : v.as_list().items) record_traced_check(c, x);
-    return;
-  }
-  if (!v.is(Kind::Tensor) || !v.as_tensor().is_symbolic()) return;
-  const Tensor& t = v.as_tensor();
-  if (c.kind == GuardCheck::Kind::Shape) {
-    if (t.shape() != c.dims) throw TraceAbort("a shape guard fails on a traced value");  // interpreted: reports
-    return;
-  }
-  if (c.kind == GuardCheck::Kind::NoNan && !is_float(t.dtype())) return;
-  trace::record_guard(traced_passes(c, t));
 }
 
 }  // namespace sheaf::obs

@@ -65,6 +65,12 @@ void Session::set_trace(bool on, Level level) {
   o_.level = level;
 }
 
+// Does guard g check the boundaries of frame fr? While tracing, only guards that name functions or
+// targets do (unscoped * guards check a compiled call as a whole, at its boundary).
+bool Session::checks(const GuardSpec& g, const Frame& fr) {
+  return g.applies_to(fr.name) && !(fr.symbolic && g.scope.empty() && g.target == "*");
+}
+
 // ---- calls ------------------------------------------------------------------------------------
 
 Session::Call::Call(Session& s, const Value& f, std::span<const Value> args) : s_(s) {
@@ -114,7 +120,7 @@ void Session::enter(const Value& f, std::span<const Value> args) {
 void Session::check_arguments(std::span<const Value> args) {
   const Frame& fr = frames_.back();
   for (const GuardSpec& g : o_.guards) {
-    if (!g.applies_to(fr.name) || (fr.symbolic && g.scope.empty() && g.target == "*")) continue;
+    if (!checks(g, fr)) continue;
     if (g.target == "*") {
       for (size_t i = 0; i < args.size(); ++i) check(g.check, args[i], fmt::format("argument {}", i + 1), "--guard " + g.text);
     } else if (fr.fn) {
@@ -133,7 +139,7 @@ Value Session::leave(Value r) {
       emit(Line{true, fr.shown ? fr.shown_depth : -1, static_cast<int>(frames_.size()) - 1, fr.name, {r}, dur, fr.compiled});
   }
   for (const GuardSpec& g : o_.guards) {
-    if (!g.applies_to(fr.name) || (fr.symbolic && g.scope.empty() && g.target == "*")) continue;
+    if (!checks(g, fr)) continue;
     if (g.target == "*") {
       check(g.check, r, "result", "--guard " + g.text);
     } else if (fr.fn && r.is(Kind::Dict)) {

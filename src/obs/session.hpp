@@ -132,6 +132,7 @@ class Session {
 
   void enter(const Value& f, std::span<const Value> args);
   void check_arguments(std::span<const Value> args);
+  static bool checks(const GuardSpec& g, const Frame& fr);
   Value leave(Value r);
   void unwind();
   void emit(Line line);

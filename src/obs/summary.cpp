@@ -98,8 +98,7 @@ std::string summarize(const Value& v, Level level, bool color) {
     case Kind::List:
       return fmt::format("{}(len:{})", v.as_list().kind == ListKind::Tuple ? "tuple" : "list", v.as_list().items.size());
     case Kind::Float:
-      return std::isfinite(v.as_float()) ? fmt::format("{:.6f}", v.as_float())
-                                         : std::string(std::isnan(v.as_float()) ? "nan" : v.as_float() > 0 ? "inf" : "-inf");
+      return std::isfinite(v.as_float()) ? fmt::format("{:.6f}", v.as_float()) : sci(v.as_float());  // nan, inf, -inf
     case Kind::Int: return std::to_string(v.as_int());
     case Kind::Bool: return v.as_bool() ? "true" : "false";
     case Kind::Nil: return "nil";

@@ -26,16 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// True when some leaf of the pytree `v` satisfies `pred` (dicts, lists and tuples are walked).
-template <typename Pred>
-bool any_leaf(const Value& v, const Pred& pred) {
-  if (v.is_list())
-    return std::any_of(v.as_list().items.begin(), v.as_list().items.end(), [&](const Value& x) { return any_leaf(x, pred); });
-  if (v.is(Kind::Dict))
-    return std::any_of(v.as_dict().entries.begin(), v.as_dict().entries.end(), [&](const auto& e) { return any_leaf(e.second, pred); });
-  return pred(v);
-}
-
 // SPEC §7.3: a data handle passed to a compiled call is materialized.
 Value materialized(const Value& v, SrcLoc site) {
   return map_leaves(v, [&](const Value& leaf) { return leaf.is(Kind::Handle) ? leaf.as<HandleObj>().materialize(site) : leaf; });
@@ -232,12 +222,12 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     }
     std::shared_ptr<const Executable> exe = e.exe;
     stats_.inputs += inputs_.size();
-    auto t1 = profile ? Clock::now() : Clock::time_point{};
+    auto t1 = profile || in.obs ? Clock::now() : Clock::time_point{};
     if (profile) stats_.flatten_s += std::chrono::duration<double>(t1 - t0).count();
-    auto t_run = in.obs ? Clock::now() : Clock::time_point{};
     std::vector<Tensor> results = exe->native ? exe->native->run(inputs_) : ref::run(exe->graph, exe->plan, inputs_);
-    auto t2 = profile ? Clock::now() : Clock::time_point{};
-    if (profile) stats_.call_s += std::chrono::duration<double>(t2 - t1).count();
+    auto t2 = profile || in.obs ? Clock::now() : Clock::time_point{};
+    double run_s = std::chrono::duration<double>(t2 - t1).count();
+    if (profile) stats_.call_s += run_s;
     if (exe->guarded) {  // a guard traced inside failed: interpreted, the check reports
       bool passed = trace::guards_passed(results.back());
       results.pop_back();
@@ -246,7 +236,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
         return std::nullopt;
       }
     }
-    if (in.obs) in.obs->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, since(t_run));
+    if (in.obs) in.obs->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, run_s);
     Value r = trace::rebuild(exe->result, results);
     if (profile) stats_.output_s += since(t2);
     return r;
