@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libedit-dev                                      # REPL line editing
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libopenblas-dev                                  # CPU BLAS
+  openmpi-bin libopenmpi-dev                       # data-parallel jobs (libsheaf_mpi.so, mpirun; tests/dist)
   tmux                                             # REPL test under a pseudo-terminal
   dataset-fashion-mnist                            # IDX loading test (tests/cli/io_interop.sh)
   fortunes                                         # text corpus of examples/gpt (tests/cli/gpt.sh)

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "base/error.hpp"
+#include "dist/collectives.hpp"
 #include "ir/recorder.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
@@ -174,6 +175,16 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
     throw SheafError("reverse-mode differentiation through 'while' is not supported; use repeat or scan", n.loc);
   if (n.op == Op::Case)
     throw SheafError("reverse-mode differentiation through a runtime conditional ('case') is not supported", n.loc);
+  if (n.op == Op::AllReduce) {  // the adjoint of a sum over ranks: the sum over ranks of the cotangents
+    std::vector<Tensor> present;
+    for (const auto& gk : gs)
+      if (gk) present.push_back(*gk);
+    std::vector<Tensor> summed = present.empty() ? present : dist::all_reduce_sum(present);
+    Grads out(x.size());
+    for (size_t k = 0, at = 0; k < x.size(); ++k)
+      if (gs[k]) out[k] = summed[at++];
+    return out;
+  }
   if (!gs[0]) return Grads(x.size());  // only sort/top_k have a second result, and it is an index
   const Tensor& g = *gs[0];
   switch (n.op) {
@@ -269,7 +280,7 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
     }
     case Op::Sort: return {unpick(g, y[1], a.axis, x[0].dim(a.axis))};
     case Op::TopK: return {unpick(g, y[1], x[0].rank() - 1, x[0].dim(x[0].rank() - 1))};
-    case Op::While: case Op::Case: break;  // handled above
+    case Op::While: case Op::Case: case Op::AllReduce: break;  // handled above
   }
   throw SheafError(fmt::format("no gradient rule for '{}'", ir::op_name(n.op)), n.loc);
 }

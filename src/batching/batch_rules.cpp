@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "batching/vmap.hpp"
+#include "dist/collectives.hpp"
 #include "ir/recorder.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/elementwise.hpp"
@@ -284,6 +285,7 @@ Batch batch_node(const ir::Node& node, const std::vector<Tensor>& x, const std::
       Sorted s = top_k(x[0], a.k);
       return {s.values, s.indices};
     }
+    case Op::AllReduce: return dist::all_reduce_sum(all_batched());  // elementwise over ranks
     // No operands, so never batched: listed for completeness of the switch.
     case Op::Parameter: case Op::Constant: case Op::Iota:
     // Control flow: each example runs its own loop or branch.

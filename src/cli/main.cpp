@@ -15,6 +15,7 @@
 #include "base/error.hpp"
 #include "cli/build.hpp"
 #include "cli/repl.hpp"
+#include "dist/comm.hpp"
 #include "eval/interp.hpp"
 #include "obs/session.hpp"
 #include "runtime/jit.hpp"
@@ -68,7 +69,7 @@ bool prints_final(const Value& v) {
   return true;
 }
 
-int run(Cli& cli) {
+int run_program(Cli& cli) {
   bool color = isatty(2) && !std::getenv("NO_COLOR");
   Interp in(std::cout);
   in.program_args = cli.program_args;
@@ -151,6 +152,25 @@ std::vector<std::string> trace_args(int argc, char** argv) {
     out.push_back(a);
   }
   return out;
+}
+
+// A data-parallel job (dist/comm.hpp) is joined before the program runs, on the thread that
+// makes every MPI call. A rank that fails ends the whole job (the others would wait in their
+// next collective); a rank that succeeds leaves it.
+int run(Cli& cli) {
+  try {
+    dist::init();
+  } catch (const SheafError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  int status = run_program(cli);
+  if (status != 0 && dist::world_size() > 1) {
+    std::cerr << fmt::format("error: {} failed (exit status {}); ending the job\n", dist::where(), status);
+    dist::abort_job(status);
+  }
+  dist::finalize();
+  return status;
 }
 
 void* run_thread(void* arg) {

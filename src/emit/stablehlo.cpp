@@ -5,6 +5,7 @@
 #include "emit/stablehlo.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <bit>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <set>
 
 #include "base/error.hpp"
+#include "dist/comm.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf::emit {
@@ -628,6 +630,18 @@ std::vector<Val> lower_node(Writer& w, const ir::Graph& g, const ir::Node& n, co
     case Op::TopK: return sort_with_indices(w, in[0], static_cast<int64_t>(in[0].type.shape.size()) - 1, true, a.k);
     case Op::While: return lower_while(w, a, in);
     case Op::Case: return lower_case(w, g, n, in);
+    case Op::AllReduce: {  // one cross-replica sum per operand; the ranks of this job are the replicas
+      std::vector<std::string> ranks;
+      for (int r = 0; r < dist::world_size(); ++r) ranks.push_back(std::to_string(r));
+      std::string groups = fmt::format("replica_groups = dense<[[{}]]> : tensor<1x{}xi64>", fmt::join(ranks, ", "), ranks.size());
+      std::vector<Val> r;
+      for (const Val& x : in) {
+        DType d = x.type.dtype;
+        std::string body = w.region({d, d}, [&](Writer& b, const std::vector<Val>& v) { return std::vector<Val>{b.bin("add", v[0], v[1])}; });
+        r.push_back(w.op("stablehlo.all_reduce", {x}, x.type, groups, {body}));
+      }
+      return r;
+    }
   }
   throw SheafError(fmt::format("internal: StableHLO emission of {}", ir::op_name(n.op)));
 }

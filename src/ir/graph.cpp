@@ -15,7 +15,7 @@ std::string_view op_name(Op op) {
       "parameter", "constant", "iota", "unary", "binary", "convert", "select",
       "broadcast_in_dim", "reshape", "transpose", "slice", "reverse", "concatenate", "pad",
       "dynamic_slice", "dynamic_update_slice", "reduce", "arg_reduce", "dot_general",
-      "gather", "scatter", "sort", "top_k", "while", "case"};
+      "gather", "scatter", "sort", "top_k", "while", "case", "all_reduce"};
   return names[static_cast<size_t>(op)];
 }
 

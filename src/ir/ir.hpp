@@ -37,6 +37,9 @@
 //                                   → the last branch, like stablehlo.case); every branch takes
 //                                   the m operands x as parameters and returns values of the
 //                                   node's result types.
+//   all_reduce(x0.. xn-1)           n results: each x summed elementwise over the ranks of the
+//                                   job (attrs.reduce = sum; dist/collectives.hpp), in one
+//                                   collective; types as the operands, never bool
 // Regions are whole graphs: isolated from the enclosing graph, everything they read is passed
 // as an operand (loop-carried for while).
 #pragma once
@@ -62,6 +65,7 @@ enum class Op : uint8_t {
   Reduce, ArgReduce, DotGeneral,
   Gather, Scatter, Sort, TopK,
   While, Case,
+  AllReduce,
 };
 std::string_view op_name(Op op);  // "dot_general"
 std::string_view unary_name(Unary u);    // "exp"

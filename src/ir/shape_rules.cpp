@@ -290,6 +290,11 @@ std::vector<Type> infer_types(Op op, const std::vector<Type>& in, const Attrs& a
       for (size_t b = 1; b < a.regions.size(); ++b) want_region(op, in, a.regions[b], fmt::format("branch {}", b), xs, &out);
       return out;
     }
+    case Op::AllReduce:
+      if (in.empty()) bad(op, in, "all_reduce needs at least one operand");
+      for (const Type& t : in)
+        if (t.dtype == DType::Bool) bad(op, in, "bool cannot be summed");
+      return in;
   }
   bad(op, in, "unknown op");
 }

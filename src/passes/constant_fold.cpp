@@ -12,7 +12,8 @@
 //   - parameters, constants and iotas themselves are kept (an iota is folded only into the
 //     nodes that read it), so the graph's inputs and results keep their types;
 //   - control flow (while, case) is never evaluated, even on known operands: a loop may run
-//     long or forever. Their regions are optimised on their own (pipeline.cpp).
+//     long or forever. Their regions are optimised on their own (pipeline.cpp);
+//   - all_reduce is never evaluated: its value depends on the other ranks, at run time.
 #include "backend/ref/executor.hpp"
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
@@ -85,7 +86,7 @@ bool fold_known(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
 
 Graph fold_constants(const Graph& g) {
   return rewrite(g, [](Rewriter& rw, const Node& n) {
-    if (n.op == Op::Constant || n.op == Op::Iota || !n.attrs.regions.empty()) return false;
+    if (n.op == Op::Constant || n.op == Op::Iota || n.op == Op::AllReduce || !n.attrs.regions.empty()) return false;
     std::vector<int32_t> in = rw.map(n.in);
     if (is_folded_splat(rw.out(), n, in)) return false;
     return fold_splat(rw, n, in) || fold_known(rw, n, in);

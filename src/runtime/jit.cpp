@@ -12,6 +12,7 @@
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 #include "builtins/pytree.hpp"
+#include "dist/comm.hpp"
 #include "passes/passes.hpp"
 #include "eval/interp.hpp"
 #include "io/atomic_write.hpp"
@@ -57,6 +58,9 @@ std::string file_name(const std::string& name) {
   return r;
 }
 
+// Compiled code depends on the job's world size (all-reduce :mean divides by it).
+std::string world_key() { return dist::world_size() > 1 ? fmt::format("|world {}", dist::world_size()) : ""; }
+
 std::string signature(const ir::Graph& g) {
   std::string r;
   for (int32_t p : g.params) r += (r.empty() ? "" : ", ") + ir::type_str(g.type(p));
@@ -72,7 +76,7 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   stats_.prepare_s += since(t0);
   if (const char* dump = std::getenv("SHEAF_DUMP_CPP")) write_file_atomic(fmt::format("{}/{}.cpp", dump, file_name(name)), p.source.text);
   std::string guards = in.obs ? in.obs->compile_key() : "";
-  ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint() + guards), "cpu", "so", content_hash(in, fn),
+  ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint() + guards + world_key()), "cpu", "so", content_hash(in, fn),
                 p.source.digest, signature(exe.graph)};
   const auto& tc = cpu::toolchain();
   std::string compiler = tc ? tc->identity : "";
