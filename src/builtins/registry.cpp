@@ -9,7 +9,7 @@ const std::vector<const BuiltinDef*>& builtin_table() {
     for (auto family : {math_builtins(), compare_builtins(), list_builtins(), dict_builtins(), string_builtins(),
                         creation_builtins(), shape_builtins(), index_builtins(), linalg_builtins(), reduce_builtins(),
                         activation_builtins(), loss_builtins(), tree_builtins(), random_builtins(), io_builtins(), conv_builtins(),
-                        transform_builtins(), autodiff_builtins()})
+                        transform_builtins(), autodiff_builtins(), distributed_builtins()})
       for (const BuiltinDef& d : family) t.push_back(&d);
     return t;
   }();

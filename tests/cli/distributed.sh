@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# tests/cli/distributed.sh — data-parallel jobs under OpenMPI's mpirun (SPEC §10, docs/distributed.md):
+# 2 ranks keep bit-identical parameters after every step (all-reduce :mean of the gradients inside
+# the compiled step, broadcast-tree of rank 0's initial parameters); 2 ranks with batch b follow
+# the loss curve of 1 rank with batch 2b; rank 0 writes the checkpoint and the others read it after
+# a barrier; a rank that fails, is killed, or skips a collective ends the job with a non-zero
+# status and a message instead of a hang; the binary itself does not link MPI.
+# Usage: distributed.sh path/to/sheaf — runs every check, then exits 1 if any failed.
+set -u
+
+[[ $# -ge 1 && -x $1 ]] || { echo "usage: $0 path/to/sheaf" >&2; exit 2; }
+SHEAF=$(realpath "$1")
+source "$(dirname "$0")/lib/harness.sh"
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/bootstrap.sh installs openmpi-bin)" >&2; exit 1; }
+MPIRUN=(mpirun --oversubscribe)
+[[ $(id -u) == 0 ]] && MPIRUN+=(--allow-run-as-root)
+# mpirun NP FILE [ARGS...]: like `run`, under mpirun with NP ranks, stopped after 120 s.
+mpi() {
+  local np=$1
+  shift
+  (cd "$TMP" && NO_COLOR=1 timeout 120 "${MPIRUN[@]}" -x NO_COLOR -x SHEAF_COLLECTIVE_TIMEOUT -np "$np" "$SHEAF" "$@" \
+      >"$TMP/out" 2>"$TMP/err" </dev/null)
+  STATUS=$?
+  return $STATUS
+}
+export SHEAF_COLLECTIVE_TIMEOUT=60
+
+# ---- the binary starts without MPI; a job of one needs no launcher ----
+ldd "$SHEAF" | grep -q libmpi && fail 'the sheaf binary links libmpi (it must load it only under a launcher)'
+cat >"$TMP/alone.shf" <<'SHF'
+(print (rank) (world-size) (all-reduce {:a (ones [2]) :n 3} :mean) (broadcast-tree [1 2.5] 0))
+(barrier)
+(shard (range 5))
+SHF
+run alone.shf
+status_is 0 'single-process run'
+stdout_is '0 1 {:a [1. 1.], :n 3.0} [1.  2.5]
+[0 1 2 3 4]' 'without a launcher: rank 0, world 1, collectives are identities'
+
+# ---- the consistency program: 20 Adam steps on a fixed regression problem ----
+cat >"$TMP/dp_check.shf" <<'SHF'
+(use optim)
+(def steps 20)
+(def global-batch 32)
+(def keys (random-split (random-key 7)))
+(def x-all (random-normal (first keys) [(* steps global-batch) 8]))
+(def y-all (tanh (@ x-all (random-normal (second keys) [8 1]))))
+
+(defn init [key]
+  (let [[k1 k2] (random-split key)]
+    {:l1 {:W (* 0.5 (random-normal k1 [8 16])) :b (zeros [16])}
+     :l2 {:W (* 0.5 (random-normal k2 [16 1])) :b (zeros [1])}}))
+(defn forward [p x] (+ (@ (tanh (+ (@ x (get p :l1 :W)) (get p :l1 :b))) (get p :l2 :W)) (get p :l2 :b)))
+(defn loss [p x y] (let [d (- (forward p x) y)] (mean (* d d))))
+(defn train-step [s x y]
+  (let [[l g] ((value-and-grad loss) (get s :params) x y)
+        [p m v t] (adam-step (get s :params) (all-reduce g :mean) (get s :m) (get s :v) (get s :t) 0.01)]
+    [(all-reduce l :mean) {:params p :m m :v v :t t}]))
+
+(defn largest-difference [a b] (tree-reduce max (tree-map (fn [x y] (max (abs (- x y)))) a b)))
+
+;; Every rank draws different initial parameters; rank 0's are broadcast.
+(def params (broadcast-tree (init (random-key (+ 100 (rank)))) 0))
+(def run
+  (repeat [i steps] [[s worst] [{:params params :m (tree-map-zeros params) :v (tree-map-zeros params) :t 0} 0.0]]
+    (let [rows (fn [a] (shard (slice a (* i global-batch) (* (inc i) global-batch))))
+          [l s] (train-step s (rows x-all) (rows y-all))
+          p (get s :params)]
+      (when (= (rank) 0) (print "step {} loss {:.7f}" i l))
+      [s (max worst (largest-difference p (broadcast-tree p 0)))])))
+(def trained (get (first run) :params))
+(print "rank {} of {}: largest difference from rank 0's parameters over {} steps: {}" (rank) (world-size) steps (second run))
+
+(when (= (rank) 0) (io "save" "dp-check.safetensors" trained))
+(barrier)
+(print "rank {}: largest difference from the checkpoint: {}" (rank) (largest-difference trained (io "load" "dp-check.safetensors")))
+SHF
+run dp_check.shf
+status_is 0 'dp_check on one process'
+grep '^step' "$TMP/out" >"$TMP/one.losses"
+stdout_has 'rank 0 of 1: largest difference from rank 0' 'one process reports'
+
+mpi 2 dp_check.shf --jit-profile
+status_is 0 'dp_check under mpirun -np 2'
+grep '^step' "$TMP/out" >"$TMP/two.losses"
+for r in 0 1; do
+  stdout_has "rank $r of 2: largest difference from rank 0's parameters over 20 steps: 0.0" "rank $r: parameters bit-identical after every step"
+  stdout_has "rank $r: largest difference from the checkpoint: 0.0" "rank $r reads rank 0's checkpoint after the barrier"
+done
+[[ $(grep -c '^step' "$TMP/two.losses") == 20 ]] || fail 'rank 0 prints 20 losses (and rank 1 none)'
+grep -q 'interpreted train-step' "$TMP/err" && fail 'the training step with all-reduce inside is compiled'
+python3 - "$TMP/one.losses" "$TMP/two.losses" <<'PY' || fail '2 ranks × batch 16 follow the loss curve of 1 rank × batch 32'
+import sys
+one, two = ([float(l.split()[-1]) for l in open(f)] for f in sys.argv[1:])
+assert len(one) == len(two) == 20, (len(one), len(two))
+worst = max(abs(a - b) / max(abs(a), 1e-6) for a, b in zip(one, two))
+assert worst < 1e-4, f"relative loss difference {worst}"
+assert one[-1] < one[0] / 4, "the loss falls"
+PY
+
+# ---- examples/mlp/train_dp.shf: 2 ranks train Fashion-MNIST like one ----
+mpi 2 "$(realpath "$(dirname "$0")/../../examples/mlp/train_dp.shf")"
+status_is 0 'train_dp.shf under mpirun -np 2'
+stdout_has 'epoch 2 | train loss' 'rank 0 prints the epochs'
+[[ $(grep -c '^epoch 2' "$TMP/out") == 1 ]] || fail 'only rank 0 prints'
+python3 -c "import sys; a = float(open(sys.argv[1]).read().split()[-1]); assert a >= 0.85, a" "$TMP/out" || fail 'train_dp reaches 85 % test accuracy'
+[[ -s $TMP/mlp-dp-checkpoint.safetensors ]] || fail 'rank 0 wrote the checkpoint'
+
+# ---- a rank that fails ends the job ----
+cat >"$TMP/fails.shf" <<'SHF'
+(when (= (rank) 1) (io "load" "missing.npy"))
+(print (all-reduce (ones [2])))
+SHF
+mpi 2 fails.shf
+[[ $STATUS -ne 0 && $STATUS -ne 124 ]] || fail 'a failing rank: non-zero exit, not a timeout'
+stderr_has "'missing.npy': No such file or directory" 'the failing rank reports its error'
+stderr_has 'rank 1 of 2 failed (exit status 1); ending the job' 'the failing rank names itself'
+
+# ---- a rank that skips a collective: the other one gives up after SHEAF_COLLECTIVE_TIMEOUT ----
+cat >"$TMP/skips.shf" <<'SHF'
+(when (= (rank) 0) (print (all-reduce (ones [2]))))
+SHF
+SECONDS=0
+SHEAF_COLLECTIVE_TIMEOUT=2 mpi 2 skips.shf
+[[ $STATUS -ne 0 && $STATUS -ne 124 && $SECONDS -lt 60 ]] || fail "a skipped collective: non-zero exit within the timeout (status $STATUS, ${SECONDS}s)"
+stderr_has 'rank 0 of 2: all-reduce waited more than 2 s for the other ranks' 'the waiting rank explains'
+
+# ---- a rank killed by a signal while the other waits in a collective ----
+cat >"$TMP/killed.shf" <<'SHF'
+(when (= (rank) 1)
+  (def until (+ (io "clock") 60))
+  (while (< (io "clock") until) 0 0))
+(print (all-reduce (ones [2])))
+SHF
+SECONDS=0
+mpi 2 killed.shf &
+job=$!
+for _ in $(seq 50); do
+  victim=$(for p in $(pgrep -f "$SHEAF killed.shf"); do grep -qz '^OMPI_COMM_WORLD_RANK=1$' /proc/$p/environ 2>/dev/null && echo $p; done)
+  [[ -n $victim ]] && break
+  sleep 0.2
+done
+[[ -n $victim ]] && kill -9 $victim
+wait $job
+STATUS=$?
+[[ -n $victim ]] || fail 'found rank 1 of killed.shf'
+[[ $STATUS -ne 0 && $STATUS -ne 124 && $SECONDS -lt 60 ]] || fail "a killed rank: non-zero exit, no hang (status $STATUS, ${SECONDS}s)"
+
+# ---- a launcher but no libsheaf_mpi.so: a clear error ----
+mkdir -p "$TMP/bin" && cp "$SHEAF" "$TMP/bin/sheaf"
+(cd "$TMP" && timeout 60 "${MPIRUN[@]}" -np 1 "$TMP/bin/sheaf" alone.shf >"$TMP/out" 2>"$TMP/err" </dev/null)
+STATUS=$?
+status_is 1 'launched without libsheaf_mpi.so'
+stderr_has 'started by an MPI launcher, but libsheaf_mpi.so could not be loaded' 'names the missing library'
+
+exit $FAILED
