@@ -3,12 +3,15 @@
 #   make test       bootstrap + build + every test (ctest) + 60 s of fuzzing
 #   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
 #   make bench      installs the peers (PyTorch, JAX, IREE), runs bench/run.py → bench/results.md
+#   make docs       regenerates docs/reference.md from the builtin table (a test fails when it is stale)
+#   make install    installs bin/sheaf, lib/sheaf/libsheaf_mpi.so, share/sheaf/lib/*.shf, share/doc/sheaf (PREFIX=/usr/local)
 #   make bench-obs  builds build-noobs/ (-DSHEAF_OBSERVABILITY=OFF), runs bench/obs_overhead.py → bench/obs_results.md
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -G Ninja -DSHEAF_WERROR=ON
 
-.PHONY: all bootstrap build test test-asan fuzz demo bench bench-obs clean
+.PHONY: all bootstrap build test test-asan fuzz demo bench bench-obs docs install clean
 
 all: build
 
@@ -30,6 +33,13 @@ test-asan: bootstrap
 
 fuzz: bootstrap
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run_fuzz.sh
+
+docs: build
+	./build/sheaf reference -o docs/reference.md
+
+install: build
+	cmake --install build --prefix $(PREFIX) --strip
+	@ls -l $(DESTDIR)$(PREFIX)/bin/sheaf | awk '{print "installed " $$9 " (" $$5 " bytes, stripped)"}'
 
 demo: build
 	./build/sheaf examples/mlp/train.shf

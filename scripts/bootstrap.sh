@@ -19,6 +19,7 @@ APT_PACKAGES=(
   dataset-fashion-mnist                            # IDX loading test (tests/cli/io_interop.sh)
   fortunes                                         # text corpus of examples/gpt (tests/cli/gpt.sh)
   python3 python3-pip
+  pybind11-dev python3-dev python3-numpy           # Python binding (python/, tests/python) for /usr/bin/python3
 )
 
 SUDO=""
@@ -37,9 +38,10 @@ fi
 # Python tools for tests and benchmarks (numpy is the reference for tensor printing checks;
 # safetensors is the reference reader/writer for tests/cli/io_interop.sh; IREE's iree-compile and
 # iree-run-module check the emitted StableHLO in tests/unit/stablehlo_test.cpp and back
-# `sheaf build -o x.vmfb`).
+# `sheaf build -o x.vmfb`; tiktoken with bpe-openai's copy of cl100k_base counts the tokens of
+# `sheaf init-ai`'s output offline, scripts/cl100k.py).
 PY=python3
-if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime" 2>/dev/null; then
+if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai" 2>/dev/null; then
   echo "bootstrap: pip install -r scripts/requirements-test.txt"
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt

@@ -1,16 +1,29 @@
-// builtins/registry.cpp — concatenates the family tables into the builtin table.
+// builtins/registry.cpp — the family tables, named, and their concatenation into the builtin table.
 #include "builtins/registry.hpp"
 
 namespace sheaf {
 
+std::span<const BuiltinFamily> builtin_families() {
+  static const BuiltinFamily families[] = {
+      {"arithmetic and math", math_builtins()},   {"comparison and logic", compare_builtins()},
+      {"lists and sequences", list_builtins()},   {"dicts", dict_builtins()},
+      {"strings and printing", string_builtins()}, {"tensor creation", creation_builtins()},
+      {"shapes", shape_builtins()},               {"indexing", index_builtins()},
+      {"linear algebra", linalg_builtins()},      {"reductions", reduce_builtins()},
+      {"activations", activation_builtins()},     {"losses", loss_builtins()},
+      {"pytrees", tree_builtins()},               {"random numbers", random_builtins()},
+      {"files and data (io)", io_builtins()},     {"convolutions", conv_builtins()},
+      {"transforms", transform_builtins()},       {"differentiation", autodiff_builtins()},
+      {"data-parallel training", distributed_builtins()},
+  };
+  return families;
+}
+
 const std::vector<const BuiltinDef*>& builtin_table() {
   static const std::vector<const BuiltinDef*> table = [] {
     std::vector<const BuiltinDef*> t;
-    for (auto family : {math_builtins(), compare_builtins(), list_builtins(), dict_builtins(), string_builtins(),
-                        creation_builtins(), shape_builtins(), index_builtins(), linalg_builtins(), reduce_builtins(),
-                        activation_builtins(), loss_builtins(), tree_builtins(), random_builtins(), io_builtins(), conv_builtins(),
-                        transform_builtins(), autodiff_builtins(), distributed_builtins()})
-      for (const BuiltinDef& d : family) t.push_back(&d);
+    for (const BuiltinFamily& family : builtin_families())
+      for (const BuiltinDef& d : family.defs) t.push_back(&d);
     return t;
   }();
   return table;

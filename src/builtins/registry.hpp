@@ -1,5 +1,5 @@
 // builtins/registry.hpp — the one builtin table (name, signature, doc, function, arity).
-// It feeds dispatch, REPL `:help` and completion, and later `init-ai` and docs/reference.md.
+// It feeds dispatch, REPL `:help` and completion, `sheaf init-ai` and docs/reference.md.
 // Each family file (math, compare, list, dict, string, …) contributes one static array.
 #pragma once
 #include <span>
@@ -28,6 +28,13 @@ std::span<const BuiltinDef> conv_builtins();        // conv1d conv2d
 std::span<const BuiltinDef> transform_builtins();   // vmap
 std::span<const BuiltinDef> autodiff_builtins();
 std::span<const BuiltinDef> distributed_builtins();  // rank world-size all-reduce broadcast-tree barrier shard    // grad (value-and-grad is a special form)
+
+struct BuiltinFamily {
+  std::string_view name;  // "linear algebra"
+  std::span<const BuiltinDef> defs;
+};
+// The families in table order; they feed the generated reference (docs/reference.md, init-ai).
+std::span<const BuiltinFamily> builtin_families();
 
 // All builtins, in family order.
 const std::vector<const BuiltinDef*>& builtin_table();

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# tests/cli/install.sh — `make install` (cmake --install): the stripped binary (≤ 8 MB, no shared
+# libraries beyond libc, libstdc++, libm, libgcc_s and libfmt), the MPI shim where the binary
+# finds it, the prelude modules and the docs; the installed binary runs programs, reports its
+# build in --version and runs a 2-rank job with the installed shim.
+# Usage: install.sh path/to/build/sheaf — runs every check, then exits 1 if any failed.
+set -u
+
+[[ $# -ge 1 && -x $1 ]] || { echo "usage: $0 path/to/sheaf" >&2; exit 2; }
+SHEAF=$(realpath "$1")
+source "$(dirname "$0")/lib/harness.sh"
+PREFIX=$TMP/prefix
+cmake --install "$(dirname "$SHEAF")" --prefix "$PREFIX" --strip >"$TMP/install.log" 2>&1 || fail 'cmake --install'
+for f in bin/sheaf lib/sheaf/libsheaf_mpi.so share/sheaf/lib/optim.shf share/doc/sheaf/reference.md share/doc/sheaf/distributed.md; do
+  [[ -f $PREFIX/$f ]] || fail "installed $f"
+done
+SHEAF=$PREFIX/bin/sheaf
+size=$(stat -c %s "$SHEAF")
+echo "installed binary: $size bytes (stripped)"
+[[ $size -le 8388608 ]] || fail "the stripped binary has $size bytes (goal: at most 8 MiB)"
+extra=$(ldd "$SHEAF" | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib64/ld-linux|libc\.so|libstdc\+\+\.so|libm\.so|libgcc_s\.so|libfmt\.so)')
+[[ -z $extra ]] || fail "unexpected run-time libraries: $extra"
+
+run --version
+status_is 0 '--version'
+stdout_has 'Sheaf ' '--version names the program'
+stdout_has 'commit ' '--version gives the build'
+run -c '(use optim) (sgd-step [1 2] [1 1] 0.5)'
+status_is 0 'the installed binary runs a program with a bundled module'
+stdout_is '[0.5 1.5]' 'the installed binary computes'
+
+MPIRUN=(mpirun --oversubscribe)
+[[ $(id -u) == 0 ]] && MPIRUN+=(--allow-run-as-root)
+(cd "$TMP" && timeout 60 "${MPIRUN[@]}" -np 2 "$SHEAF" -c '(print (rank) (all-reduce 1))' >"$TMP/out" 2>"$TMP/err" </dev/null)
+STATUS=$?
+status_is 0 'a 2-rank job with the installed libsheaf_mpi.so'
+[[ $(sort "$TMP/out" | tr '\n' ' ') == "0 2 1 2 " ]] || fail '2 ranks sum 1 each'
+
+exit $FAILED
