@@ -1,0 +1,58 @@
+// backend/cuda/render.hpp — a fused schedule as one CUDA C++ translation unit plus a launch table.
+// The unit includes no headers; NVRTC compiles it with -default-device (nvrtc.hpp), so the
+// scalar helpers of loop_code.hpp become device functions (a prelude of #defines maps the
+// GCC builtins they call to CUDA's math functions). Every Loop/Copy step whose kept points
+// (the points of its non-reduced dims) are not empty becomes one kernel
+//   extern "C" __global__ void __launch_bounds__(block) s{step}(T* __restrict__ p{slot}, ...)
+// with one parameter per buffer the step touches (loop_code::LoopBody::buffers order; const
+// when only read); the launch table lists, in step order, each kernel with its grid, block and
+// argument slots, and every Dot and Host step (run by the caller: cuBLASLt, host copies).
+// Two strategies, per step:
+//   thread per point  one thread per kept point: the linear thread index is split into the kept
+//                     loop indices (i64, innermost fastest); reduced dims, wherever they sit in
+//                     the nest, run as serial loops in the thread with scalar accumulators a{v}
+//                     stored at the end. block = min(options.block, points), grid = ⌈points/block⌉.
+//   block per point   (a reducing step with ≥ block_reduce_min_extent reduced points per kept
+//                     point and < block_reduce_max_kept kept points) one block per kept point:
+//                     its threads stride over the reduced points with scalar accumulators, then
+//                     combine them in __shared__ memory (a tree of loop_code::combine_expr with
+//                     __syncthreads(), no warp shuffles), thread 0 stores. block is a power of two.
+// Fusion never consumes a reduction result in the step computing it (fusion.cpp), so the
+// elementwise statements of a reducing step are independent per point: both strategies compute
+// each point of the space exactly once.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/memory.hpp"
+
+namespace sheaf::cuda {
+
+struct Launch {
+  enum class Kind { Kernel, Dot, Host } kind = Kind::Kernel;
+  size_t step = 0;
+  std::string kernel;              // Kernel: "s{step}"
+  int64_t grid = 0, block = 0;     // Kernel: blocks and threads per block (x only)
+  bool block_reduce = false;       // Kernel: block per point (threads of a block cooperate)
+  std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out
+                                   // buffers; Host: the operands' buffers, then the outputs
+};
+
+struct Kernels {
+  std::string source;
+  std::vector<Launch> launches;  // in step order
+};
+
+// Block per point pays when a thread per point would leave the GPU mostly idle (fewer kept points
+// than an H100's 132 SMs × 2048 resident threads, by a wide margin) while each thread walks a long
+// serial loop. Tests lower `block` (and force block per point) to emulate the kernels on a CPU.
+struct RenderOptions {
+  int64_t block = 256;                     // most threads per block; a power of two, at most 1024
+  int64_t block_reduce_min_extent = 2048;  // reduced points per kept point, at least
+  int64_t block_reduce_max_kept = 4096;    // kept points, fewer than
+};
+
+Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
+
+}  // namespace sheaf::cuda

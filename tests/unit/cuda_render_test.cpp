@@ -1,0 +1,527 @@
+// tests/unit/cuda_render_test.cpp — the CUDA renderer (backend/cuda/render.hpp), checked without a
+// GPU. Every case of cpu_fusion_cases.shf ("fusion"), jit_consistency_cases.shf ("builtins") and
+// kExtraCases below ("extra": large reductions, empty ones) runs on the reference executor while
+// every call that reaches the JIT is traced and optimised once more here (one graph per function
+// and argument key, with the tensors of its first call). Each graph goes through fusion and the
+// memory plan, then, per table (one test each, so that ctest's process per test builds one table):
+//   Nvrtc     rendered with the default options and compiled by NVRTC to PTX for sm_90: every
+//             kernel of the launch table must be an .entry (skipped without NVRTC). Distinct
+//             renderings compile in batches sharing the prelude, kernels renamed apart; those of
+//             a failing batch compile alone, so an error names its rendering.
+//   Emulated  rendered twice — default thresholds with 32-thread blocks, and every reducing step
+//             forced to block per point with blocks of at most 8 threads — and compiled by the
+//             system C++ compiler after an emulation prelude (__global__ and friends erased,
+//             threadIdx/blockIdx thread_local, __shared__ as static, __syncthreads() as a
+//             std::barrier of the threads of a block, which run concurrently; blocks run one
+//             after another). The launch table runs on host buffers (Dot steps by gemm, Host
+//             steps by the reference kernels as cpu/program.cpp does; step outputs start as 0xff
+//             bytes with room behind, so a point left unwritten or written out of place shows)
+//             and the results must match the reference executor within the tolerance of
+//             cpu_backend_test.cpp (skipped without a C++ compiler).
+#include <dlfcn.h>
+#include <unistd.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "backend/cpu/toolchain.hpp"
+#include "backend/cuda/driver.hpp"
+#include "backend/cuda/nvrtc.hpp"
+#include "backend/cuda/render.hpp"
+#include "backend/ref/executor.hpp"
+#include "case_file.hpp"
+#include "passes/passes.hpp"
+#include "tensor/blas.hpp"
+#include "trace/tracer.hpp"
+#include "value_compare.hpp"
+
+namespace sheaf {
+namespace {
+
+using Case = testing_support::CaseSection;
+using cuda::Launch;
+
+constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
+const cuda::RenderOptions kEmulated{.block = 32};
+const cuda::RenderOptions kForced{.block = 8, .block_reduce_min_extent = 1, .block_reduce_max_kept = int64_t{1} << 40};
+
+// Reductions large enough for block-per-point kernels with the default thresholds (two
+// reductions and an elementwise result in one such step too), and reductions over no element.
+constexpr const char* kExtraCases = R"(;; --- prelude
+(def big (random-normal 60 '[10000]))
+(def row (random-normal 61 '[1 5000]))
+(def rows (random-normal 62 '[3 4096]))
+(def tall (random-normal 63 '[3000 3]))
+(def ints (random-randint 64 '[9000] -5 5))
+;; --- block-reduce-sum-10000
+(defn f [a] (list (sum a) (max a) (min (exp a)) (mean (* a a)) (sum a :keepdims)))
+(defn g [a] (let [e (exp a)] (list (sum e) (max e) (* e 2))))
+(list (f big) (g big))
+;; --- block-reduce-max-rows-1x5000
+(defn f [a] (list (max a :axis 1) (sum (tanh a) :axis -1) (argmax a :axis 1)))
+(f row)
+;; --- block-reduce-softmax-rows
+(defn f [a] (list (softmax a) (log-softmax a :axis 1)))
+(f rows)
+;; --- block-reduce-leading-axis
+(defn f [a] (list (sum a :axis 0) (max (* a 2) :axis 0) (mean a :axis 0 :keepdims)))
+(f tall)
+;; --- block-reduce-int-bool
+(defn f [a] (list (sum a) (max a) (min a) (product (+ 1 (* 0 a))) (max (> a 3)) (min (> a -6))))
+(f ints)
+;; --- empty-reductions
+(defn f [a] (list (sum a :axis 1) (product a :axis 1) (exp a) (sum a :axis 0)))
+(f (random-normal 65 '[3 0]))
+)";
+
+// The cases of table `table`: "fusion" (cpu_fusion_cases.shf), "builtins"
+// (jit_consistency_cases.shf) or "extra" (kExtraCases).
+std::vector<Case> cases_of(const std::string& table) {
+  auto dir = std::filesystem::path(__FILE__).parent_path();
+  if (table == "fusion") return testing_support::read_case_sections(dir / "cpu_fusion_cases.shf");
+  if (table == "builtins") return testing_support::read_case_sections(dir / "jit_consistency_cases.shf");
+  auto path = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-render-{}.shf", getpid());
+  std::ofstream(path) << kExtraCases;
+  std::vector<Case> c = testing_support::read_case_sections(path);
+  std::filesystem::remove(path);
+  return c;
+}
+
+// One compiled function of a case: its optimised graph, the inputs of its first call, and the
+// schedule, memory plan and renderings.
+struct Function {
+  std::string name;
+  ir::Graph graph;
+  std::vector<Tensor> inputs;
+  fusion::Schedule schedule;
+  cpu::MemoryPlan memory;
+  cuda::Kernels nvrtc, emulated, forced;
+};
+
+struct CaseGraphs {
+  std::string error;
+  std::vector<Function> functions;
+};
+
+// Runs `c` on the reference executor and traces every distinct compiled call (as the JIT does:
+// scalars join the key once a function needs them statically).
+CaseGraphs graphs_of(const Case& c) {
+  CaseGraphs out;
+  std::ostringstream printed;
+  Interp in{printed};
+  in.jit->device = Device::Ref;
+  std::map<const Obj*, bool> static_scalars;
+  std::set<std::string> seen;
+  std::vector<Value> pinned;  // keys name functions and objects by address: keep them alive
+  in.jit->observe = [&](const Value& fn, std::span<const Value> args) {
+    pinned.push_back(fn);
+    pinned.insert(pinned.end(), args.begin(), args.end());
+    bool& st = static_scalars[fn.raw()];
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      std::string key = fmt::format("{}|", static_cast<const void*>(fn.raw()));
+      std::vector<Tensor> inputs;
+      trace::flatten_args(args, st, key, inputs);
+      if (!seen.insert(key).second) return;
+      try {
+        trace::Traced t = trace::trace_call(in, fn, args, SrcLoc{}, st);
+        passes::optimize(t.graph);
+        out.functions.push_back({fmt::format("{}#{}", fn.as<FnObj>().name, out.functions.size()), std::move(t.graph), inputs});
+        return;
+      } catch (const std::exception& e) {
+        if (st || std::string_view(e.what()).rfind("the value of a traced", 0) != 0) return;  // interpreted
+        st = true;
+      }
+    }
+  };
+  try {
+    in.run_text(c.text, "<" + c.name + ">");
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  for (Function& f : out.functions) {
+    f.schedule = fusion::fuse(f.graph);
+    f.memory = cpu::plan_memory(f.graph, f.schedule);
+    f.nvrtc = cuda::render(f.graph, f.schedule, f.memory);
+    f.emulated = cuda::render(f.graph, f.schedule, f.memory, kEmulated);
+    f.forced = cuda::render(f.graph, f.schedule, f.memory, kForced);
+  }
+  return out;
+}
+
+// ---- the emulator ------------------------------------------------------------------------------
+
+constexpr const char* kEmulationPrelude = R"(#include <math.h>
+#include <string.h>
+#include <utility>
+struct sheaf_dim3 { unsigned x, y, z; };
+static thread_local sheaf_dim3 threadIdx, blockIdx;
+static sheaf_dim3 blockDim, gridDim;
+static void (*sheaf_sync)();
+extern "C" void sheaf_emu_launch(unsigned grid, unsigned block, void (*sync)()) {
+  gridDim = {grid, 1, 1}; blockDim = {block, 1, 1}; sheaf_sync = sync;
+}
+extern "C" void sheaf_emu_at(unsigned block, unsigned thread) { blockIdx = {block, 0, 0}; threadIdx = {thread, 0, 0}; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+template <class... P, size_t... I> static void sheaf_call(void (*f)(P...), void** a, std::index_sequence<I...>) {
+  f(static_cast<P>(a[I])...);
+}
+template <class... P> static void sheaf_call(void (*f)(P...), void** a) { sheaf_call(f, a, std::index_sequence_for<P...>{}); }
+#define __global__
+#define __device__
+#define __launch_bounds__(n)
+#define __shared__ static
+#define __syncthreads() sheaf_sync()
+)";
+
+// Every rendering starts with the same prelude and scalar helpers (everything before the first
+// kernel): the units below hold it once and the kernels of each distinct rendering after it.
+std::string_view head_of(const std::string& source) {
+  return std::string_view(source).substr(0, std::min(source.find("extern \"C\" __global__"), source.size()));
+}
+
+// Numbers the distinct strings added; `head` is the head_of they share (the first one's).
+struct Distinct {
+  std::map<std::string, size_t> index;
+  std::vector<const std::string*> texts;
+  std::string head;
+  size_t add(const std::string& text) {
+    auto [it, fresh] = index.emplace(text, texts.size());
+    if (fresh) texts.push_back(&it->first);
+    if (fresh && texts.size() == 1) head = head_of(text);
+    return it->second;
+  }
+  // text without the shared head (the whole text when its head differs)
+  std::string_view body(size_t i) const {
+    std::string_view t = *texts[i];
+    return t.substr(0, head.size()) == head ? t.substr(head.size()) : t;
+  }
+};
+
+// Runs job(0..n-1) on hardware_concurrency threads.
+void parallel(size_t n, const std::function<void(size_t)>& job) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < n;) job(i);
+    });
+  for (std::thread& t : workers) t.join();
+}
+
+struct Library {
+  void* handle = nullptr;
+  std::string error;
+};
+
+// The emulated kernels of every Function: distinct renderings k{i} (namespaces, extern "C" dropped,
+// each kernel with a launcher emu_k{i}_{kernel}(void**)), spread over hardware_concurrency units
+// compiled in parallel.
+struct Emulation {
+  Distinct sources;
+  std::vector<Library> units;
+  const Library& unit_of(size_t source) const { return units[source % units.size()]; }
+};
+
+std::barrier<>* g_block_barrier = nullptr;
+void block_sync() { g_block_barrier->arrive_and_wait(); }
+
+void launch(const Library& lib, const std::string& ns, const Launch& l, std::vector<void*> args) {
+  auto at = reinterpret_cast<void (*)(unsigned, unsigned)>(dlsym(lib.handle, "sheaf_emu_at"));
+  auto set = reinterpret_cast<void (*)(unsigned, unsigned, void (*)())>(dlsym(lib.handle, "sheaf_emu_launch"));
+  auto fn = reinterpret_cast<void (*)(void**)>(dlsym(lib.handle, fmt::format("emu_{}_{}", ns, l.kernel).c_str()));
+  ASSERT_TRUE(at && set && fn) << "no launcher for " << l.kernel;
+  const auto grid = static_cast<unsigned>(l.grid), block = static_cast<unsigned>(l.block);
+  set(grid, block, block_sync);
+  std::vector<std::thread> threads;
+  if (l.block_reduce) {  // the threads of a block run together; a barrier ends each block
+    std::barrier<> barrier(block);
+    g_block_barrier = &barrier;
+    for (unsigned t = 0; t < block; ++t)
+      threads.emplace_back([&, t] {
+        for (unsigned b = 0; b < grid; ++b) {
+          at(b, t);
+          fn(args.data());
+          barrier.arrive_and_wait();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    g_block_barrier = nullptr;
+    return;
+  }
+  unsigned workers = std::max(1u, std::min(std::thread::hardware_concurrency(), grid));
+  for (unsigned w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (unsigned b = w; b < grid; b += workers)
+        for (unsigned t = 0; t < block; ++t) at(b, t), fn(args.data());
+    });
+  for (std::thread& t : threads) t.join();
+}
+
+// The results of `f` with the launch table of `k` (namespace `ns` of `lib`).
+std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, const Library& lib, const std::string& ns) {
+  const ir::Graph& g = f.graph;
+  const fusion::Schedule& s = f.schedule;
+  const cpu::MemoryPlan& m = f.memory;
+  std::vector<void*> table(static_cast<size_t>(m.slots), nullptr);
+  std::vector<std::vector<std::byte>> owned;  // arena and results
+  std::vector<Tensor> held;                   // host step outputs
+  auto fresh = [&](size_t bytes) {  // with room behind, so that a stray write past the end shows as a wrong value, not a crash
+    owned.emplace_back(2 * bytes + 4096, std::byte{0xff});
+    return owned.back().data();
+  };
+  std::byte* arena = fresh(static_cast<size_t>(m.arena_bytes));
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::Constant) table[m.slot[n.out]] = const_cast<std::byte*>(n.attrs.value.bytes());
+  for (size_t i = 0; i < g.params.size(); ++i) table[m.slot[g.params[i]]] = const_cast<std::byte*>(f.inputs[i].bytes());
+  for (size_t v = 0; v < m.slot.size(); ++v) {
+    if (m.slot[v] < 0 || table[m.slot[v]]) continue;
+    int32_t st = s.step_of[v];
+    if (m.arena_offset[v] >= 0) table[m.slot[v]] = arena + m.arena_offset[v];
+    else if (st >= 0 && s.steps[static_cast<size_t>(st)].kind != fusion::StepKind::Host)
+      table[m.slot[v]] = fresh(static_cast<size_t>(shape_numel(g.type(static_cast<int32_t>(v)).shape)) *
+                               dtype_size(g.type(static_cast<int32_t>(v)).dtype));
+  }
+  for (const Launch& l : k.launches) {
+    const fusion::Step& st = s.steps[l.step];
+    const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
+    if (l.kind == Launch::Kind::Kernel) {
+      std::vector<void*> args;
+      for (int32_t slot : l.slots) args.push_back(table[static_cast<size_t>(slot)]);
+      launch(lib, ns, l, args);
+    } else if (l.kind == Launch::Kind::Dot) {
+      const fusion::DotLayout& d = st.dot;
+      const fusion::View &a = fusion::read_view(s, n.in[0], static_cast<int32_t>(l.step)),
+                         &b = fusion::read_view(s, n.in[1], static_cast<int32_t>(l.step));
+      auto* pa = static_cast<const float*>(table[static_cast<size_t>(l.slots[0])]) + a.offset;
+      auto* pb = static_cast<const float*>(table[static_cast<size_t>(l.slots[1])]) + b.offset;
+      auto* pc = static_cast<float*>(table[static_cast<size_t>(l.slots[2])]);
+      int64_t batches = 1;
+      for (int64_t x : d.batch) batches *= x;
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        int64_t oa = 0, ob = 0;
+        for (size_t j = d.batch.size(), rest = static_cast<size_t>(bi); j-- > 0; rest /= static_cast<size_t>(d.batch[j])) {
+          auto idx = static_cast<int64_t>(rest % static_cast<size_t>(d.batch[j]));
+          oa += idx * d.batch_lhs[j], ob += idx * d.batch_rhs[j];
+        }
+        gemm(MatView<const float>{pa + oa, d.m, d.k, d.a_rs, d.a_cs}, MatView<const float>{pb + ob, d.k, d.n, d.b_rs, d.b_cs},
+             MatView<float>{pc + bi * d.m * d.n, d.m, d.n, d.n, 1});
+      }
+    } else {  // as cpu::Program::run_host_step
+      std::vector<Tensor> in;
+      for (size_t j = 0; j < n.in.size(); ++j) {
+        const ir::Type& t = g.type(n.in[j]);
+        const fusion::View& w = fusion::read_view(s, n.in[j], static_cast<int32_t>(l.step));
+        auto* p = static_cast<std::byte*>(table[static_cast<size_t>(l.slots[j])]) + w.offset * static_cast<int64_t>(dtype_size(t.dtype));
+        in.push_back(Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(p, [](std::byte*) {})));
+      }
+      std::vector<Tensor> out = ref::run_node(g, n, in);
+      for (int32_t r = 0; r < n.nout; ++r) {
+        Tensor copy = Tensor::empty(out[r].dtype(), out[r].shape());
+        std::copy_n(out[r].bytes(), out[r].nbytes(), copy.mutable_bytes());
+        table[static_cast<size_t>(l.slots[n.in.size() + r])] = copy.mutable_bytes();
+        held.push_back(copy);
+      }
+    }
+  }
+  std::vector<Tensor> results;
+  for (int32_t r : g.results) {
+    const ir::Type& t = g.type(r);
+    Tensor x = Tensor::empty(t.dtype, t.shape);
+    if (x.nbytes()) std::memcpy(x.mutable_bytes(), table[m.slot[r]], x.nbytes());
+    results.push_back(x);
+  }
+  return results;
+}
+
+// ---- all graphs, built once ----------------------------------------------------------------------
+
+void compile_emulation(Emulation& e, const std::vector<const cuda::Kernels*>& renderings) {
+  std::vector<std::vector<const cuda::Kernels*>> of_source;
+  for (const cuda::Kernels* k : renderings)
+    if (size_t i = e.sources.add(k->source); i == of_source.size()) of_source.push_back({k});
+  e.units.resize(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> src(e.units.size(), kEmulationPrelude + e.sources.head);
+  for (size_t i = 0; i < e.sources.texts.size(); ++i) {
+    std::string body(e.sources.body(i));
+    for (size_t at; (at = body.find("extern \"C\" ")) != std::string::npos;) body.erase(at, 11);
+    std::string& out = src[i % src.size()];
+    out += fmt::format("namespace k{} {{\n{}}}\n", i, body);
+    for (const Launch& l : of_source[i][0]->launches)
+      if (l.kind == Launch::Kind::Kernel) out += fmt::format("extern \"C\" void emu_k{0}_{1}(void** a) {{ sheaf_call(k{0}::{1}, a); }}\n", i, l.kernel);
+  }
+  static int compiled = 0;  // dlopen knows a library by its path: each compile gets new names
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-emulation-{}-{}", getpid(), compiled++);
+  std::filesystem::create_directories(dir);
+  parallel(e.units.size(), [&](size_t u) {
+    std::string base = (dir / fmt::format("unit{}", u)).string();
+    std::ofstream(base + ".cpp") << src[u];
+    // -O0: the units are large and their kernels run on small tensors
+    std::string cmd = fmt::format("'{}' -O0 -ffp-contract=off -fPIC -shared -o '{}.so' '{}.cpp' > '{}.log' 2>&1",
+                                  cpu::toolchain()->compiler, base, base, base);
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream log(base + ".log");
+      e.units[u].error = std::string(std::istreambuf_iterator<char>(log), {}).substr(0, 4000);
+    } else if (!(e.units[u].handle = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL))) {
+      e.units[u].error = dlerror();
+    }
+  });
+  std::filesystem::remove_all(dir);
+}
+
+// NVRTC output for every distinct default rendering with kernels. Renderings compile in batches
+// of kBatch after the shared head, each kernel renamed n{i}_{kernel} (one extern "C" namespace);
+// the renderings of a batch that fails compile alone, under their own names.
+struct NvrtcResult {
+  std::shared_ptr<const std::string> ptx;
+  std::string prefix;  // of the kernel names in ptx
+  std::string error;
+};
+struct NvrtcResults {
+  Distinct sources;
+  std::vector<NvrtcResult> result;
+};
+constexpr size_t kBatch = 48;
+
+// Per table, built once per process (ctest runs every test in a process of its own, so each
+// test builds only its own table).
+struct TableGraphs {
+  std::vector<std::pair<std::string, CaseGraphs>> cases;
+};
+
+const TableGraphs& graphs_of_table(const std::string& table) {
+  static std::map<std::string, TableGraphs> built;
+  auto [it, fresh] = built.try_emplace(table);
+  if (fresh)
+    for (const Case& c : cases_of(table)) it->second.cases.emplace_back(c.name, graphs_of(c));
+  return it->second;
+}
+
+const Emulation& emulation_of(const std::string& table) {
+  static std::map<std::string, Emulation> built;
+  auto [it, fresh] = built.try_emplace(table);
+  if (fresh) {
+    std::vector<const cuda::Kernels*> renderings;
+    for (const auto& [name, cg] : graphs_of_table(table).cases)
+      for (const Function& f : cg.functions) renderings.push_back(&f.emulated), renderings.push_back(&f.forced);
+    compile_emulation(it->second, renderings);
+  }
+  return it->second;
+}
+
+const NvrtcResults& nvrtc_of(const std::string& table) {
+  static std::map<std::string, NvrtcResults> built;
+  auto [it, fresh] = built.try_emplace(table);
+  if (!fresh) return it->second;
+  NvrtcResults& r = it->second;
+  for (const auto& [name, cg] : graphs_of_table(table).cases)
+    for (const Function& f : cg.functions)
+      if (f.nvrtc.source.find("__global__ void") != std::string::npos) r.sources.add(f.nvrtc.source);
+  const size_t n = r.sources.texts.size();
+  r.result.resize(n);
+  parallel((n + kBatch - 1) / kBatch, [&](size_t b) {
+    std::string text = r.sources.head;
+    for (size_t i = b * kBatch; i < std::min(n, (b + 1) * kBatch); ++i) {
+      std::string body(r.sources.body(i));
+      for (size_t at = 0; (at = body.find("__launch_bounds__(", at)) != std::string::npos;) {
+        at = body.find(") ", at) + 2;
+        body.insert(at, fmt::format("n{}_", i));
+      }
+      text += body;
+    }
+    try {
+      auto ptx = std::make_shared<const std::string>(cuda::compile_cuda(text, fmt::format("cuda-render-batch{}.cu", b), 9, 0, false).ptx);
+      for (size_t i = b * kBatch; i < std::min(n, (b + 1) * kBatch); ++i) r.result[i] = {ptx, fmt::format("n{}_", i), ""};
+    } catch (const SheafError&) {
+      for (size_t i = b * kBatch; i < std::min(n, (b + 1) * kBatch); ++i) try {
+          r.result[i].ptx = std::make_shared<const std::string>(cuda::compile_cuda(*r.sources.texts[i], "cuda-render.cu", 9, 0, false).ptx);
+        } catch (const SheafError& e) {
+          r.result[i].error = e.what();
+        }
+    }
+  });
+  return r;
+}
+
+// One test per table and check; failures name the case, the function and the result.
+class CudaRender : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaRender, NvrtcCompilesEveryKernel) {
+  std::string why;
+  if (!cuda::nvrtc(&why)) GTEST_SKIP() << "no NVRTC: " << why;
+  const NvrtcResults& r = nvrtc_of(GetParam());
+  for (const auto& [name, cg] : graphs_of_table(GetParam()).cases) {
+    EXPECT_EQ(cg.error, "") << name << ": the program fails on the reference executor";
+    for (const Function& f : cg.functions) {
+      auto it = r.sources.index.find(f.nvrtc.source);
+      if (it == r.sources.index.end()) continue;  // no kernels (Dot and Host steps only)
+      const NvrtcResult& got = r.result[it->second];
+      if (!got.error.empty()) {
+        ADD_FAILURE() << name << " " << f.name << ": " << got.error << "\n" << f.nvrtc.source;
+        continue;
+      }
+      EXPECT_NE(got.ptx->find(".target sm_90"), std::string::npos);
+      for (const Launch& l : f.nvrtc.launches) {
+        if (l.kind != Launch::Kind::Kernel) continue;
+        EXPECT_NE(got.ptx->find(".entry " + got.prefix + l.kernel + "("), std::string::npos) << name << " " << f.name << ": no .entry " << l.kernel;
+        EXPECT_TRUE(l.grid > 0 && l.block > 0 && l.block <= 256) << name << " " << f.name << " " << l.kernel;
+      }
+    }
+  }
+}
+
+TEST_P(CudaRender, EmulatedKernelsMatchReferenceExecutor) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  const Emulation& e = emulation_of(GetParam());
+  size_t with_kernels = 0, cases = 0;
+  for (const auto& [name, cg] : graphs_of_table(GetParam()).cases) {
+    EXPECT_EQ(cg.error, "") << name << ": the program fails on the reference executor";
+    bool kernels = false;
+    for (const Function& f : cg.functions) {
+      std::vector<Tensor> want = ref::run(f.graph, f.inputs);
+      for (const cuda::Kernels* k : {&f.emulated, &f.forced}) {
+        size_t i = e.sources.index.at(k->source);
+        const Library& lib = e.unit_of(i);
+        ASSERT_EQ(lib.error, "") << "the emulated kernels do not compile";
+        kernels = kernels || k->source.find("__global__ void") != std::string::npos;
+        std::vector<Tensor> got = run_emulated(f, *k, lib, fmt::format("k{}", i));
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t r = 0; r < want.size(); ++r) {
+          std::string d = testing_support::difference(Value::tensor(got[r]), Value::tensor(want[r]),
+                                                      fmt::format("{}: {} result {}", name, f.name, r), kNativeTolerance);
+          if (d.empty()) continue;
+          ADD_FAILURE() << d << "\n" << (k == &f.emulated ? "with default thresholds" : "with block per point forced") << ":\n"
+                        << std::string_view(k->source).substr(head_of(k->source).size());
+          break;  // one report per rendering
+        }
+      }
+    }
+    with_kernels += kernels, ++cases;
+  }
+  EXPECT_GE(with_kernels * 10, cases * 9) << "nearly every case compiles functions with kernels";
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, CudaRender, ::testing::Values("fusion", "builtins", "extra"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// The large reductions really take the block-per-point path with the default thresholds.
+TEST(CudaRenderTable, LargeReductionsUseBlockPerPoint) {
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    if (name.rfind("block-reduce", 0) != 0) continue;
+    size_t per_block = 0;
+    for (const Function& f : cg.functions)
+      for (const Launch& l : f.nvrtc.launches) per_block += l.block_reduce && l.block == 256 && l.kernel == fmt::format("s{}", l.step);
+    EXPECT_GT(per_block, 0u) << name;
+  }
+}
+
+}  // namespace
+}  // namespace sheaf
