@@ -5,8 +5,6 @@
 // with the collective inside. `rank` and `shard` depend on which process runs them, so they are
 // effects: a compiled function never bakes one rank's value into code that another rank loads
 // from the cache. broadcast-tree and barrier synchronise the processes, so they are effects too.
-#include <cstring>
-
 #include "builtins/args.hpp"
 #include "builtins/pytree.hpp"
 #include "builtins/registry.hpp"
@@ -14,7 +12,7 @@
 #include "dist/collectives.hpp"
 #include "dist/comm.hpp"
 #include "eval/interp.hpp"
-#include "io/shard_view.hpp"
+#include "io/row_handle.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
 #include "value/handle.hpp"
@@ -68,10 +66,11 @@ Value b_all_reduce(Interp&, const CallArgs& a) {
   std::vector<Tensor> xs = numeric_leaves(a[0], a);
   if (xs.empty()) return a[0];
   std::vector<Tensor> r = run_primitive(a, [&] { return dist::all_reduce_sum(xs); });
-  if (mean) {
-    Tensor n = Tensor::scalar(DType::F32, dist::world_size());
-    for (Tensor& t : r) t = binary(Binary::Div, is_float(t.dtype()) ? t : convert(t, DType::F32), is_float(t.dtype()) ? convert(n, t.dtype()) : n);
-  }
+  if (mean)
+    for (Tensor& t : r) {
+      if (!is_float(t.dtype())) t = convert(t, DType::F32);
+      t = binary(Binary::Div, t, Tensor::scalar(t.dtype(), dist::world_size()));
+    }
   return rebuild_numeric(a[0], r);
 }
 
@@ -82,26 +81,7 @@ Value b_broadcast_tree(Interp&, const CallArgs& a) {
   if (root < 0 || root >= dist::world_size())
     throw SheafError(fmt::format("broadcast-tree: root {} is not a rank of this job (world size {})", root, dist::world_size()), a.site);
   std::vector<Tensor> xs = numeric_leaves(a[0], a);
-  size_t bytes = 0;
-  for (const Tensor& x : xs) bytes += x.nbytes();
-  std::vector<std::byte> buffer(bytes);
-  size_t at = 0;
-  for (const Tensor& x : xs) {
-    if (x.nbytes()) std::memcpy(buffer.data() + at, x.bytes(), x.nbytes());
-    at += x.nbytes();
-  }
-  run_primitive(a, [&] {
-    dist::check_agreement(xs, "broadcast-tree");
-    dist::broadcast(buffer.data(), static_cast<int64_t>(bytes), static_cast<int>(root), "broadcast-tree");
-  });
-  at = 0;
-  for (Tensor& x : xs) {
-    Tensor r = Tensor::empty(x.dtype(), x.shape());
-    if (r.nbytes()) std::memcpy(r.mutable_bytes(), buffer.data() + at, r.nbytes());
-    at += r.nbytes();
-    x = r;
-  }
-  return rebuild_numeric(a[0], xs);
+  return rebuild_numeric(a[0], run_primitive(a, [&] { return dist::broadcast_from(xs, static_cast<int>(root)); }));
 }
 
 // (shard x [rank world]): rank's contiguous part of the rows of x (a tensor, list or handle):
@@ -119,8 +99,9 @@ Value b_shard(Interp&, const CallArgs& a) {
   else throw SheafError(fmt::format("shard: expected a tensor with at least one axis, a list or a handle, got {}", describe_node(x)), a.site);
   int64_t begin = r * n / world, end = (r + 1) * n / world;
   if (x.is(Kind::Handle)) {
-    if (!x.as<HandleObj>().keys().empty()) throw SheafError("shard: a safetensors handle has no rows to split", a.site);
-    return Value::object(Kind::Handle, std::make_shared<ShardView>(x, begin, end));
+    const auto* rows = dynamic_cast<const RowHandle*>(x.raw());
+    if (!rows) throw SheafError(fmt::format("shard: {} has no rows to split", x.as<HandleObj>().describe()), a.site);
+    return Value::object(Kind::Handle, rows->subrange(begin, end));
   }
   if (x.is_list()) {
     const auto& items = x.as_list().items;

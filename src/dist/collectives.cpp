@@ -1,5 +1,5 @@
 // dist/collectives.cpp — all_reduce_sum on concrete tensors (pack, one MPI call per element type,
-// unpack) and its recording while tracing.
+// unpack) and its recording while tracing; broadcast_from (pack, one MPI call, unpack).
 #include "dist/collectives.hpp"
 
 #include <cstring>
@@ -36,15 +36,8 @@ uint64_t fingerprint(const std::vector<Tensor>& xs) {
   return h;
 }
 
-// The operands of one element type, packed into one buffer and summed in place.
-template <typename T>
-struct Group {
-  std::vector<size_t> members;
-  std::vector<T> buffer;
-};
-
-}  // namespace
-
+// Throws SheafError (naming `what`, this rank's operand types and a rank that disagrees) unless
+// every rank passes the same dtypes and shapes. A collective of its own (one 8-byte allgather).
 void check_agreement(const std::vector<Tensor>& xs, const char* what) {
   std::vector<uint64_t> all = all_gather(fingerprint(xs), what);
   for (size_t r = 0; r < all.size(); ++r)
@@ -54,46 +47,75 @@ void check_agreement(const std::vector<Tensor>& xs, const char* what) {
                                    what, where(), types_of(xs), r));
 }
 
+// The operands of one element type T (stored as `dtype`), packed into one buffer, summed in
+// place, and unpacked into results of the operands' own dtypes.
+template <typename T>
+struct Group {
+  DType dtype;
+  Elem elem;
+  std::vector<size_t> members;
+  std::vector<T> buffer;
+
+  void add(size_t k, const Tensor& x) {  // x has dtype `dtype`
+    members.push_back(k);
+    buffer.insert(buffer.end(), x.data<T>(), x.data<T>() + x.numel());
+  }
+  void sum_and_unpack(const std::vector<Tensor>& xs, std::vector<Tensor>& out) {
+    all_reduce_sum(buffer.data(), static_cast<int64_t>(buffer.size()), elem, "all-reduce");
+    size_t at = 0;
+    for (size_t k : members) {
+      Tensor r = Tensor::empty(dtype, xs[k].shape());
+      if (r.nbytes()) std::memcpy(r.mutable_bytes(), buffer.data() + at, r.nbytes());
+      at += static_cast<size_t>(r.numel());
+      out[k] = dtype == xs[k].dtype() ? r : convert(r, xs[k].dtype());
+    }
+  }
+};
+
+}  // namespace
+
 std::vector<Tensor> all_reduce_sum(const std::vector<Tensor>& xs) {
   for (const Tensor& x : xs)
     if (x.dtype() == DType::Bool) throw SheafError(fmt::format("all-reduce: cannot sum a bool tensor ({})", type_str(x.dtype(), x.shape())));
   if (ir::active_recorder()) return ir::recorder().record(ir::Op::AllReduce, xs, {.reduce = Reduce::Sum});
   if (!distributed()) return xs;
   check_agreement(xs, "all-reduce");
-  Group<float> f;  // f32, f16 and bf16 (in f32)
-  Group<int32_t> i;
-  Group<uint32_t> u;
+  Group<float> f{DType::F32, Elem::F32};  // f32, f16 and bf16 (in f32)
+  Group<int32_t> i{DType::I32, Elem::I32};
+  Group<uint32_t> u{DType::U32, Elem::U32};
   for (size_t k = 0; k < xs.size(); ++k) {
     const Tensor& x = xs[k];
-    if (x.dtype() == DType::I32) {
-      i.members.push_back(k);
-      i.buffer.insert(i.buffer.end(), x.data<int32_t>(), x.data<int32_t>() + x.numel());
-    } else if (x.dtype() == DType::U32) {
-      u.members.push_back(k);
-      u.buffer.insert(u.buffer.end(), x.data<uint32_t>(), x.data<uint32_t>() + x.numel());
-    } else {
-      Tensor w = x.dtype() == DType::F32 ? x : convert(x, DType::F32);
-      f.members.push_back(k);
-      f.buffer.insert(f.buffer.end(), w.data<float>(), w.data<float>() + w.numel());
-    }
+    if (x.dtype() == DType::I32) i.add(k, x);
+    else if (x.dtype() == DType::U32) u.add(k, x);
+    else f.add(k, x.dtype() == DType::F32 ? x : convert(x, DType::F32));
   }
-  all_reduce_sum(f.buffer.data(), static_cast<int64_t>(f.buffer.size()), Elem::F32, "all-reduce");
-  all_reduce_sum(i.buffer.data(), static_cast<int64_t>(i.buffer.size()), Elem::I32, "all-reduce");
-  all_reduce_sum(u.buffer.data(), static_cast<int64_t>(u.buffer.size()), Elem::U32, "all-reduce");
   std::vector<Tensor> out(xs.size());
-  auto unpack = [&](auto& group, DType stored) {
-    size_t at = 0;
-    for (size_t k : group.members) {
-      const Tensor& x = xs[k];
-      Tensor r = Tensor::empty(stored, x.shape());
-      if (r.nbytes()) std::memcpy(r.mutable_bytes(), group.buffer.data() + at, r.nbytes());
-      at += static_cast<size_t>(x.numel());
-      out[k] = stored == x.dtype() ? r : convert(r, x.dtype());
-    }
-  };
-  unpack(f, DType::F32);
-  unpack(i, DType::I32);
-  unpack(u, DType::U32);
+  f.sum_and_unpack(xs, out);
+  i.sum_and_unpack(xs, out);
+  u.sum_and_unpack(xs, out);
+  return out;
+}
+
+std::vector<Tensor> broadcast_from(const std::vector<Tensor>& xs, int root) {
+  if (!distributed()) return xs;
+  check_agreement(xs, "broadcast-tree");
+  size_t bytes = 0;
+  for (const Tensor& x : xs) bytes += x.nbytes();
+  std::vector<std::byte> buffer(bytes);
+  size_t at = 0;
+  for (const Tensor& x : xs) {
+    if (x.nbytes()) std::memcpy(buffer.data() + at, x.bytes(), x.nbytes());
+    at += x.nbytes();
+  }
+  broadcast(buffer.data(), static_cast<int64_t>(bytes), root, "broadcast-tree");
+  std::vector<Tensor> out;
+  at = 0;
+  for (const Tensor& x : xs) {
+    Tensor r = Tensor::empty(x.dtype(), x.shape());
+    if (r.nbytes()) std::memcpy(r.mutable_bytes(), buffer.data() + at, r.nbytes());
+    at += r.nbytes();
+    out.push_back(r);
+  }
   return out;
 }
 

@@ -1,4 +1,5 @@
-// dist/collectives.hpp — collectives on tensors: the primitive behind `all-reduce` (SPEC §10).
+// dist/collectives.hpp — collectives on tensors: the primitive behind `all-reduce` (SPEC §10) and
+// the broadcast behind `broadcast-tree`.
 // While a function is traced it records an IR `all_reduce` node, even on constant operands (the
 // compiled function runs the collective at that point: the backends execute the node with this
 // same function); otherwise it sums across the ranks now.
@@ -15,8 +16,8 @@ namespace sheaf::dist {
 // first, and a mismatch is an error naming both ranks' operand types. bool cannot be summed.
 std::vector<Tensor> all_reduce_sum(const std::vector<Tensor>& xs);
 
-// Throws SheafError (naming `what`, this rank's operand types and a rank that disagrees) unless
-// every rank passes the same dtypes and shapes. A collective of its own (one 8-byte allgather).
-void check_agreement(const std::vector<Tensor>& xs, const char* what);
+// Every rank receives rank `root`'s tensors, in one message; the ranks check first that they all
+// pass the same dtypes and shapes, as for all_reduce_sum. Concrete tensors only.
+std::vector<Tensor> broadcast_from(const std::vector<Tensor>& xs, int root);
 
 }  // namespace sheaf::dist

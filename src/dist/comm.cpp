@@ -24,7 +24,7 @@ namespace {
 // The shim's C ABI (dist/mpi_shim.c).
 struct Shim {
   int (*abi)();
-  int (*init)(int*, int*, char*, int, char*, int);
+  int (*init)(int*, int*, char*, int);
   int (*allreduce_sum)(void*, int64_t, int, char*, int);
   int (*bcast)(void*, int64_t, int, char*, int);
   int (*allgather_u64)(uint64_t, uint64_t*, char*, int);
@@ -32,14 +32,13 @@ struct Shim {
   void (*abort)(int);
   void (*finalize)();
 };
-constexpr int kShimAbi = 1;
+constexpr int kShimAbi = 2;
 
 struct State {
   bool ready = false;
   bool launched = false;  // by an MPI launcher
   int rank = 0, size = 1;
   Shim mpi{};
-  std::string version;
 };
 State& state() {
   static State s;
@@ -164,9 +163,13 @@ struct Watch {
   ~Watch() { Watchdog::get().leave(); }
 };
 
-// Throws the shim's error for `what` when rc is not 0.
-void check(int rc, const char* err, const char* what) {
-  if (rc != 0) throw SheafError(fmt::format("{}: {} failed in MPI: {}", where(), what, err));
+// Runs one blocking call of the shim, `call(err, errlen)`, under the watchdog; its error, if any,
+// as a SheafError naming this rank and `what`.
+template <typename Call>
+void collective(const char* what, const Call& call) {
+  char err[512] = {0};
+  Watch w(what);
+  if (call(err, static_cast<int>(sizeof err)) != 0) throw SheafError(fmt::format("{}: {} failed in MPI: {}", where(), what, err));
 }
 
 }  // namespace
@@ -178,11 +181,8 @@ void init() {
   if (!launched_by_mpi()) return;
   s.launched = true;
   load_shim(s);
-  char version[256] = {0}, err[512] = {0};
-  if (int rc = s.mpi.init(&s.rank, &s.size, version, sizeof version, err, sizeof err); rc != 0)
-    throw SheafError(fmt::format("MPI_Init failed: {}", err));
-  s.version = version;
-  while (!s.version.empty() && (s.version.back() == '\n' || s.version.back() == ' ')) s.version.pop_back();
+  char err[512] = {0};
+  if (s.mpi.init(&s.rank, &s.size, err, sizeof err) != 0) throw SheafError(fmt::format("MPI_Init failed: {}", err));
 }
 
 int rank() {
@@ -201,36 +201,26 @@ std::string where() {
   const State& s = state();
   return s.launched ? fmt::format("rank {} of {}", s.rank, s.size) : "";
 }
-std::string mpi_version() { return state().version; }
-
 void all_reduce_sum(void* data, int64_t count, Elem e, const char* what) {
   if (!distributed() || count == 0) return;
-  char err[512] = {0};
-  Watch w(what);
-  check(state().mpi.allreduce_sum(data, count, static_cast<int>(e), err, sizeof err), err, what);
+  collective(what, [&](char* err, int n) { return state().mpi.allreduce_sum(data, count, static_cast<int>(e), err, n); });
 }
 
 void broadcast(void* data, int64_t bytes, int root, const char* what) {
   if (!distributed() || bytes == 0) return;
-  char err[512] = {0};
-  Watch w(what);
-  check(state().mpi.bcast(data, bytes, root, err, sizeof err), err, what);
+  collective(what, [&](char* err, int n) { return state().mpi.bcast(data, bytes, root, err, n); });
 }
 
 std::vector<uint64_t> all_gather(uint64_t mine, const char* what) {
   if (!distributed()) return {mine};
   std::vector<uint64_t> all(static_cast<size_t>(state().size));
-  char err[512] = {0};
-  Watch w(what);
-  check(state().mpi.allgather_u64(mine, all.data(), err, sizeof err), err, what);
+  collective(what, [&](char* err, int n) { return state().mpi.allgather_u64(mine, all.data(), err, n); });
   return all;
 }
 
 void barrier() {
   if (!distributed()) return;
-  char err[512] = {0};
-  Watch w("barrier");
-  check(state().mpi.barrier(err, sizeof err), err, "barrier");
+  collective("barrier", [&](char* err, int n) { return state().mpi.barrier(err, n); });
 }
 
 void abort_job(int code) {

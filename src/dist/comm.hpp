@@ -21,10 +21,9 @@ int rank();
 int world_size();
 bool distributed();         // world_size() > 1 or started by a launcher
 std::string where();        // "rank 1 of 4" ("" for a job of one)
-std::string mpi_version();  // the MPI library's version line ("" for a job of one)
 
 // Element types of the reductions (the shim's codes).
-enum class Elem : int { F32 = 0, F64 = 1, I32 = 2, U32 = 3, I64 = 4 };
+enum class Elem : int { F32 = 0, I32 = 1, U32 = 2 };
 // In place: data[i] = Σ over ranks of data[i]. `what` names the operation for messages.
 void all_reduce_sum(void* data, int64_t count, Elem e, const char* what);
 // Every rank receives `bytes` bytes of `data` from rank `root`.

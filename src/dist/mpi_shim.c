@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { SHEAF_MPI_ABI = 1 };
-enum { SHEAF_F32 = 0, SHEAF_F64 = 1, SHEAF_I32 = 2, SHEAF_U32 = 3, SHEAF_I64 = 4 };
+enum { SHEAF_MPI_ABI = 2 };
+enum { SHEAF_F32 = 0, SHEAF_I32 = 1, SHEAF_U32 = 2 };
 
 static int fail(int code, char* err, int errlen) {
   int len = 0;
@@ -25,28 +25,20 @@ static int fail(int code, char* err, int errlen) {
 
 static MPI_Datatype datatype(int dtype, size_t* size) {
   switch (dtype) {
-    case SHEAF_F32: *size = 4; return MPI_FLOAT;
-    case SHEAF_F64: *size = 8; return MPI_DOUBLE;
     case SHEAF_I32: *size = 4; return MPI_INT32_T;
     case SHEAF_U32: *size = 4; return MPI_UINT32_T;
-    default: *size = 8; return MPI_INT64_T;
+    default: *size = 4; return MPI_FLOAT;
   }
 }
 
 int sheaf_mpi_abi(void) { return SHEAF_MPI_ABI; }
 
-int sheaf_mpi_init(int* rank, int* size, char* version, int versionlen, char* err, int errlen) {
-  int provided = 0, rc, len = 0;
+int sheaf_mpi_init(int* rank, int* size, char* err, int errlen) {
+  int provided = 0, rc;
   if ((rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided)) != MPI_SUCCESS) return fail(rc, err, errlen);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if ((rc = MPI_Comm_rank(MPI_COMM_WORLD, rank)) != MPI_SUCCESS) return fail(rc, err, errlen);
   if ((rc = MPI_Comm_size(MPI_COMM_WORLD, size)) != MPI_SUCCESS) return fail(rc, err, errlen);
-  if (version && versionlen > 0) {
-    char text[MPI_MAX_LIBRARY_VERSION_STRING];
-    MPI_Get_library_version(text, &len);
-    strncpy(version, text, (size_t)versionlen - 1);
-    version[versionlen - 1] = 0;
-  }
   return 0;
 }
 

@@ -105,4 +105,17 @@ Value RowHandle::read(const Value& key, SrcLoc loc) const {
 
 Value RowHandle::materialize(SrcLoc) const { return Value::tensor(rows(0, total_)); }
 
+std::shared_ptr<RowHandle> RowHandle::subrange(int64_t begin, int64_t end) const {
+  std::vector<RowShard> part;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    int64_t lo = std::max(begin, starts_[s]), hi = std::min(end, starts_[s] + shards_[s].rows);
+    if (lo >= hi) continue;
+    RowShard piece = shards_[s];
+    piece.offset += static_cast<size_t>(lo - starts_[s]) * row_bytes_;
+    piece.rows = hi - lo;
+    part.push_back(piece);
+  }
+  return std::make_shared<RowHandle>(kind_, elem_, row_shape_, std::move(part));
+}
+
 }  // namespace sheaf

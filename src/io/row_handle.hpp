@@ -28,6 +28,9 @@ class RowHandle : public HandleObj {
   // or a list / 1-D tensor of row indices (gathered). Rows of 1-D data are scalars.
   Value read(const Value& key, SrcLoc loc) const override;
   Value materialize(SrcLoc loc) const override;
+  // Rows [begin, end) (0 ≤ begin ≤ end ≤ length()) as a handle of their own over the same maps:
+  // `(shard h)` gives each rank of a data-parallel job its rows this way, read lazily.
+  std::shared_ptr<RowHandle> subrange(int64_t begin, int64_t end) const;
 
  private:
   Tensor rows(int64_t begin, int64_t end) const;  // [end - begin, ...row_shape]

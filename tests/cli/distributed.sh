@@ -40,6 +40,20 @@ status_is 0 'single-process run'
 stdout_is '0 1 {:a [1. 1.], :n 3.0} [1.  2.5]
 [0 1 2 3 4]' 'without a launcher: rank 0, world 1, collectives are identities'
 
+# ---- the collectives themselves, on rank-dependent values ----
+cat >"$TMP/collectives.shf" <<'SHF'
+(def r (rank))
+(print "rank {}: sum {} mean {} ints {} bf16 {} from-1 {} shard {}" r
+       (all-reduce (+ [1 2] r)) (all-reduce {:a (* [2 4] r) :n r} :mean) (all-reduce (+ (cast (tensor [1 2]) :i32) r))
+       (all-reduce (cast (+ [0.5 1] r) :bf16)) (broadcast-tree {:t (+ (zeros [2]) r) :n r} 1) (shard (range 5)))
+(all-reduce (if (= r 0) (ones [2]) (ones [3])))
+SHF
+mpi 2 collectives.shf
+status_is 1 'collectives.shf ends with a shape mismatch'
+stdout_has 'rank 0: sum [3. 5.] mean {:a [1. 2.], :n 0.5} ints [3 5] bf16 [2. 3.] from-1 {:n 1, :t [1. 1.]} shard [0 1]' 'rank 0 sees the sums, means and rank 1 values'
+stdout_has 'rank 1: sum [3. 5.] mean {:a [1. 2.], :n 0.5} ints [3 5] bf16 [2. 3.] from-1 {:n 1, :t [1. 1.]} shard [2 3 4]' 'rank 1 sees the same'
+stderr_has 'all-reduce: rank 0 of 2 passed (f32[2]) but rank 1 passed different dtypes or shapes' 'a shape mismatch between ranks is an error, not corruption'
+
 # ---- the consistency program: 20 Adam steps on a fixed regression problem ----
 cat >"$TMP/dp_check.shf" <<'SHF'
 (use optim)
