@@ -180,7 +180,7 @@ ModelPtr load(const std::filesystem::path& path, bool jit, const std::string& de
           in.jit.reset();
         } else {  // compiled code on the CPU, cached in __sheaf__/ beside the file (SPEC §7.9)
           in.jit->device = device == "ref" ? Device::Ref : Device::Cpu;
-          in.jit->cache.emplace((std::filesystem::absolute(path).parent_path() / "__sheaf__").string());
+          in.jit->cache_beside(std::filesystem::absolute(path).parent_path().string());
         }
         live = &in;
         FlushOutput flush{in};

@@ -99,7 +99,7 @@ int run_program(Cli& cli) {
     // __sheaf__/ beside the entry file; -c and the REPL use the current directory (SPEC §7.9).
     std::filesystem::path base = cli.file.empty() || cli.has_expr ? std::filesystem::current_path()
                                                                   : std::filesystem::absolute(cli.file).parent_path();
-    in.jit->cache.emplace((base / "__sheaf__").string());
+    in.jit->cache_beside(base.string());
   }
   struct ProfileAtExit {  // printed on success, error and guard breach alike
     Interp& in;

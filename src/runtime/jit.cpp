@@ -69,6 +69,8 @@ std::string signature(const ir::Graph& g) {
 
 }  // namespace
 
+void Jit::cache_beside(const std::string& dir) { cache.emplace((std::filesystem::path(dir) / "__sheaf__").string()); }
+
 std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& fn, const Executable& exe) {
   const std::string& name = fn.as<FnObj>().name;
   auto t0 = Clock::now();

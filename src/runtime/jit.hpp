@@ -55,6 +55,8 @@ class Jit {
   bool profile = false;  // time the phases of every dispatch (--jit-profile)
   Device device = Device::Ref;
   std::optional<DiskCache> cache;  // __sheaf__/ beside the entry file (CPU backend); none: build in a temp dir
+  // Caches compiled code in `dir`/__sheaf__/ (SPEC §7.9): the entry file's directory.
+  void cache_beside(const std::string& dir);
   // Sees every call that reaches the JIT before dispatch (`sheaf build --trace-with`).
   std::function<void(const Value& fn, std::span<const Value> args)> observe;
 
