@@ -7,7 +7,8 @@
 //   - a reduction joins the loop computing its operand when that loop folds no dims yet or the
 //     same dims; otherwise it starts a loop over its operand's shape;
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
-//     copying an operand that is not; other nodes become Host steps, reading contiguous buffers.
+//     copying an operand that is not; a while becomes a While step and other nodes Host steps,
+//     both reading contiguous buffers.
 #include "passes/fusion.hpp"
 
 #include <algorithm>
@@ -319,6 +320,16 @@ class Fuser {
     for (int32_t k = 0; k < n.nout; ++k) give_buffer(n.out + k, st);
   }
 
+  // Loop-invariant carried values are views of their operand; the others get buffers.
+  void place_while(int32_t i, const ir::Node& n) {
+    for (int32_t u : n.in) contiguous(u);
+    int32_t st = push(Step{.kind = StepKind::While, .nodes = {i}});
+    for (int32_t k = 0; k < n.nout; ++k) {
+      if (loop_invariant(n, static_cast<size_t>(k))) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
+      else give_buffer(n.out + k, st);
+    }
+  }
+
   void place(int32_t i) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
     if (n.op == Op::Parameter || n.op == Op::Constant) {
@@ -329,6 +340,8 @@ class Fuser {
       place_reduce(i, n);
     } else if (loop_supported(g_, n)) {
       place_elementwise(i, n);
+    } else if (n.op == Op::While) {
+      place_while(i, n);
     } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
       place_host(i, n);
     }
@@ -358,6 +371,11 @@ bool loop_supported(const ir::Graph& g, const ir::Node& n) {
 }
 
 Schedule fuse(const ir::Graph& g) { return Fuser(g).run(); }
+
+bool loop_invariant(const ir::Node& n, size_t k) {
+  const ir::Graph& body = *n.attrs.regions[1];
+  return body.results[k] == body.params[k];
+}
 
 const View& read_view(const Schedule& s, int32_t v, int32_t reader) {
   int32_t st = s.step_of[v];

@@ -5,6 +5,9 @@
 //         space that fold one set of dims; operands from outside are read through views
 //   Copy  a loop that materialises one view into a contiguous buffer
 //   Dot   dot_general as (batched) matrix products, operands read through strided views
+//   While a `while` node: its regions run as programs of their own (the backend renders them)
+//         over contiguous carried buffers; a carried value the body passes through unchanged
+//         (a loop invariant) is not copied: the node's result is a view of the operand
 //   Host  any other node, run by the reference kernels on the host
 // Views: broadcast_in_dim, transpose, reshape, slice and reverse never run; they become a View
 // (buffer + offset + one stride per dim, stride 0 for broadcast axes) read by the steps that
@@ -27,7 +30,7 @@ struct View {
   std::vector<int64_t> strides;
 };
 
-enum class StepKind : uint8_t { Loop, Copy, Dot, Host };
+enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host };
 
 // dot_general as products of matrices: for every batch index b (row-major over `batch`),
 // out[b] (m×n, contiguous) = A_b (m×k) · B_b (k×n), where A_b's element (r, c) is at
@@ -63,6 +66,9 @@ const View& read_view(const Schedule& s, int32_t v, int32_t reader);
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.
 Schedule fuse(const ir::Graph& g);
+
+// Carried position k of a `while` node whose body returns its parameter k unchanged.
+bool loop_invariant(const ir::Node& n, size_t k);
 
 // Row-major strides of `shape` (elements).
 std::vector<int64_t> contiguous_strides(const Shape& shape);

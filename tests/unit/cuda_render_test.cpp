@@ -325,6 +325,7 @@ std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, cons
       }
       std::vector<Tensor> out = ref::run_node(g, n, in);
       for (int32_t r = 0; r < n.nout; ++r) {
+        if (l.slots[n.in.size() + r] < 0) continue;  // a loop invariant: a view of its operand
         Tensor copy = Tensor::empty(out[r].dtype(), out[r].shape());
         std::copy_n(out[r].bytes(), out[r].nbytes(), copy.mutable_bytes());
         table[static_cast<size_t>(l.slots[n.in.size() + r])] = copy.mutable_bytes();

@@ -15,11 +15,60 @@ namespace sheaf::cpu {
 
 using fusion::StepKind;
 
+const LoopBuffers& Unit::loop(int32_t step) const {
+  for (const auto& [st, l] : loops)
+    if (st == step) return l;
+  throw SheafError("internal: no loop buffers for this step");
+}
+
+namespace {
+
+int64_t aligned(int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 63) / 64 * 64; }
+
+// Appends the unit of `g`, then (depth-first) the units of the regions of its While steps.
+void add_unit(const ir::Graph& g, Prepared& p) {
+  const size_t u = p.units.size();
+  p.units.emplace_back();
+  Unit& unit = p.units.back();
+  unit.graph = &g;
+  unit.schedule = fusion::fuse(g);
+  unit.memory = plan_memory(g, unit.schedule);
+  unit.table_base = p.slots;
+  unit.slots = unit.memory.slots;
+  unit.arena_base = p.arena_bytes;
+  p.arena_bytes += aligned(unit.memory.arena_bytes);
+  for (size_t i = 0; i < unit.schedule.steps.size(); ++i) {
+    const fusion::Step& st = unit.schedule.steps[i];
+    if (st.kind != StepKind::While) continue;
+    const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
+    LoopBuffers l;
+    l.slot = unit.slots;
+    for (int32_t k = 0; k < n.nout; ++k) {
+      bool invariant = fusion::loop_invariant(n, static_cast<size_t>(k));
+      l.arena_offset.push_back(invariant ? -1 : p.arena_bytes);
+      const ir::Type& t = g.type(n.out + k);
+      if (!invariant) p.arena_bytes += aligned(shape_numel(t.shape) * static_cast<int64_t>(dtype_size(t.dtype)));
+      ++unit.slots;
+    }
+    unit.loops.emplace_back(static_cast<int32_t>(i), std::move(l));
+  }
+  p.slots += unit.slots;
+  for (size_t j = 0; j < p.units[u].loops.size(); ++j) {
+    const fusion::Step& st = p.units[u].schedule.steps[static_cast<size_t>(p.units[u].loops[j].first)];
+    const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
+    p.units[u].loops[j].second.cond_unit = static_cast<int32_t>(p.units.size());
+    add_unit(*n.attrs.regions[0], p);
+    p.units[u].loops[j].second.body_unit = static_cast<int32_t>(p.units.size());
+    add_unit(*n.attrs.regions[1], p);
+  }
+}
+
+}  // namespace
+
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.schedule = fusion::fuse(g);
-  p.memory = plan_memory(g, p.schedule);
-  p.source = render(g, p.schedule, p.memory);
+  add_unit(g, p);
+  p.source = render(p.units);
   return p;
 }
 
@@ -38,15 +87,22 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 }  // namespace
 
 Program::Program(const ir::Graph& g, Prepared p, Loaded lib)
-    : g_(g), p_(std::move(p)), lib_(lib), arena_(allocate_arena(p_.memory.arena_bytes), free_arena) {
+    : g_(g), p_(std::move(p)), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena) {
   rt_ = Runtime{sgemm, host_step, this};
-  const MemoryPlan& m = p_.memory;
-  table_.assign(static_cast<size_t>(m.slots), nullptr);
-  for (const ir::Node& n : g_.nodes)
-    if (n.op == ir::Op::Constant) table_[m.slot[n.out]] = const_cast<std::byte*>(n.attrs.value.bytes());
-  for (size_t v = 0; v < m.arena_offset.size(); ++v)
-    if (m.arena_offset[v] >= 0) table_[m.slot[v]] = arena_.get() + m.arena_offset[v];
-  const fusion::Schedule& s = p_.schedule;
+  table_.assign(static_cast<size_t>(p_.slots), nullptr);
+  for (const Unit& u : p_.units) {
+    void** t = table_.data() + u.table_base;
+    std::byte* arena = arena_.get() + u.arena_base;
+    const MemoryPlan& m = u.memory;
+    for (const ir::Node& n : u.graph->nodes)
+      if (n.op == ir::Op::Constant) t[m.slot[n.out]] = const_cast<std::byte*>(n.attrs.value.bytes());
+    for (size_t v = 0; v < m.arena_offset.size(); ++v)
+      if (m.arena_offset[v] >= 0) t[m.slot[v]] = arena + m.arena_offset[v];
+    for (const auto& [step, l] : u.loops)
+      for (size_t k = 0; k < l.arena_offset.size(); ++k)
+        if (l.arena_offset[k] >= 0) t[l.slot + static_cast<int32_t>(k)] = arena_.get() + l.arena_offset[k];
+  }
+  const fusion::Schedule& s = p_.units[0].schedule;
   for (size_t i = 0; i < g_.results.size(); ++i) {
     int32_t r = g_.results[i], st = s.step_of[r];
     first_.push_back(static_cast<size_t>(std::find(g_.results.begin(), g_.results.end(), r) - g_.results.begin()));
@@ -58,23 +114,26 @@ Program::~Program() {
   if (lib_.handle) dlclose(lib_.handle);
 }
 
-void Program::host_step(void* self, int32_t step, void** buffers) {
-  static_cast<Program*>(self)->run_host_step(step, buffers);
+void Program::host_step(void* self, int32_t unit, int32_t step, void** buffers) {
+  static_cast<Program*>(self)->run_host_step(unit, step, buffers);
 }
 
 // The node's operands as tensors over the buffers (no copy), its results from the reference
-// kernels; a result that shares an operand's memory is copied (the buffer may be reused).
-void Program::run_host_step(int32_t step, void** buffers) {
-  const fusion::Schedule& s = p_.schedule;
-  const ir::Node& n = g_.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(step)].nodes[0])];
+// kernels; a result that shares an operand's memory is copied (the buffer may be reused). Inside a
+// loop region the outputs of the previous iteration are released.
+void Program::run_host_step(int32_t unit_index, int32_t step, void** buffers) {
+  const Unit& unit = p_.units[static_cast<size_t>(unit_index)];
+  const ir::Graph& g = *unit.graph;
+  const fusion::Schedule& s = unit.schedule;
+  const ir::Node& n = g.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(step)].nodes[0])];
   std::vector<Tensor> in;
   for (int32_t u : n.in) {
     const fusion::View& w = fusion::read_view(s, u, step);
-    const ir::Type& t = g_.type(u);
-    auto* p = static_cast<std::byte*>(buffers[p_.memory.slot[w.buffer]]) + w.offset * static_cast<int64_t>(dtype_size(t.dtype));
+    const ir::Type& t = g.type(u);
+    auto* p = static_cast<std::byte*>(buffers[unit.memory.slot[w.buffer]]) + w.offset * static_cast<int64_t>(dtype_size(t.dtype));
     in.push_back(Tensor::wrap(t.dtype, t.shape, std::shared_ptr<std::byte>(p, [](std::byte*) {})));
   }
-  std::vector<Tensor> out = ref::run_node(g_, n, in);
+  std::vector<Tensor> out = ref::run_node(g, n, in);
   for (int32_t k = 0; k < n.nout; ++k) {
     Tensor& r = out[static_cast<size_t>(k)];
     for (const Tensor& x : in)
@@ -84,8 +143,10 @@ void Program::run_host_step(int32_t step, void** buffers) {
         r = copy;
         break;
       }
-    buffers[p_.memory.slot[n.out + k]] = r.mutable_bytes();
-    held_.emplace_back(n.out + k, std::move(r));
+    buffers[unit.memory.slot[n.out + k]] = r.mutable_bytes();
+    auto same = std::find_if(held_.begin(), held_.end(), [&](const Held& h) { return h.unit == unit_index && h.value == n.out + k; });
+    if (same != held_.end()) same->t = std::move(r);
+    else held_.push_back({unit_index, n.out + k, std::move(r)});
   }
 }
 
@@ -110,7 +171,7 @@ Tensor Program::result_buffer(size_t position, const ir::Type& t) {
 }
 
 std::vector<Tensor> Program::run(std::span<const Tensor> args) {
-  const MemoryPlan& m = p_.memory;
+  const MemoryPlan& m = p_.memory();
   buffers_ = table_;
   held_.clear();
   for (size_t i = 0; i < g_.params.size(); ++i)
@@ -132,8 +193,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args) {
       if (n.op == ir::Op::Parameter) results[i] = args[static_cast<size_t>(n.attrs.index)];
       else if (n.op == ir::Op::Constant) results[i] = n.attrs.value;
       else
-        for (const auto& [v, t] : held_)
-          if (v == r) results[i] = t;
+        for (const Held& h : held_)
+          if (h.unit == 0 && h.value == r) results[i] = h.t;
     }
   }
   held_.clear();

@@ -3,6 +3,9 @@
 // the shared object compiled from that source (Program). A call fills the pointer table
 // (parameters, constants, arena buffers, fresh result tensors), runs the generated entry, and
 // answers its Host steps with the reference kernels. Not re-entrant: one call at a time.
+// The regions of a `while` are units of their own (fused and planned like the function, rendered
+// as functions of the same source): unit 0 is the function, then the regions depth-first. Every
+// unit owns a range of the one pointer table and of the one arena.
 #pragma once
 #include <memory>
 #include <span>
@@ -15,9 +18,11 @@
 namespace sheaf::cpu {
 
 struct Prepared {
-  fusion::Schedule schedule;
-  MemoryPlan memory;
+  std::vector<Unit> units;  // units[0]: the function
+  int32_t slots = 0;        // Σ unit slots
+  int64_t arena_bytes = 0;  // Σ unit arenas and loop buffers
   Source source;
+  const MemoryPlan& memory() const { return units[0].memory; }
 };
 Prepared prepare(const ir::Graph& g);
 
@@ -43,7 +48,11 @@ class Program {
   std::vector<size_t> first_;    // result position → first position holding the same value
   std::vector<bool> written_;    // result position → written by a Loop/Copy/Dot step (else a parameter, constant or host output)
   std::vector<void*> buffers_;   // the table of the running call
-  std::vector<std::pair<int32_t, Tensor>> held_;  // host step outputs of the running call
+  struct Held {
+    int32_t unit, value;
+    Tensor t;
+  };
+  std::vector<Held> held_;  // host step outputs of the running call (a loop's: of its last iteration)
   // Large result buffers of earlier calls, per result position: reused once nothing else holds
   // them (a training loop drops the previous step's parameters), which saves the allocation
   // and the page faults of fresh memory.
@@ -51,8 +60,8 @@ class Program {
   Tensor result_buffer(size_t position, const ir::Type& t);
   Runtime rt_;
 
-  static void host_step(void* self, int32_t step, void** buffers);
-  void run_host_step(int32_t step, void** buffers);
+  static void host_step(void* self, int32_t unit, int32_t step, void** buffers);
+  void run_host_step(int32_t unit, int32_t step, void** buffers);
 };
 
 }  // namespace sheaf::cpu

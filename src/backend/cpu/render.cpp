@@ -46,53 +46,66 @@ float tanhf(float) __attribute__((simd("notinbranch"), nothrow, const));
 }
 struct sheaf_rt {
   void (*sgemm)(const float*, i64, i64, i64, i64, const float*, i64, i64, i64, float*);
-  void (*host)(void*, i32, void**);
+  void (*host)(void*, i32, i32, void**);
   void* self;
 };
 )";
 
+// The functions of one unit; the entry of unit 0 is sheaf_entry, of unit k u<k>_entry, and its
+// loop functions are s<i> / u<k>_s<i>.
+struct UnitCode {
+  std::string prototypes;
+  std::vector<std::string> functions;
+  std::string entry;
+};
+
 class Renderer {
  public:
-  Renderer(const ir::Graph& g, const fusion::Schedule& s, const MemoryPlan& m) : g_(g), s_(s), m_(m) {}
+  Renderer(const std::vector<Unit>& units, size_t u)
+      : units_(units), unit_(units[u]), index_(u), g_(*unit_.graph), s_(unit_.schedule), m_(unit_.memory),
+        prefix_(u == 0 ? "" : fmt::format("u{}_", u)) {}
 
-  // Loop functions first (split in two halves, SHEAF_PART 0 and 1, so that a large unit can be
-  // compiled on two cores), then the entry (part 1). Without SHEAF_PART it is one unit.
-  std::string run() {
-    std::string entry = "extern \"C\" void sheaf_entry(const sheaf_rt* rt, void** b) {\n";
-    std::vector<std::string> fns;
-    std::string prototypes;
+  UnitCode run() {
+    UnitCode out;
+    out.entry = index_ == 0 ? "extern \"C\" void sheaf_entry(const sheaf_rt* rt, void** b) {\n"
+                            : fmt::format("{} {{\n", entry_prototype(index_));
     for (size_t i = 0; i < s_.steps.size(); ++i) {
       const Step& st = s_.steps[i];
       switch (st.kind) {
         case StepKind::Loop:
         case StepKind::Copy: {
           LoopFunction f = loop_function(i, st);
-          prototypes += f.prototype + ";\n";
-          fns.push_back(f.prototype + " {\n" + f.body + "}\n");
-          entry += f.call;
+          out.prototypes += f.prototype + ";\n";
+          out.functions.push_back(f.prototype + " {\n" + f.body + "}\n");
+          out.entry += f.call;
           break;
         }
-        case StepKind::Dot: entry += dot_call(i, st); break;
+        case StepKind::Dot: out.entry += dot_call(i, st); break;
+        case StepKind::While: out.entry += while_loop(i, st); break;
         case StepKind::Host: {
           const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
-          entry += fmt::format("  rt->host(rt->self, {}, b);  // {} → {}\n", i, ir::op_name(n.op), ir::type_str(type(n.out)));
+          out.entry += fmt::format("  rt->host(rt->self, {}, {}, b);  // {} → {}\n", index_, i, ir::op_name(n.op),
+                                   ir::type_str(type(n.out)));
           break;
         }
       }
     }
-    std::string out = std::string(kHeader) + loop_code::kScalarHelpers + kHostPrelude + prototypes;
-    size_t half = fns.size() / 2;
-    out += "#if !defined(SHEAF_PART) || SHEAF_PART == 0\n";
-    for (size_t i = 0; i < half; ++i) out += fns[i];
-    out += "#endif\n#if !defined(SHEAF_PART) || SHEAF_PART == 1\n";
-    for (size_t i = half; i < fns.size(); ++i) out += fns[i];
-    return out + entry + "}\n";  // render() closes the #if after the exported constants
+    out.entry += "}\n";
+    return out;
+  }
+
+  static std::string entry_prototype(size_t u) {
+    return fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void u{}_entry(const sheaf_rt* rt, void** b)", u);
   }
 
  private:
+  const std::vector<Unit>& units_;
+  const Unit& unit_;
+  const size_t index_;
   const ir::Graph& g_;
   const fusion::Schedule& s_;
   const MemoryPlan& m_;
+  const std::string prefix_;
 
   const ir::Type& type(int32_t v) const { return g_.type(v); }
 
@@ -163,8 +176,8 @@ class Renderer {
     for (size_t k = 0; k < outer; ++k) close();
     // noinline: each nest keeps its own restrict scope (GCC 12 mis-vectorised an accumulation
     // once two nests over one buffer were inlined into the entry).
-    return {fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void s{}({})", index, params), code,
-            fmt::format("  s{}({});\n", index, args)};
+    return {fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}s{}({})", prefix_, index, params), code,
+            fmt::format("  {}s{}({});\n", prefix_, index, args)};
   }
 
   std::string simd_pragma(const std::vector<int32_t>& reductions, int indent) const {
@@ -177,6 +190,66 @@ class Renderer {
       else return "";  // max/min with NaN semantics, integer wrap-around helpers: scalar loop
     }
     return fmt::format("{:{}}#pragma omp simd{}\n", "", indent, clauses);
+  }
+
+  // A region's result r is written by one of its steps into the slot the caller fills (else it
+  // is a parameter, a constant or a host output, whose slot says where it is).
+  static bool written(const Unit& u, int32_t r) {
+    int32_t st = u.schedule.step_of[r];
+    return st >= 0 && u.schedule.steps[static_cast<size_t>(st)].kind != StepKind::Host;
+  }
+
+  // A While step (see render.hpp): cur[k] is where carried value k is now, out[k] the node's
+  // result buffer, alt[k] the second buffer; each iteration writes into the one cur[k] is not.
+  std::string while_loop(size_t index, const Step& st) {
+    const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
+    const LoopBuffers& l = unit_.loop(static_cast<int32_t>(index));
+    const Unit& cond = units_[static_cast<size_t>(l.cond_unit)];
+    const Unit& body = units_[static_cast<size_t>(l.body_unit)];
+    const size_t count = static_cast<size_t>(n.nout);
+    auto bytes = [&](size_t k) {
+      const ir::Type& t = type(n.out + static_cast<int32_t>(k));
+      return shape_numel(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
+    };
+    std::string c = fmt::format("  {{  // while: {} carried values, regions u{} and u{}\n", count, l.cond_unit, l.body_unit);
+    c += fmt::format("    void** cb = b + {};\n    void** bb = b + {};\n", cond.table_base - unit_.table_base,
+                     body.table_base - unit_.table_base);
+    std::string cur, out, alt;
+    for (size_t k = 0; k < count; ++k) {
+      const View& w = at(n.in[k], index);
+      const char* sep = k ? ", " : "";
+      cur += fmt::format("{}(char*)b[{}] + {}", sep, m_.slot[w.buffer], w.offset * static_cast<int64_t>(dtype_size(type(n.in[k]).dtype)));
+      bool inv = l.arena_offset[k] < 0;
+      out += fmt::format("{}{}", sep, inv ? "(char*)0" : fmt::format("(char*)b[{}]", m_.slot[n.out + static_cast<int32_t>(k)]));
+      alt += fmt::format("{}{}", sep, inv ? "(char*)0" : fmt::format("(char*)b[{}]", l.slot + static_cast<int32_t>(k)));
+    }
+    c += fmt::format("    char* cur[{0}] = {{{1}}};\n    char* const out[{0}] = {{{2}}};\n    char* const alt[{0}] = {{{3}}};\n",
+                     count, cur, out, alt);
+    c += "    bool go = false;\n    for (;;) {\n";
+    for (size_t k = 0; k < count; ++k) c += fmt::format("      cb[{}] = cur[{}];\n", cond.memory.slot[cond.graph->params[k]], k);
+    int32_t flag = cond.graph->results[0];
+    if (written(cond, flag)) c += fmt::format("      cb[{}] = &go;\n", cond.memory.slot[flag]);
+    c += fmt::format("      u{}_entry(rt, cb);\n      if (!*(const bool*)cb[{}]) break;\n", l.cond_unit, cond.memory.slot[flag]);
+    for (size_t k = 0; k < count; ++k) c += fmt::format("      bb[{}] = cur[{}];\n", body.memory.slot[body.graph->params[k]], k);
+    c += fmt::format("      char* nxt[{}];\n", count);
+    std::string after;
+    std::vector<int32_t> placed;
+    for (size_t k = 0; k < count; ++k) {
+      if (l.arena_offset[k] < 0) continue;
+      int32_t r = body.graph->results[k];
+      c += fmt::format("      nxt[{0}] = cur[{0}] == alt[{0}] ? out[{0}] : alt[{0}];\n", k);
+      if (written(body, r) && std::find(placed.begin(), placed.end(), r) == placed.end()) {
+        c += fmt::format("      bb[{}] = nxt[{}];\n", body.memory.slot[r], k);
+        placed.push_back(r);
+      } else {
+        after += fmt::format("      __builtin_memcpy(nxt[{}], bb[{}], {});\n", k, body.memory.slot[r], bytes(k));
+      }
+      after += fmt::format("      cur[{0}] = nxt[{0}];\n", k);
+    }
+    c += fmt::format("      u{}_entry(rt, bb);\n", l.body_unit) + after + "    }\n";
+    for (size_t k = 0; k < count; ++k)
+      if (l.arena_offset[k] >= 0) c += fmt::format("    if (cur[{0}] != out[{0}]) __builtin_memcpy(out[{0}], cur[{0}], {1});\n", k, bytes(k));
+    return c + "  }\n";
   }
 
   // Products of at most kInlineDotMacs multiply-adds are rendered as loops (the compiler sees
@@ -225,12 +298,29 @@ class Renderer {
 
 }  // namespace
 
-Source render(const ir::Graph& g, const fusion::Schedule& s, const MemoryPlan& m) {
+// Loop functions first (split in two halves, SHEAF_PART 0 and 1, so that a large unit can be
+// compiled on two cores), then the entries (part 1). Without SHEAF_PART it is one unit.
+Source render(const std::vector<Unit>& units) {
+  std::string prototypes, entries;
+  std::vector<std::string> fns;
+  for (size_t u = 0; u < units.size(); ++u) {
+    UnitCode code = Renderer(units, u).run();
+    if (u > 0) prototypes += Renderer::entry_prototype(u) + ";\n";
+    prototypes += code.prototypes;
+    fns.insert(fns.end(), code.functions.begin(), code.functions.end());
+    entries += code.entry;
+  }
+  std::string text = std::string(kHeader) + loop_code::kScalarHelpers + kHostPrelude + prototypes;
+  size_t half = fns.size() / 2;
+  text += "#if !defined(SHEAF_PART) || SHEAF_PART == 0\n";
+  for (size_t i = 0; i < half; ++i) text += fns[i];
+  text += "#endif\n#if !defined(SHEAF_PART) || SHEAF_PART == 1\n";
+  for (size_t i = half; i < fns.size(); ++i) text += fns[i];
+  text += entries;
   Source src;
-  src.text = Renderer(g, s, m).run();
-  src.digest = digest_of(src.text);
-  src.text += fmt::format("extern \"C\" const int sheaf_abi = {};\nextern \"C\" const char sheaf_digest[] = \"{}\";\n#endif\n",
-                          kAbiVersion, src.digest);
+  src.digest = digest_of(text);
+  src.text = text + fmt::format("extern \"C\" const int sheaf_abi = {};\nextern \"C\" const char sheaf_digest[] = \"{}\";\n#endif\n",
+                                kAbiVersion, src.digest);
   return src;
 }
 

@@ -7,26 +7,51 @@
 // filled by the host before the call; Host steps fill their outputs' slots). Loop and Copy steps
 // become loop nests (adjacent dims merge when every access allows it; reductions over trailing
 // dims keep scalar accumulators, vectorised with `omp simd`), Dot steps call rt->sgemm per
-// batch, Host steps call rt->host with their step index. Defining SHEAF_PART as 0 or 1 compiles
+// batch, Host steps call rt->host with their unit and step index. A While step runs its regions'
+// entries (u<k>_entry, over the region's range of the table) in a C++ loop: the carried values
+// alternate between the node's result buffers and a second set (the unit's loop-buffer slots),
+// reading the operands themselves in the first iteration; loop invariants are passed through
+// untouched. Defining SHEAF_PART as 0 or 1 compiles
 // one half of the loop functions (part 1 also holds the entry and the exported constants), so a
 // large unit can be built as two objects in parallel and linked.
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "backend/cpu/memory.hpp"
 
 namespace sheaf::cpu {
 
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;
 
 // Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
 struct Runtime {
   // c (m×n, row-major, contiguous) = a · b; a's element (r, c) at a[r·a_rs + c·a_cs], b likewise.
   void (*sgemm)(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n,
                 int64_t b_rs, int64_t b_cs, float* c);
-  void (*host)(void* self, int32_t step, void** buffers);
+  void (*host)(void* self, int32_t unit, int32_t step, void** buffers);
   void* self;
+};
+
+// A While step of a unit: its region units and its second set of carried buffers.
+struct LoopBuffers {
+  int32_t cond_unit = -1, body_unit = -1;
+  int32_t slot = 0;                    // first slot (of the unit's table) of the second set
+  std::vector<int64_t> arena_offset;   // per carried value: its second buffer (-1: loop invariant)
+};
+
+// One graph of a compiled function: the function itself or a loop region.
+struct Unit {
+  const ir::Graph* graph = nullptr;
+  fusion::Schedule schedule;
+  MemoryPlan memory;
+  int32_t table_base = 0;  // the unit's first slot in the pointer table
+  int32_t slots = 0;       // memory.slots + the loop-buffer slots
+  int64_t arena_base = 0;  // the unit's arena inside the program's arena
+  std::vector<std::pair<int32_t, LoopBuffers>> loops;  // (step, buffers) of its While steps
+  const LoopBuffers& loop(int32_t step) const;
 };
 
 struct Source {
@@ -34,7 +59,7 @@ struct Source {
   std::string digest;  // 16 hex digits, also embedded as sheaf_digest
 };
 
-Source render(const ir::Graph& g, const fusion::Schedule& s, const MemoryPlan& m);
+Source render(const std::vector<Unit>& units);
 
 // FNV-1a 64 of `text` as 16 hex digits.
 std::string digest_of(std::string_view text);

@@ -60,6 +60,7 @@ class Renderer {
           l.kind = Launch::Kind::Dot;
           l.slots = {slot(read(n.in[0], i)), slot(read(n.in[1], i)), slot(n.out)};
           break;
+        case StepKind::While:  // runs on the host (the reference executor) for now
         case StepKind::Host:
           l.kind = Launch::Kind::Host;
           for (int32_t u : n.in) l.slots.push_back(slot(read(u, i)));

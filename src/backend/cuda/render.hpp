@@ -37,6 +37,7 @@ struct Launch {
   bool block_reduce = false;       // Kernel: block per point (threads of a block cooperate)
   std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out
                                    // buffers; Host: the operands' buffers, then the outputs
+                                   // (-1: a loop invariant of a while, a view of its operand)
 };
 
 struct Kernels {
