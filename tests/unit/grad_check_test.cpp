@@ -11,15 +11,23 @@
 //   D(h) = (f(x + h) − f(x − h)) / 2h,   fd = (4·D(h/2) − D(h)) / 3   (Richardson)
 //   h = 2^(⌊log2 max(1, |x|)⌋ − 4): a power of two, 1/16 for |x| < 2, about |x|/16 above
 // and must satisfy |ad − fd| ≤ kAtol + kRtol·max(|ad|, |fd|), with kRtol = 1e-3, kAtol = 2e-4
-// unless the case says `;; tol RTOL ATOL` (with its reason). Further tests: second derivatives
-// (grad (grad f)) against analytic values, zero gradients of integer leaves, the gradient tree of
-// a nested dict, closures, ties of `max`, the scalar-result and `while` errors, and coverage of
-// every differentiable builtin of SPEC §6.6.
+// unless the case says `;; tol RTOL ATOL` (with its reason).
+// Forward mode (JvpCheck, SPEC §5.10) over the same table: (jvp f [p args...] [t zeros...]) with
+// a fixed pseudo-random tangent t of p (elements ±1/2, ±1), compiled and JIT-free, against the
+// same central differences of f along t (x = 0 in s ↦ f(p + s·t), so h = 1/16) and against
+// ⟨(grad f)(p), t⟩.
+// Second order (SecondOrderCheck) over grad2_cases.shf, compositions of elementwise ops g: the
+// Hessian-vector products (grad (fn [y] (sum (* w ((grad g) y))))) and jvp of (grad g), and
+// (grad (grad ·)) of a scalar function, against central differences of (grad ·).
+// Further tests: second derivatives (grad (grad f)) against analytic values, zero gradients of
+// integer leaves, the gradient tree of a nested dict, closures, ties of `max`, the scalar-result
+// and `while` errors, and coverage of every differentiable builtin of SPEC §6.6.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -45,20 +53,23 @@ struct Case {
   double rtol = kRtol, atol = kAtol;
 };
 
-std::filesystem::path cases_path() { return std::filesystem::path(__FILE__).parent_path() / "grad_check_cases.shf"; }
+std::filesystem::path table_path(const char* file) { return std::filesystem::path(__FILE__).parent_path() / file; }
+std::filesystem::path cases_path() { return table_path("grad_check_cases.shf"); }
 
-// Cases: the `;; --- name` sections of the table (case_file.hpp).
+// The `;; --- name` sections of a table (case_file.hpp); `;; tol RTOL ATOL` loosens one case.
+std::vector<Case> read_cases(const std::filesystem::path& path) {
+  std::vector<Case> out;
+  for (auto& c : testing_support::read_case_sections(path)) {
+    out.push_back({c.name, c.body, c.text});
+    std::istringstream lines(c.body);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind(";; tol ", 0) == 0) std::istringstream(line.substr(7)) >> out.back().rtol >> out.back().atol;
+  }
+  return out;
+}
+
 const std::vector<Case>& all_cases() {
-  static const std::vector<Case> cases = [] {
-    std::vector<Case> out;
-    for (auto& c : testing_support::read_case_sections(cases_path())) {
-      out.push_back({c.name, c.body, c.text});
-      std::istringstream lines(c.body);  // `;; tol RTOL ATOL` loosens one case
-      for (std::string line; std::getline(lines, line);)
-        if (line.rfind(";; tol ", 0) == 0) std::istringstream(line.substr(7)) >> out.back().rtol >> out.back().atol;
-    }
-    return out;
-  }();
+  static const std::vector<Case> cases = read_cases(cases_path());
   return cases;
 }
 
@@ -76,28 +87,83 @@ void float_leaves(const Value& v, const std::string& path, std::vector<std::pair
   else if (v.is(Kind::Dict))
     for (const auto& [k, x] : v.as_dict().entries) float_leaves(x, path + ":" + k, out);
 }
+std::vector<Value> float_leaves(const Value& v) {
+  std::vector<std::pair<std::string, Value>> named;
+  float_leaves(v, "", named);
+  std::vector<Value> out;
+  for (auto& [path, leaf] : named) out.push_back(leaf);
+  return out;
+}
 
-// v with element `elem` of its float leaf number `target` set to x (`leaf` counts the leaves).
-Value with_element(const Value& v, size_t target, int64_t elem, double x, size_t& leaf) {
-  if (is_float_leaf(v)) {
-    if (leaf++ != target) return v;
-    if (v.is(Kind::Float)) return Value::real(static_cast<float>(x));
-    const Tensor& t = v.as_tensor();
-    std::vector<double> xs(static_cast<size_t>(t.numel()));
-    for (int64_t i = 0; i < t.numel(); ++i) xs[static_cast<size_t>(i)] = i == elem ? x : t.get(i);
-    return Value::tensor(make_tensor(t.dtype(), t.shape(), xs));
-  }
+// v with each leaf (what is neither a list nor a dict) replaced by fn(leaf), in pytree order;
+// lists keep their kind, dicts their keys.
+Value map_tree(const Value& v, const std::function<Value(const Value&)>& fn) {
   if (v.is_list()) {
     std::vector<Value> items;
-    for (const Value& it : v.as_list().items) items.push_back(with_element(it, target, elem, x, leaf));
+    for (const Value& it : v.as_list().items) items.push_back(map_tree(it, fn));
     return Value::list(std::move(items), v.as_list().kind);
   }
   if (v.is(Kind::Dict)) {
     std::vector<std::pair<std::string, Value>> entries;
-    for (const auto& [k, it] : v.as_dict().entries) entries.emplace_back(k, with_element(it, target, elem, x, leaf));
+    for (const auto& [k, it] : v.as_dict().entries) entries.emplace_back(k, map_tree(it, fn));
     return make_dict(std::move(entries));
   }
-  return v;
+  return fn(v);
+}
+
+// A float leaf like `like` (a host float, or a tensor of its dtype and shape) with the elements
+// element(0), element(1), ... (rounded to its dtype).
+Value float_leaf_of(const Value& like, const std::function<double(int64_t)>& element) {
+  if (like.is(Kind::Float)) return Value::real(static_cast<float>(element(0)));
+  const Tensor& t = like.as_tensor();
+  std::vector<double> xs(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) xs[static_cast<size_t>(i)] = element(i);
+  return Value::tensor(make_tensor(t.dtype(), t.shape(), xs));
+}
+
+// v with element `elem` of its float leaf number `target` set to x.
+Value with_element(const Value& v, size_t target, int64_t elem, double x) {
+  size_t leaf = 0;
+  return map_tree(v, [&](const Value& l) {
+    if (!is_float_leaf(l) || leaf++ != target) return l;
+    return float_leaf_of(l, [&](int64_t i) { return i == elem ? x : leaf_get(l, i); });
+  });
+}
+
+// v + s·t for a tangent t of v (as tangent_like makes it): each float element moves along its
+// tangent; the other leaves stay.
+Value along(const Value& v, const Value& t, double s) {
+  std::vector<Value> tl = float_leaves(t);
+  size_t leaf = 0;
+  return map_tree(v, [&](const Value& l) {
+    if (!is_float_leaf(l)) return l;
+    const Value& tk = tl.at(leaf++);
+    return float_leaf_of(l, [&](int64_t i) { return leaf_get(l, i) + s * leaf_get(tk, i); });
+  });
+}
+
+// Element n of the fixed pseudo-random tangents: one of ±1/2, ±1 (splitmix64 of n). Dyadic, so
+// x ± h·t at the steps of finite_difference is as exact as x ± h (the `cast` case needs it).
+double tangent_element(uint64_t n) {
+  uint64_t z = (n + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  static constexpr double kValues[] = {-1, -0.5, 0.5, 1};
+  return kValues[z & 3];
+}
+
+// A tangent of the pytree v: the same structure; float leaves get fixed pseudo-random elements
+// (numbered on from `n`) when `random`, zeros otherwise; integer leaves get zeros of their kind,
+// dtype and shape (jvp ignores them); other leaves are kept.
+Value tangent_like(const Value& v, bool random, uint64_t& n) {
+  return map_tree(v, [&](const Value& l) {
+    if (is_float_leaf(l)) return float_leaf_of(l, [&](int64_t) { return random ? tangent_element(n++) : 0.0; });
+    if (l.is(Kind::Int)) return Value::integer(0);
+    if (l.is(Kind::Tensor))
+      return Value::tensor(make_tensor(l.as_tensor().dtype(), l.as_tensor().shape(), std::vector<double>(leaf_size(l))));
+    return l;
+  });
 }
 
 // "" when the gradient tree `g` mirrors `p`: the same dicts (keys), lists (kind and length); for
@@ -151,45 +217,84 @@ struct Differentiated {
   uint64_t traces = 0;
 };
 
-Differentiated differentiate(Interp& in, const Case& c) {
+Value global_fn(Interp& in, const char* name) { return in.global(symbols::intern(name))->value; }
+
+// The case's program run in `in`: f and its arguments (no gradient yet).
+Differentiated load(Interp& in, const Case& c) {
   Differentiated d;
   try {
     Value args = in.run_text(c.text, "<" + c.name + ">");
     if (!args.is_list() || args.as_list().items.empty()) return {{}, {}, {}, "the last form must be the list of f's arguments", 0};
     d.args = args.as_list().items;
-    d.f = in.global(symbols::intern("f"))->value;
-    Value grad = in.run_text("(grad f)", "<grad>");
-    uint64_t before = in.jit ? in.jit->stats().traces : 0;
-    d.grads = in.call(grad, d.args, SrcLoc{});
-    d.traces = in.jit ? in.jit->stats().traces - before : 0;
+    d.f = global_fn(in, "f");
   } catch (const SheafError& e) {
     d.error = e.what();
   }
   return d;
 }
 
-// f at the arguments with element `elem` of float leaf `leaf` of p set to x.
-double loss_at(Interp& in, const Differentiated& d, size_t leaf, int64_t elem, double x) {
-  std::vector<Value> args = d.args;
-  size_t count = 0;
-  args[0] = with_element(args[0], leaf, elem, x, count);
-  Value v = in.call(d.f, args, SrcLoc{});
+// The traces the JIT of `in` has made so far.
+uint64_t traces_of(const Interp& in) { return in.jit ? in.jit->stats().traces : 0; }
+
+Differentiated differentiate(Interp& in, const Case& c) {
+  Differentiated d = load(in, c);
+  if (!d.error.empty()) return d;
+  try {
+    Value grad = in.run_text("(grad f)", "<grad>");
+    uint64_t before = traces_of(in);
+    d.grads = in.call(grad, d.args, SrcLoc{});
+    d.traces = traces_of(in) - before;
+  } catch (const SheafError& e) {
+    d.error = e.what();
+  }
+  return d;
+}
+
+double scalar(const Value& v, std::string_view what) {
   std::optional<double> r = number_of(v);
-  if (!r) throw SheafError("f must return a scalar, got " + print_value(v, false));
+  if (!r) throw SheafError(fmt::format("{} must be a scalar, got {}", what, print_value(v, false)));
   return *r;
+}
+
+// The numbers of a value, its tensors' elements in order.
+std::vector<double> numbers(const Value& v) {
+  std::vector<double> out;
+  if (v.is_list())
+    for (const Value& x : v.as_list().items)
+      for (double d : numbers(x)) out.push_back(d);
+  else if (v.is(Kind::Tensor))
+    for (int64_t i = 0; i < v.as_tensor().numel(); ++i) out.push_back(v.as_tensor().get(i));
+  else if (std::optional<double> d = number_of(v))
+    out.push_back(*d);
+  return out;
+}
+
+// f at the arguments with p replaced.
+double loss(Interp& in, const Differentiated& d, const Value& p) {
+  std::vector<Value> args = d.args;
+  args[0] = p;
+  return scalar(in.call(d.f, args, SrcLoc{}), "f's result");
 }
 
 double step(double x) { return std::exp2(std::floor(std::log2(std::max(1.0, std::fabs(x)))) - 4); }
 
-// d f / d p at one element by Richardson-extrapolated central differences (see the header).
+// The derivative at x of a function of one real variable, whose values are vectors (each
+// element differentiated), by Richardson-extrapolated central differences (see the header).
 // The divisor is the distance between the two f32 points actually evaluated.
-double finite_difference(Interp& in, const Differentiated& d, size_t leaf, int64_t elem, double x) {
+std::vector<double> finite_differences(const std::function<std::vector<double>(double)>& at, double x) {
   auto central = [&](double h) {
     double hi = static_cast<float>(x + h), lo = static_cast<float>(x - h);
-    return (loss_at(in, d, leaf, elem, hi) - loss_at(in, d, leaf, elem, lo)) / (hi - lo);
+    std::vector<double> a = at(hi), b = at(lo);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = (a[i] - b.at(i)) / (hi - lo);
+    return a;
   };
   double h = step(x);
-  return (4 * central(h / 2) - central(h)) / 3;
+  std::vector<double> d = central(h), d2 = central(h / 2);
+  for (size_t i = 0; i < d.size(); ++i) d2[i] = (4 * d2[i] - d[i]) / 3;
+  return d2;
+}
+double finite_difference(const std::function<double(double)>& at, double x) {
+  return finite_differences([&](double v) { return std::vector<double>{at(v)}; }, x)[0];
 }
 
 bool close(double a, double b, double rtol, double atol) {
@@ -224,7 +329,7 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
   for (size_t k = 0; k < leaves.size(); ++k) {
     for (int64_t e = 0; e < leaf_size(leaves[k].second); ++e, ++elements) {
       double x = leaf_get(leaves[k].second, e), g = leaf_get(ad[k], e), g_eager = leaf_get(ad_eager[k], e);
-      double fd = finite_difference(eager, want, k, e, x);
+      double fd = finite_difference([&](double v) { return loss(eager, want, with_element(want.args[0], k, e, v)); }, x);
       bool same = close(g, g_eager, kSameRtol, kSameAtol), near = close(g, fd, c.rtol, c.atol);
       if (same && near) continue;
       if (++failures <= 8)
@@ -239,11 +344,214 @@ std::string test_name(const ::testing::TestParamInfo<Case>& info) { return testi
 
 INSTANTIATE_TEST_SUITE_P(Builtins, GradCheck, ::testing::ValuesIn(all_cases()), test_name);
 
-TEST(GradCheckTable, CasesLoad) { EXPECT_GE(all_cases().size(), 60u) << "cannot read " << cases_path(); }
+// ---- forward mode over the same table ---------------------------------------------------
+
+// (jvp f args tangents) in one interpreter: the value and the tangent of f's (scalar) result.
+// It runs inside a named function so that the JIT, when there is one, traces it.
+struct Forward {
+  double value = 0, tangent = 0;
+  std::string error;
+  uint64_t traces = 0;
+};
+
+Forward forward(Interp& in, const Differentiated& d, const std::vector<Value>& tangents) {
+  Forward r;
+  try {
+    Value jvp = in.run_text("(defn jvp-of-f [primals tangents] (jvp f primals tangents))\njvp-of-f", "<jvp>");
+    uint64_t before = traces_of(in);
+    Value out = in.call(jvp, std::vector<Value>{Value::list(d.args), Value::list(tangents)}, SrcLoc{});
+    r.traces = traces_of(in) - before;
+    if (!out.is_list() || out.as_list().items.size() != 2)
+      throw SheafError("jvp must return (value tangent), got " + print_value(out, false));
+    r.value = scalar(out.as_list().items[0], "jvp's value");
+    r.tangent = scalar(out.as_list().items[1], "jvp's tangent");
+  } catch (const SheafError& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// The tangents of f's arguments: fixed pseudo-random ones for p, zeros for the others.
+std::vector<Value> tangents_of(const std::vector<Value>& args) {
+  std::vector<Value> t;
+  uint64_t n = 0;
+  for (size_t i = 0; i < args.size(); ++i) t.push_back(tangent_like(args[i], i == 0, n));
+  return t;
+}
+
+// Every case of the table in forward mode: (jvp f [p args...] [t zeros...]), compiled (traced by
+// the JIT) and JIT-free, agree with each other (1e-5), with the JIT-free value of f, with the
+// central difference of f along t, (f(p + h·t) − f(p − h·t)) / 2h (Richardson, h = 1/16 as for
+// an element near 0; the case's tolerance), and with ⟨(grad f)(p), t⟩ from reverse mode (to 1e-5
+// of Σ|gᵢ·tᵢ|, the scale of the sum, or to the case's looser relative tolerance).
+class JvpCheck : public ::testing::TestWithParam<Case> {};
+
+TEST_P(JvpCheck, MatchesFiniteDifferencesAndReverseMode) {
+  const Case& c = GetParam();
+  std::ostringstream out_jit, out_eager;
+  Interp compiled{out_jit};
+  Interp eager{out_eager};
+  eager.jit.reset();
+  Differentiated want = differentiate(eager, c);
+  ASSERT_EQ(want.error, "") << "differentiating without the JIT fails:\n" << c.body;
+  Differentiated got = load(compiled, c);
+  ASSERT_EQ(got.error, "") << c.body;
+  const std::vector<Value> t = tangents_of(want.args);
+  Forward fe = forward(eager, want, t);
+  ASSERT_EQ(fe.error, "") << "jvp without the JIT fails:\n" << c.body;
+  Forward fc = forward(compiled, got, t);
+  ASSERT_EQ(fc.error, "") << "jvp with the JIT fails:\n" << c.body;
+  EXPECT_GE(fc.traces, 1u) << "the call of jvp was not traced";
+  EXPECT_EQ(testing_support::compiled_cleanly(compiled), "");
+
+  std::vector<Value> g;
+  ASSERT_EQ(mirror(want.args[0], want.grads, "p", g), "");
+  std::vector<Value> tl = float_leaves(t[0]);
+  ASSERT_EQ(tl.size(), g.size());
+  double dot = 0, scale = 0;
+  for (size_t k = 0; k < g.size(); ++k)
+    for (int64_t e = 0; e < leaf_size(g[k]); ++e) {
+      dot += leaf_get(g[k], e) * leaf_get(tl[k], e);
+      scale += std::fabs(leaf_get(g[k], e) * leaf_get(tl[k], e));
+    }
+  double value = loss(eager, want, want.args[0]);
+  double fd = finite_difference([&](double s) { return loss(eager, want, along(want.args[0], t[0], s)); }, 0.0);
+  double dot_rtol = c.rtol > kRtol ? c.rtol : kSameRtol;  // a case loosened for rounding (cast) rounds here too
+  std::string where = fmt::format("\n  jvp compiled {:.7g}, without JIT {:.7g}; finite differences {:.7g}; <grad f, t> {:.7g}"
+                                  " (scale {:.4g})\n{}",
+                                  fc.tangent, fe.tangent, fd, dot, scale, c.body);
+  EXPECT_TRUE(close(fc.value, value, kSameRtol, kSameAtol) && close(fe.value, value, kSameRtol, kSameAtol))
+      << "jvp's value: compiled " << fc.value << ", without JIT " << fe.value << ", f " << value;
+  EXPECT_TRUE(close(fc.tangent, fe.tangent, kSameRtol, kSameAtol)) << "compiled and JIT-free jvp differ" << where;
+  EXPECT_TRUE(close(fe.tangent, fd, c.rtol, c.atol)) << "jvp differs from finite differences" << where;
+  EXPECT_LE(std::fabs(fe.tangent - dot), kSameAtol + dot_rtol * scale) << "jvp differs from reverse mode" << where;
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtins, JvpCheck, ::testing::ValuesIn(all_cases()), test_name);
+
+// ---- second order over grad2_cases.shf ---------------------------------------------------
+
+const std::vector<Case>& second_order_cases() {
+  static const std::vector<Case> cases = read_cases(table_path("grad2_cases.shf"));
+  return cases;
+}
+
+// The functions a second-order case is checked with (see grad2_cases.shf), defined beside its g.
+// The first argument s of so-d1 and so-d2 is the scalar they differentiate: x itself when x is a
+// scalar, else the position on the line x + s·w.
+std::string second_order_functions(bool scalar_x) {
+  std::string text =
+      "(defn so-hvp [x w] ((grad (fn [y] (sum (* w ((grad g) y))))) x))\n"
+      "(defn so-hvp-fwd [x w] (second (jvp (grad g) (list x) (list w))))\n";
+  if (scalar_x) return text + "(defn so-d1 [s x w] ((grad g) s))\n(defn so-d2 [s x w] ((grad (grad g)) s))\n";
+  return text + "(defn so-phi [s x w] (g (+ x (* s w))))\n(defn so-d1 [s x w] ((grad so-phi) s x w))\n"
+                "(defn so-d2 [s x w] ((grad (grad so-phi)) s x w))\n";
+}
+
+// A second-order case run in one interpreter.
+struct SecondOrder {
+  Value x, w, s;  // the point, the tangent, so-d2's argument s (x, or 0)
+  bool scalar_x = false;
+  std::vector<double> hvp, hvp_fwd;  // H·w by reverse over reverse, and by jvp of (grad g)
+  double d2 = 0;
+  std::string error;
+  uint64_t traces = 0;
+};
+
+SecondOrder second_order(Interp& in, const Case& c) {
+  SecondOrder r;
+  try {
+    r.x = in.run_text(c.text, "<" + c.name + ">");
+    if (!r.x.is(Kind::Tensor) || !is_float(r.x.as_tensor().dtype()))
+      throw SheafError("the last form must be the point x, a float tensor");
+    r.scalar_x = r.x.as_tensor().rank() == 0;
+    uint64_t n = 0;
+    r.w = tangent_like(r.x, true, n);
+    r.s = r.scalar_x ? r.x : Value::tensor(make_tensor(r.x.as_tensor().dtype(), Shape{}, {0.0}));
+    in.run_text(second_order_functions(r.scalar_x), "<second-order>");
+    uint64_t before = traces_of(in);
+    r.hvp = numbers(in.call(global_fn(in, "so-hvp"), std::vector<Value>{r.x, r.w}, SrcLoc{}));
+    r.hvp_fwd = numbers(in.call(global_fn(in, "so-hvp-fwd"), std::vector<Value>{r.x, r.w}, SrcLoc{}));
+    r.d2 = scalar(in.call(global_fn(in, "so-d2"), std::vector<Value>{r.s, r.x, r.w}, SrcLoc{}), "the second derivative");
+    r.traces = traces_of(in) - before;
+  } catch (const SheafError& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// "" when a and b agree element by element, else (at most 8 of) the elements that differ.
+std::string differences(const std::vector<double>& a, const std::vector<double>& b, double rtol, double atol, std::string_view what) {
+  if (a.size() != b.size()) return fmt::format("{}: {} vs {} elements", what, a.size(), b.size());
+  std::string bad;
+  size_t failures = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!close(a[i], b[i], rtol, atol) && ++failures <= 8) bad += fmt::format("\n  [{}] {:.7g} vs {:.7g}", i, a[i], b[i]);
+  return failures == 0 ? "" : fmt::format("{}: {} of {} elements differ:{}", what, failures, a.size(), bad);
+}
+
+class SecondOrderCheck : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SecondOrderCheck, MatchesFiniteDifferencesOfTheGradient) {
+  const Case& c = GetParam();
+  std::ostringstream out_jit, out_eager;
+  Interp compiled{out_jit};
+  Interp eager{out_eager};
+  eager.jit.reset();
+  SecondOrder want = second_order(eager, c);
+  ASSERT_EQ(want.error, "") << "without the JIT:\n" << c.body;
+  SecondOrder got = second_order(compiled, c);
+  ASSERT_EQ(got.error, "") << "with the JIT:\n" << c.body;
+  EXPECT_GE(got.traces, 3u) << "the calls were not traced";
+  EXPECT_EQ(testing_support::compiled_cleanly(compiled), "");
+
+  // Finite differences (JIT-free) of (grad g) along w, and of so-d1 at s.
+  Value grad_g = eager.run_text("(grad g)", "<grad>");
+  std::vector<double> fd_hvp = finite_differences(
+      [&](double s) { return numbers(eager.call(grad_g, std::vector<Value>{along(want.x, want.w, s)}, SrcLoc{})); }, 0.0);
+  Value d1 = global_fn(eager, "so-d1");
+  double fd_d2 = finite_difference(
+      [&](double s) {
+        Value at = float_leaf_of(want.s, [&](int64_t) { return s; });
+        return scalar(eager.call(d1, std::vector<Value>{at, want.x, want.w}, SrcLoc{}), "so-d1's result");
+      },
+      leaf_get(want.s, 0));
+  // wᵀ·(H·w), and for a scalar x g'' = (H·w)/w.
+  std::vector<double> w = numbers(want.w);
+  double whw = 0, scale = 0;
+  for (size_t i = 0; i < w.size() && i < want.hvp.size(); ++i) {
+    whw += w[i] * want.hvp[i];
+    scale += std::fabs(w[i] * want.hvp[i]);
+  }
+  if (want.scalar_x) whw /= w[0] * w[0], scale /= w[0] * w[0];
+
+  auto expect_same = [&](const std::vector<double>& a, const std::vector<double>& b, double rtol, double atol, std::string_view what) {
+    if (std::string e = differences(a, b, rtol, atol, what); !e.empty()) ADD_FAILURE() << e << "\n" << c.body;
+  };
+  expect_same(got.hvp, want.hvp, kSameRtol, kSameAtol, "H*w compiled vs without JIT");
+  expect_same(got.hvp_fwd, want.hvp_fwd, kSameRtol, kSameAtol, "H*w by jvp of (grad g), compiled vs without JIT");
+  expect_same(want.hvp_fwd, want.hvp, kSameRtol, kSameAtol, "H*w by jvp of (grad g) vs by reverse over reverse");
+  expect_same(want.hvp, fd_hvp, c.rtol, c.atol, "H*w vs finite differences of (grad g) along w");
+  EXPECT_TRUE(close(got.d2, want.d2, kSameRtol, kSameAtol))
+      << "(grad (grad .)) compiled " << got.d2 << ", without JIT " << want.d2 << "\n" << c.body;
+  EXPECT_TRUE(close(want.d2, fd_d2, c.rtol, c.atol))
+      << "(grad (grad .)) " << want.d2 << ", finite differences of (grad .) " << fd_d2 << "\n" << c.body;
+  EXPECT_LE(std::fabs(want.d2 - whw), kSameAtol + kSameRtol * scale)
+      << "(grad (grad .)) " << want.d2 << ", w.H.w " << whw << "\n" << c.body;
+}
+
+INSTANTIATE_TEST_SUITE_P(Compositions, SecondOrderCheck, ::testing::ValuesIn(second_order_cases()), test_name);
+
+TEST(GradCheckTable, CasesLoad) {
+  EXPECT_GE(all_cases().size(), 60u) << "cannot read " << cases_path();
+  EXPECT_GE(second_order_cases().size(), 20u) << "cannot read " << table_path("grad2_cases.shf");
+}
 
 TEST(GradCheckTable, CaseNamesAreUnique) {
   std::set<std::string> seen;
   for (const Case& c : all_cases()) EXPECT_TRUE(seen.insert(test_name({c, 0})).second) << "duplicate case " << c.name;
+  seen.clear();
+  for (const Case& c : second_order_cases()) EXPECT_TRUE(seen.insert(test_name({c, 0})).second) << "duplicate case " << c.name;
 }
 
 // Every required VJP of SPEC §6.6 (and the other differentiable builtins of §5, nn and optim)
@@ -296,18 +604,6 @@ Outcome run_program(const std::string& text, bool with_jit) {
   }
   if (with_jit) r.jit = testing_support::compiled_cleanly(in);
   return r;
-}
-
-std::vector<double> numbers(const Value& v) {
-  std::vector<double> out;
-  if (v.is_list())
-    for (const Value& x : v.as_list().items)
-      for (double d : numbers(x)) out.push_back(d);
-  else if (v.is(Kind::Tensor))
-    for (int64_t i = 0; i < v.as_tensor().numel(); ++i) out.push_back(v.as_tensor().get(i));
-  else if (std::optional<double> d = number_of(v))
-    out.push_back(*d);
-  return out;
 }
 
 // (grad (grad f)) of scalar compositions: the backward nodes of the inner call are
