@@ -26,6 +26,7 @@
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
 #include "trace/tracer.hpp"
+#include "value/printer.hpp"
 
 namespace sheaf {
 namespace {
@@ -165,10 +166,18 @@ Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& 
   std::vector<Value> pl, tl;
   tree_leaves(Value::list(p), pl);
   tree_leaves(Value::list(t), tl);
-  if (pl.size() != tl.size()) throw SheafError("jvp: tangents must have the structure of the primals", site);
+  if (pl.size() != tl.size() || !equal(tree_def(Value::list(p)), tree_def(Value::list(t))))
+    throw SheafError(fmt::format("jvp: tangents must have the structure of the primals: {} vs {}",
+                                 print_value(tree_def(Value::list(p)), false), print_value(tree_def(Value::list(t)), false)),
+                     site);
   std::vector<Tensor> tx;
   for (size_t k = 0; k < pl.size(); ++k) {
-    if (!float_leaf(pl[k])) continue;
+    if (!float_leaf(pl[k])) {
+      if (!tl[k].is_number() && !tl[k].is(Kind::Tensor) && !tl[k].is_nil())
+        throw SheafError(fmt::format("jvp: the tangent of a {} primal must be a number, a tensor or nil, got {}",
+                                     describe_node(pl[k]), describe_node(tl[k])), site);
+      continue;
+    }
     std::optional<Tensor> tk = float_leaf(tl[k]);
     if (!tk && tl[k].is(Kind::Int)) tk = Tensor::scalar(DType::F32, static_cast<double>(tl[k].as_int()));
     Tensor pk = *float_leaf(pl[k]);
