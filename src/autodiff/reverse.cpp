@@ -20,10 +20,15 @@ Tensor zeros_of(const Tensor& like) { return broadcast_to(Tensor::scalar(like.dt
 }  // namespace
 
 std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt) {
+  Tensor one = Tensor::scalar(loss.dtype(), 1);
+  return vjp_of(std::span(&loss, 1), std::span(&one, 1), wrt);
+}
+
+std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tensor> cotangents, std::span<const Tensor> wrt) {
   std::vector<Tensor> out;
   out.reserve(wrt.size());
   for (const Tensor& w : wrt) out.push_back(zeros_of(w));
-  if (wrt.empty() || !trace::in_current_trace(loss)) return out;
+  if (wrt.empty()) return out;
 
   const ir::Graph& g = trace::current_graph();
   const size_t end = g.nodes.size();
@@ -43,12 +48,16 @@ std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt) {
     for (int32_t r = 0; r < n.nout; ++r)
       if (is_float(g.type(n.out + r).dtype) && !trace::stops_gradient(n.out + r)) active[static_cast<size_t>(n.out + r)] = 1;
   }
-  const int32_t loss_id = loss.symbol_id();
-  if (!active[static_cast<size_t>(loss_id)]) return out;
-
-  // Backward: cotangents keyed by value id, seeded with one at the loss.
+  // Backward: cotangents keyed by value id, seeded at the active outputs.
   std::unordered_map<int32_t, Tensor> cot;
-  cot.emplace(loss_id, Tensor::scalar(loss.dtype(), 1));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& y = outputs[i];
+    if (!trace::in_current_trace(y) || !active[static_cast<size_t>(y.symbol_id())]) continue;
+    Tensor c = convert(cotangents[i], y.dtype());
+    auto [it, fresh] = cot.try_emplace(y.symbol_id(), c);
+    if (!fresh) it->second = binary(Binary::Add, it->second, c);
+  }
+  if (cot.empty()) return out;
   std::vector<char> is_wrt(g.types.size(), 0);
   for (const Tensor& w : wrt)
     if (trace::in_current_trace(w)) is_wrt[static_cast<size_t>(w.symbol_id())] = 1;

@@ -18,4 +18,10 @@ namespace sheaf::autodiff {
 // the cotangents of values used more than once.
 std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt);
 
+// The vector-Jacobian product: Σ_i cotangents[i] · d outputs[i] / d wrt[k] for each k, as tensors of
+// the active trace (wrt's shapes and dtypes). `outputs` are float values of any shape (others
+// contribute nothing); cotangents[i] has outputs[i]'s shape. gradients(loss, wrt) is the case of
+// one output with a cotangent of one. Conditions on wrt as for gradients.
+std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tensor> cotangents, std::span<const Tensor> wrt);
+
 }  // namespace sheaf::autodiff

@@ -136,14 +136,6 @@ Value b_grad(Interp&, const CallArgs& a) { return make_value_and_grad(arg_callab
 
 // ---- forward mode ------------------------------------------------------------------------------
 
-Tensor dot_all(const Tensor& a, const Tensor& b) {
-  return reduce(Reduce::Sum, binary(Binary::Mul, a, convert(b, a.dtype())), [&] {
-    std::vector<int64_t> axes(static_cast<size_t>(a.rank()));
-    for (size_t k = 0; k < axes.size(); ++k) axes[k] = static_cast<int64_t>(k);
-    return axes;
-  }());
-}
-
 // (jvp f primals tangents) inside a trace: (f(primals...), J·tangents). Forward mode comes from
 // reverse mode by linearity: v(u) = Jᵀu is linear in u, so d/du ⟨v(u), t⟩ = J·t. u are fresh
 // trace values, one per float output leaf; both sweeps use the VJP rules, so every
@@ -188,18 +180,15 @@ Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& 
   Value out = in.call(f, fresh.as_list().items, site);
   std::vector<Value> ol;
   tree_leaves(out, ol);
-  std::vector<Tensor> u;
-  Tensor inner = Tensor::scalar(DType::F32, 0);
+  std::vector<Tensor> y, u;
   for (const Value& o : ol) {
     std::optional<Tensor> ot = float_leaf(o);
     if (!ot) continue;
+    y.push_back(*ot);
     u.push_back(fresh_value(broadcast_to(Tensor::scalar(ot->dtype(), 0), ot->shape())));
-    inner = binary(Binary::Add, inner, convert(dot_all(*ot, u.back()), DType::F32));
   }
-  std::vector<Tensor> v = autodiff::gradients(inner, x);  // Jᵀu
-  Tensor s = Tensor::scalar(DType::F32, 0);
-  for (size_t k = 0; k < v.size(); ++k) s = binary(Binary::Add, s, convert(dot_all(v[k], tx[k]), DType::F32));
-  return Value::list({out, float_leaves_replaced(out, autodiff::gradients(s, u))}, ListKind::Tuple);
+  std::vector<Tensor> v = autodiff::vjp_of(y, u, x);  // Jᵀu, linear in u
+  return Value::list({out, float_leaves_replaced(out, autodiff::vjp_of(v, tx, u))}, ListKind::Tuple);
 }
 
 Value b_jvp(Interp& in, const CallArgs& a) {

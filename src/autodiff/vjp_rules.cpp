@@ -8,6 +8,8 @@
 // so relu (maximum(x, 0)) has derivative 0 at 0, as in PyTorch and JAX.
 #include "autodiff/vjp_rules.hpp"
 
+#include "autodiff/loop_vjp.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -171,8 +173,10 @@ std::vector<Tensor> starts_of(std::span<const Tensor> x, size_t first) { return 
 Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> y, std::span<const std::optional<Tensor>> gs,
           const std::vector<bool>& need) {
   const ir::Attrs& a = n.attrs;
-  if (n.op == Op::While)
+  if (n.op == Op::While) {
+    if (a.k > 0) return counted_while_vjp(n, x, gs, need);
     throw SheafError("reverse-mode differentiation through 'while' is not supported; use repeat or scan", n.loc);
+  }
   if (n.op == Op::Case)
     throw SheafError("reverse-mode differentiation through a runtime conditional ('case') is not supported", n.loc);
   if (n.op == Op::AllReduce) {  // the adjoint of a sum over ranks: the sum over ranks of the cotangents

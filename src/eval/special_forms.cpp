@@ -231,6 +231,30 @@ Accumulator accumulator(Interp& in, const ListObj& f, const EnvPtr& env) {
   return a;
 }
 
+// Inside a compiled function, a repeat of more than kUnrolledRepeat iterations with an
+// accumulator becomes one IR while (SPEC §6.4) carrying [i acc]: the body is traced once, with i
+// a traced counter. A body that needs i (or anything else) as a static value cannot be a loop
+// (nullopt): the repeat is then unrolled as the interpreter runs it.
+constexpr int64_t kUnrolledRepeat = 8;
+
+std::optional<Value> repeat_as_while(Interp& in, const ListObj& f, const EnvPtr& env, const Accumulator& acc, int index_id,
+                                     int64_t n) {
+  auto counter = [](const Value& st) { return st.as_list().items[0].as_tensor(); };
+  auto cond = [&](const Value& st) { return Value::tensor(binary(Binary::Lt, counter(st), Tensor::scalar(DType::I32, static_cast<double>(n)))); };
+  auto body = [&](const Value& st) {
+    auto local = std::make_shared<Env>(env);
+    if (index_id >= 0) local->bind(index_id, st.as_list().items[0]);
+    bind_pattern(in, *local, acc.pattern, st.as_list().items[1], f.loc);
+    Value next = in.eval_body(acc.body, local);
+    return Value::list({Value::tensor(binary(Binary::Add, counter(st), Tensor::scalar(DType::I32, 1))), next});
+  };
+  try {
+    return trace::trace_while(Value::list({Value::integer(0), acc.value}), cond, body, n).as_list().items[1];
+  } catch (const TraceAbort&) {
+    return std::nullopt;
+  }
+}
+
 // (repeat [i n] [acc init] body...) or (repeat n [acc init] body...)
 Value sf_repeat(Interp& in, const ListObj& f, const EnvPtr& env) {
   need(f, 2, "(repeat [i n] [acc init] body...)");
@@ -246,6 +270,8 @@ Value sf_repeat(Interp& in, const ListObj& f, const EnvPtr& env) {
     n = count_value(in, counter, env, f);
   }
   Accumulator acc = accumulator(in, f, env);
+  if (trace::tracing() && n > kUnrolledRepeat && !acc.pattern.is_nil())
+    if (std::optional<Value> r = repeat_as_while(in, f, env, acc, index_id, n)) return *r;
   std::optional<ProgressBar> bar;
   if (in.progress_bars && !trace::tracing()) bar.emplace(in, n);
   for (int64_t i = 0; i < n; ++i) {

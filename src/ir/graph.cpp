@@ -137,6 +137,7 @@ std::string attr_text(const Node& n) {
                          ints(a.dot.rhs_contract));
     case Op::TopK: return fmt::format("k={}", a.k);
     case Op::Case: return fmt::format("branches={}", a.regions.size());
+    case Op::While: return a.k > 0 ? fmt::format("trip_count={}", a.k) : "";
     default: return "";
   }
 }

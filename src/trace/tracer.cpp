@@ -413,7 +413,7 @@ std::shared_ptr<ir::Graph> trace_region(Tracer& outer, const Value& state, const
 }  // namespace
 
 Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
-                  const std::function<Value(const Value&)>& body) {
+                  const std::function<Value(const Value&)>& body, int64_t trip_count) {
   if (!g_tracer) throw TraceAbort("internal: trace_while outside a trace");
   Tracer& outer = *g_tracer;
   std::vector<Tensor> init_leaves;
@@ -429,6 +429,9 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
       throw TraceAbort("a `while` condition on traced values must be a boolean scalar");
     return std::vector<Tensor>{c.as_tensor()};
   };
+  // A weak (host-number) leaf that the body turns into a tensor of the same dtype, like a loss
+  // sum started at 0.0, is carried as that tensor: the loop is traced again with it strong.
+  bool strengthened = false;
   auto body_run = [&](const Value& st) {
     Value next = body(st);
     if (!same_structure(st, next)) throw TraceAbort("the state of a `while` changes structure between iterations");
@@ -436,15 +439,20 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
     std::vector<bool> weak;
     carried_leaves(next, out, weak);
     for (size_t k = 0; k < out.size(); ++k) {
-      if (out[k].dtype() != leaves[k].type.dtype || out[k].shape() != leaves[k].type.shape || weak[k] != leaves[k].weak)
+      if (out[k].dtype() != leaves[k].type.dtype || out[k].shape() != leaves[k].type.shape)
         throw TraceAbort("the state of a `while` changes dtype or shape between iterations");
+      if (leaves[k].weak && !weak[k]) leaves[k].weak = false, strengthened = true;
     }
     return out;
   };
   // Pass 1 finds the enclosing values the regions read; pass 2 traces them with those declared.
   std::vector<Tensor> captures, found;
-  trace_region(outer, init, leaves, captures, true, false, found, cond_run);
-  trace_region(outer, init, leaves, captures, true, false, found, body_run);
+  do {  // each repetition strengthens at least one more leaf
+    strengthened = false;
+    found.clear();
+    trace_region(outer, init, leaves, captures, true, false, found, cond_run);
+    trace_region(outer, init, leaves, captures, true, false, found, body_run);
+  } while (strengthened);
   for (const Tensor& f : found) {
     bool dup = false;
     for (const Tensor& c : captures) dup = dup || (c.trace_id() == f.trace_id() && c.symbol_id() == f.symbol_id());
@@ -452,6 +460,7 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
   }
   std::vector<Tensor> none;
   ir::Attrs a;
+  a.k = trip_count;
   a.regions.push_back(trace_region(outer, init, leaves, captures, false, false, none, cond_run));
   a.regions.push_back(trace_region(outer, init, leaves, captures, false, true, none, body_run));
   std::vector<Tensor> operands = init_leaves;
@@ -461,6 +470,37 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
     if (leaves[k].weak) results[k] = results[k].as_weak();
   size_t i = 0;
   return with_leaves(init, results, i);
+}
+
+ir::Graph trace_graph(const std::vector<ir::Type>& params,
+                      const std::function<std::vector<Tensor>(std::span<const Tensor> params)>& fn, std::string name) {
+  Tracer t;
+  t.g.name = std::move(name);
+  Scope scope(t);
+  std::vector<Tensor> ps;
+  for (const ir::Type& p : params) ps.push_back(t.parameter(p.dtype, p.shape, false));
+  for (const Tensor& r : fn(ps)) t.g.results.push_back(t.lift(r).symbol_id());
+  return std::move(t.g);
+}
+
+std::vector<Tensor> inline_graph(const ir::Graph& g, std::span<const Tensor> args) {
+  ir::Recorder& rec = ir::recorder();
+  std::vector<Tensor> vals(g.types.size());
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == ir::Op::Parameter) {
+      vals[static_cast<size_t>(n.out)] = args[static_cast<size_t>(n.attrs.index)];
+    } else if (n.op == ir::Op::Constant) {
+      vals[static_cast<size_t>(n.out)] = rec.lift(n.attrs.value);
+    } else {
+      std::vector<Tensor> in;
+      for (int32_t v : n.in) in.push_back(vals[static_cast<size_t>(v)]);
+      std::vector<Tensor> out = rec.record(n.op, in, n.attrs, &g.type(n.out));
+      for (int32_t k = 0; k < n.nout; ++k) vals[static_cast<size_t>(n.out + k)] = out[static_cast<size_t>(k)];
+    }
+  }
+  std::vector<Tensor> results;
+  for (int32_t r : g.results) results.push_back(vals[static_cast<size_t>(r)]);
+  return results;
 }
 
 bool tracing() { return g_depth > 0; }

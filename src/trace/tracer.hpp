@@ -102,9 +102,20 @@ void set_site(SrcLoc loc);
 // lowered to one IR `while` whose regions are traced from `cond` and `body` (state → condition,
 // state → next state). Values of the enclosing trace that the regions read are passed in as
 // extra carried values. Returns the final state. Throws TraceAbort when the state changes
-// structure, dtype or shape between iterations.
+// structure, dtype or shape between iterations. A weak leaf (a host number) that the body makes
+// a tensor of the same dtype is carried as a tensor. `trip_count` > 0 says the loop runs exactly
+// that many times (a counted `repeat`; recorded as the node's attrs.k, which differentiation
+// needs).
 Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
-                  const std::function<Value(const Value&)>& body);
+                  const std::function<Value(const Value&)>& body, int64_t trip_count = 0);
+// A graph of its own (a region for a new control-flow node), traced while another trace is
+// active: `fn` receives one parameter per type and returns the results. It must not read values
+// of the enclosing trace (TraceAbort).
+ir::Graph trace_graph(const std::vector<ir::Type>& params,
+                      const std::function<std::vector<Tensor>(std::span<const Tensor> params)>& fn, std::string name = "");
+// The nodes of `g` recorded again into the active trace with `args` for its parameters; returns
+// its results.
+std::vector<Tensor> inline_graph(const ir::Graph& g, std::span<const Tensor> args);
 // Runtime `if` (SPEC §6.4): both branches were traced; merges them leaf by leaf with select.
 // Throws TraceAbort when they differ in structure, shape or dtype.
 Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v);

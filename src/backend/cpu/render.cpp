@@ -279,11 +279,13 @@ class Renderer {
       code += fmt::format(
           "{0}{{ const float* __restrict__ A = {1}; const float* __restrict__ B = {2}; float* __restrict__ C = {3};\n"
           "{0}  for (i64 i = 0; i < {4}; ++i) {{\n"
-          "{0}    for (i64 j = 0; j < {5}; ++j) C[i * {5} + j] = 0.0f;\n"
+          "{0}    float acc[{5}];\n"
+          "{0}    for (i64 j = 0; j < {5}; ++j) acc[j] = 0.0f;\n"
           "{0}    for (i64 p = 0; p < {6}; ++p) {{\n"
           "{0}      const float x = A[i * {7} + p * {8}];\n"
-          "{0}      for (i64 j = 0; j < {5}; ++j) C[i * {5} + j] += x * B[p * {9} + j * {10}];\n"
+          "{0}      for (i64 j = 0; j < {5}; ++j) acc[j] += x * B[p * {9} + j * {10}];\n"
           "{0}    }}\n"
+          "{0}    for (i64 j = 0; j < {5}; ++j) C[i * {5} + j] = acc[j];\n"
           "{0}  }}\n"
           "{0}}}\n",
           pad, a, bb, out, d.m, d.n, d.k, d.a_rs, d.a_cs, d.b_rs, d.b_cs);

@@ -1,0 +1,122 @@
+// autodiff/loop_vjp.cpp — the VJP of a counted `while` (a `repeat` compiled as one loop, SPEC
+// §6.4; attrs.k = N iterations). The body's VJP is traced once as a region of its own,
+//   body_vjp(x_0..x_{n-1}, c_0..c_{n-1}) = (c · d body(x) / d x_k)_k ,
+// and two loops are added to the trace:
+//   forward   the loop again, carrying (x.., t, S_j..) with S_j[t] = x_j before iteration t, for
+//             every carried value j that changes (loop invariants are read from the operands):
+//             N × the changing state in memory, one more forward pass in time;
+//   backward  t = N .. 1 carrying (t, c.., x.., S_j..): c ← body_vjp(x(t-1), c), where x(t-1) is
+//             S_j[t-1] for a changing value and the operand for an invariant one.
+// The final c are the cotangents of the operands (seeded with the results' cotangents).
+#include "autodiff/loop_vjp.hpp"
+
+#include <memory>
+
+#include "autodiff/reverse.hpp"
+#include "ir/recorder.hpp"
+#include "tensor/gather.hpp"
+#include "tensor/layout.hpp"
+#include "trace/tracer.hpp"
+
+namespace sheaf::autodiff {
+namespace {
+
+// Zeros of type t as a broadcast in the trace (not a constant of that size).
+Tensor zeros_like(const ir::Type& t) { return broadcast_to(ir::recorder().lift(Tensor::scalar(t.dtype, 0)), t.shape); }
+Tensor counter(int64_t v) { return Tensor::scalar(DType::I32, static_cast<double>(v)); }
+
+Shape stacked(int64_t n, const Shape& s) {
+  Shape r{n};
+  r.insert(r.end(), s.begin(), s.end());
+  return r;
+}
+
+// [t, 0, .., 0]: the start of row t of a stack of rank 1 + rank.
+std::vector<Tensor> row_start(const Tensor& t, size_t rank) {
+  std::vector<Tensor> starts{t};
+  for (size_t d = 0; d < rank; ++d) starts.push_back(counter(0));
+  return starts;
+}
+
+// A while node over `operands` with regions traced from `cond` and `body` (same parameter types).
+std::vector<Tensor> loop(const std::vector<Tensor>& operands, int64_t trips,
+                         const std::function<Tensor(std::span<const Tensor>)>& cond,
+                         const std::function<std::vector<Tensor>(std::span<const Tensor>)>& body) {
+  std::vector<ir::Type> types;
+  for (const Tensor& x : operands) types.push_back({x.dtype(), x.shape()});
+  ir::Attrs a;
+  a.k = trips;
+  a.regions.push_back(std::make_shared<ir::Graph>(trace::trace_graph(types, [&](std::span<const Tensor> p) {
+    return std::vector<Tensor>{cond(p)};
+  })));
+  a.regions.push_back(std::make_shared<ir::Graph>(trace::trace_graph(types, body)));
+  return ir::recorder().record(ir::Op::While, operands, a);
+}
+
+}  // namespace
+
+std::vector<std::optional<Tensor>> counted_while_vjp(const ir::Node& n, std::span<const Tensor> x,
+                                                     std::span<const std::optional<Tensor>> g, const std::vector<bool>& need) {
+  const ir::Graph& body = *n.attrs.regions[1];
+  const int64_t trips = n.attrs.k;
+  const size_t count = x.size();
+  std::vector<ir::Type> types;
+  std::vector<size_t> changing;  // carried positions the body changes (stacked)
+  for (size_t k = 0; k < count; ++k) {
+    types.push_back(body.type(body.params[k]));
+    if (body.results[k] != body.params[k]) changing.push_back(k);
+  }
+
+  std::vector<ir::Type> vjp_types = types;
+  vjp_types.insert(vjp_types.end(), types.begin(), types.end());
+  auto body_vjp = std::make_shared<ir::Graph>(trace::trace_graph(vjp_types, [&](std::span<const Tensor> p) {
+    std::span<const Tensor> xs = p.first(count), cs = p.subspan(count);
+    return vjp_of(trace::inline_graph(body, xs), cs, xs);
+  }));
+
+  // forward: (x.., t, S..)
+  std::vector<Tensor> fwd(x.begin(), x.end());
+  fwd.push_back(counter(0));
+  for (size_t k : changing) fwd.push_back(zeros_like({types[k].dtype, stacked(trips, types[k].shape)}));
+  std::vector<Tensor> f = loop(
+      fwd, trips, [&](std::span<const Tensor> p) { return binary(Binary::Lt, p[count], counter(trips)); },
+      [&](std::span<const Tensor> p) {
+        std::vector<Tensor> out = trace::inline_graph(body, p.first(count));
+        const Tensor& t = p[count];
+        out.push_back(binary(Binary::Add, t, counter(1)));
+        for (size_t j = 0; j < changing.size(); ++j) {
+          const Tensor& xj = p[changing[j]];
+          out.push_back(dynamic_update_slice(p[count + 1 + j], reshape(xj, stacked(1, xj.shape())), row_start(t, xj.shape().size())));
+        }
+        return out;
+      });
+
+  // backward: (t, c.., x.., S..)
+  std::vector<Tensor> bwd{counter(trips)};
+  for (size_t k = 0; k < count; ++k) bwd.push_back(g[k] ? *g[k] : zeros_like(types[k]));
+  bwd.insert(bwd.end(), x.begin(), x.end());
+  bwd.insert(bwd.end(), f.begin() + static_cast<std::ptrdiff_t>(count + 1), f.end());
+  std::vector<Tensor> b = loop(
+      bwd, trips, [&](std::span<const Tensor> p) { return binary(Binary::Gt, p[0], counter(0)); },
+      [&](std::span<const Tensor> p) {
+        Tensor t = binary(Binary::Sub, p[0], counter(1));
+        std::vector<Tensor> args(p.begin() + 1 + static_cast<std::ptrdiff_t>(count), p.begin() + 1 + 2 * static_cast<std::ptrdiff_t>(count));
+        for (size_t j = 0; j < changing.size(); ++j) {
+          const ir::Type& tk = types[changing[j]];
+          Tensor row = dynamic_slice(p[1 + 2 * count + j], row_start(t, tk.shape.size()), stacked(1, tk.shape));
+          args[changing[j]] = reshape(row, tk.shape);
+        }
+        args.insert(args.end(), p.begin() + 1, p.begin() + 1 + static_cast<std::ptrdiff_t>(count));
+        std::vector<Tensor> out{t};
+        for (const Tensor& c : trace::inline_graph(*body_vjp, args)) out.push_back(c);
+        out.insert(out.end(), p.begin() + 1 + static_cast<std::ptrdiff_t>(count), p.end());
+        return out;
+      });
+
+  std::vector<std::optional<Tensor>> grads(count);
+  for (size_t k = 0; k < count; ++k)
+    if (need[k]) grads[k] = b[1 + k];
+  return grads;
+}
+
+}  // namespace sheaf::autodiff
