@@ -31,9 +31,6 @@
 namespace sheaf {
 namespace {
 
-const int kF = symbols::intern("__vag-f");
-const int kWithValue = symbols::intern("__vag-with-value");
-
 std::string_view who(bool with_value) { return with_value ? "value-and-grad" : "grad"; }
 
 // A float leaf (tensor or host number) as a tensor; nullopt for anything else.
@@ -142,12 +139,7 @@ Value b_grad(Interp&, const CallArgs& a) { return make_value_and_grad(arg_callab
 // differentiable op has a JVP.
 Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& tangents, SrcLoc site) {
   auto as_args = [&](const Value& v, std::string_view what) {
-    if (v.is_list()) return v.as_list().items;
-    if (v.is(Kind::Tensor) && v.as_tensor().rank() == 1) {  // [1.0 2.0] reads as a tensor: one number per argument
-      std::vector<Value> items;
-      for (int64_t i = 0; i < v.as_tensor().numel(); ++i) items.push_back(Value::tensor(reshape(slice_axis(v.as_tensor(), 0, i, i + 1), {})));
-      return items;
-    }
+    if (auto items = list_items(v)) return *items;
     throw SheafError(fmt::format("jvp: {} must be a list with one entry per argument of f, e.g. (jvp f [x] [t])", what), site);
   };
   std::vector<Value> p = as_args(primals, "primals"), t = as_args(tangents, "tangents");
@@ -217,18 +209,38 @@ Value make_value_and_grad(const Value& f, bool with_value, SrcLoc site) {
   static std::unordered_map<const Obj*, Value> memo[2];  // named functions live for the program anyway
   if (named)
     if (auto it = memo[with_value].find(f.raw()); it != memo[with_value].end()) return it->second;
-  auto fn = std::make_shared<FnObj>();
-  if (named) fn->name = f.as<FnObj>().name + (with_value ? "-vag" : "-grad");
-  fn->params.rest = Value::symbol("args");
-  fn->env = std::make_shared<Env>();
-  fn->env->bind(kF, f);
-  fn->env->bind(kWithValue, Value::boolean(with_value));
-  fn->body = {Value::list({Value::symbol("__vag-apply", site), Value::symbol_id(kF), Value::symbol_id(kWithValue), Value::symbol("args")},
-                          ListKind::Paren, site)};
-  fn->loc = site;
-  Value v = Value::object(Kind::Fn, std::move(fn));
+  Value v = make_forwarding_fn("__vag-apply", {f, Value::boolean(with_value)}, named ? f.as<FnObj>().name : "",
+                               with_value ? "-vag" : "-grad", site);
   if (named) memo[with_value].emplace(f.raw(), v);
   return v;
+}
+
+std::optional<std::vector<Value>> list_items(const Value& v) {
+  if (v.is_list()) return v.as_list().items;
+  if (v.is(Kind::Tensor) && v.as_tensor().rank() == 1) {
+    std::vector<Value> items;
+    for (int64_t i = 0; i < v.as_tensor().numel(); ++i) items.push_back(Value::tensor(reshape(slice_axis(v.as_tensor(), 0, i, i + 1), {})));
+    return items;
+  }
+  return std::nullopt;
+}
+
+Value make_forwarding_fn(std::string_view builtin, const std::vector<Value>& bound, const std::string& name, std::string_view suffix,
+                         SrcLoc site) {
+  auto fn = std::make_shared<FnObj>();
+  if (!name.empty()) fn->name = name + std::string(suffix);
+  fn->params.rest = Value::symbol("args");
+  fn->env = std::make_shared<Env>();
+  std::vector<Value> call{Value::symbol(std::string(builtin), site)};
+  for (size_t i = 0; i < bound.size(); ++i) {
+    int id = symbols::intern(fmt::format("__bound-{}", i));
+    fn->env->bind(id, bound[i]);
+    call.push_back(Value::symbol_id(id));
+  }
+  call.push_back(Value::symbol("args"));
+  fn->body = {Value::list(std::move(call), ListKind::Paren, site)};
+  fn->loc = site;
+  return Value::object(Kind::Fn, std::move(fn));
 }
 
 std::span<const BuiltinDef> autodiff_builtins() { return kAutodiff; }

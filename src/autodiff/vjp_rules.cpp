@@ -8,7 +8,7 @@
 // so relu (maximum(x, 0)) has derivative 0 at 0, as in PyTorch and JAX.
 #include "autodiff/vjp_rules.hpp"
 
-#include "autodiff/loop_vjp.hpp"
+#include "autodiff/region_vjp.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -177,6 +177,8 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
     if (a.k > 0) return counted_while_vjp(n, x, gs, need);
     throw SheafError("reverse-mode differentiation through 'while' is not supported; use repeat or scan", n.loc);
   }
+  if (n.op == Op::Call) return call_vjp(n, x, y, gs, need);
+  if (n.op == Op::OptimizationBarrier) return Grads(gs.begin(), gs.end());
   if (n.op == Op::Case)
     throw SheafError("reverse-mode differentiation through a runtime conditional ('case') is not supported", n.loc);
   if (n.op == Op::AllReduce) {  // the adjoint of a sum over ranks: the sum over ranks of the cotangents
@@ -284,7 +286,7 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
     }
     case Op::Sort: return {unpick(g, y[1], a.axis, x[0].dim(a.axis))};
     case Op::TopK: return {unpick(g, y[1], x[0].rank() - 1, x[0].dim(x[0].rank() - 1))};
-    case Op::While: case Op::Case: case Op::AllReduce: break;  // handled above
+    case Op::While: case Op::Case: case Op::AllReduce: case Op::Call: case Op::OptimizationBarrier: break;  // handled above
   }
   throw SheafError(fmt::format("no gradient rule for '{}'", ir::op_name(n.op)), n.loc);
 }

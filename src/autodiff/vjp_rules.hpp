@@ -8,7 +8,7 @@
 //   need  need[i]: operand i is active (float and depends on the differentiated input)
 // Returns one entry per operand: its cotangent (operand's type), or nullopt for zero / not
 // needed. Rounding, comparisons, arg-reductions and integer or bool results give zero.
-// A `while` has a rule when its trip count is known (autodiff/loop_vjp.hpp); otherwise, and for
+// A `while` has a rule when its trip count is known (autodiff/region_vjp.hpp); otherwise, and for
 // `case`, differentiating through it throws a SheafError naming the op and the source form.
 #pragma once
 #include <optional>

@@ -286,10 +286,11 @@ Batch batch_node(const ir::Node& node, const std::vector<Tensor>& x, const std::
       return {s.values, s.indices};
     }
     case Op::AllReduce: return dist::all_reduce_sum(all_batched());  // elementwise over ranks
+    case Op::OptimizationBarrier: return ir::recorder().record(Op::OptimizationBarrier, all_batched(), a);
     // No operands, so never batched: listed for completeness of the switch.
     case Op::Parameter: case Op::Constant: case Op::Iota:
     // Control flow: each example runs its own loop or branch.
-    case Op::While: case Op::Case: break;
+    case Op::While: case Op::Case: case Op::Call: break;
   }
   return unrolled(node, x, b, n, out);
 }

@@ -1,13 +1,23 @@
 // builtins/conv.cpp — channels-first convolutions (SPEC §5.9): conv1d and conv2d.
-// Lowered to primitives by im2col: pad x, take one strided window slice per kernel offset,
-// stack them into columns, and contract with the weights in one dot_general.
-//   x [N C H W], w [O C KH KW] → cols [N, C·KH·KW, OH·OW] → out [N O OH OW]
+// Lowered to primitives by im2col, laid out so that every product is a plain 2-D matrix
+// product (a native one in the CPU backend):
+//   x [N C H W], w [O C KH KW] → cols [N·OH·OW, C·KH·KW] · w [O, C·KH·KW]ᵀ → [N·OH·OW, O]
+//   → reshape/transpose → [N O OH OW]
+// The gradients are products of the same kind: d cols = dy [N·P, O] · w, dw = dyᵀ · cols.
 // conv1d is conv2d with H = KH = 1.
+//
+// Windows: x is padded, then each spatial axis is split into stride phases ([q, s]); window
+// offset i of an axis reads rows i/s … i/s + out - 1 of phase i%s. Every window is then a
+// stride-1 slice (a view), whose gradient is a pad: no scatter, whatever the stride.
+// Columns: in a trace, the window of offset (i, j) is padded along the kernel axes to [.., 1, 1]
+// at (i, j) and the K windows are summed, an elementwise loop (and its gradient slices, free
+// views); on host tensors they are concatenated, one pass.
 #include "builtins/args.hpp"
 #include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
 #include "builtins/tensor_args.hpp"
 #include "tensor/dot.hpp"
+#include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
 
@@ -50,22 +60,43 @@ Value per_axis(const Value* v, size_t i, Value fallback) {
   return *v;
 }
 
+// Rows q·s of one padded spatial axis (q per stride phase): x after its low padding, and every
+// row a window reads (the last at s·(out-1) + k-1). Rows past the requested padding read by no
+// window are dropped; padding beyond it, when x's last rows fill no phase, only completes q·s.
+int64_t phase_rows(int64_t n, int64_t k, const Window& win) {
+  return std::max((n + win.pad_lo + win.stride - 1) / win.stride, (k - 1) / win.stride + win.out);
+}
+
 // x [N C H W], w [O C KH KW] (already promoted to one dtype).
 Tensor conv2d(const Tensor& x, const Tensor& w, const Window& wh, const Window& ww) {
   int64_t n = x.dim(0), c = x.dim(1), o = w.dim(0), kh = w.dim(2), kw = w.dim(3);
-  Tensor xp = pad(x, 0, {0, 0, wh.pad_lo, ww.pad_lo}, {0, 0, wh.pad_hi, ww.pad_hi});
-  std::vector<Tensor> cols;  // one [N C OH OW] window per kernel offset
-  cols.reserve(static_cast<size_t>(kh * kw));
-  for (int64_t i = 0; i < kh; ++i)
-    for (int64_t j = 0; j < kw; ++j) {
-      Tensor s = slice(xp, {0, 0, i, j}, {n, c, i + wh.stride * (wh.out - 1) + 1, j + ww.stride * (ww.out - 1) + 1},
-                       {1, 1, wh.stride, ww.stride});
-      cols.push_back(reshape(s, {n, c, 1, wh.out * ww.out}));
-    }
-  Tensor stacked = reshape(concatenate(cols, 2), {n, c * kh * kw, wh.out * ww.out});  // [N, C·K, P]
-  Tensor wm = reshape(w, {o, c * kh * kw});                                          // [O, C·K]
-  Tensor y = dot_general(stacked, wm, DotDims{{}, {}, {1}, {1}});                      // [N, P, O]
-  return reshape(transpose(y, {0, 2, 1}), {n, o, wh.out, ww.out});
+  int64_t oh = wh.out, ow = ww.out, sh = wh.stride, sw = ww.stride;
+  int64_t qh = phase_rows(x.dim(2), kh, wh), qw = phase_rows(x.dim(3), kw, ww);
+  Tensor xp = pad(x, 0, {0, 0, wh.pad_lo, ww.pad_lo}, {0, 0, qh * sh - x.dim(2) - wh.pad_lo, qw * sw - x.dim(3) - ww.pad_lo});
+  Tensor phases = reshape(xp, {n, c, qh, sh, qw, sw});
+  // The window of kernel offset (i, j) as [C N OH OW] (a view of xp).
+  auto window_at = [&](int64_t i, int64_t j) {
+    Tensor s = slice(phases, {0, 0, i / sh, i % sh, j / sw, j % sw}, {n, c, i / sh + oh, i % sh + 1, j / sw + ow, j % sw + 1},
+                     {1, 1, 1, 1, 1, 1});
+    return transpose(reshape(s, {n, c, oh, ow}), {1, 0, 2, 3});
+  };
+  Tensor cols;  // [C KH KW N OH OW]
+  if (x.is_symbolic() && !getenv("CONV_CAT")) {
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        Tensor t = pad(reshape(window_at(i, j), {c, 1, 1, n, oh, ow}), 0, {0, i, j, 0, 0, 0}, {0, kh - 1 - i, kw - 1 - j, 0, 0, 0});
+        cols = i + j == 0 ? t : binary(Binary::Add, cols, t);
+      }
+  } else {
+    std::vector<Tensor> ws;
+    ws.reserve(static_cast<size_t>(kh * kw));
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) ws.push_back(reshape(window_at(i, j), {c, 1, n, oh, ow}));
+    cols = concatenate(ws, 1);  // [C K N OH OW]
+  }
+  int64_t ck = c * kh * kw;
+  Tensor y = dot_general(reshape(w, {o, ck}), reshape(cols, {ck, n * oh * ow}), DotDims{{}, {}, {1}, {0}});  // [O, N·P]
+  return transpose(reshape(y, {o, n, oh, ow}), {1, 0, 2, 3});
 }
 
 Value conv(const CallArgs& a, int spatial) {

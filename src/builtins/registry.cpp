@@ -14,7 +14,7 @@ std::span<const BuiltinFamily> builtin_families() {
       {"pytrees", tree_builtins()},               {"random numbers", random_builtins()},
       {"files and data (io)", io_builtins()},     {"convolutions", conv_builtins()},
       {"transforms", transform_builtins()},       {"differentiation", autodiff_builtins()},
-      {"data-parallel training", distributed_builtins()},
+      {"differentiation rules", rule_builtins()},  {"data-parallel training", distributed_builtins()},
   };
   return families;
 }

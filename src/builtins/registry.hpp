@@ -26,8 +26,9 @@ std::span<const BuiltinDef> random_builtins();      // random-key random-split â
 std::span<const BuiltinDef> io_builtins();          // io
 std::span<const BuiltinDef> conv_builtins();        // conv1d conv2d
 std::span<const BuiltinDef> transform_builtins();   // vmap
-std::span<const BuiltinDef> autodiff_builtins();
-std::span<const BuiltinDef> distributed_builtins();  // rank world-size all-reduce broadcast-tree barrier shard    // grad (value-and-grad is a special form)
+std::span<const BuiltinDef> autodiff_builtins();     // grad jvp (value-and-grad is a special form)
+std::span<const BuiltinDef> rule_builtins();         // checkpoint custom-vjp
+std::span<const BuiltinDef> distributed_builtins();  // rank world-size all-reduce broadcast-tree barrier shard
 
 struct BuiltinFamily {
   std::string_view name;  // "linear algebra"

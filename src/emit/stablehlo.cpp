@@ -630,6 +630,12 @@ std::vector<Val> lower_node(Writer& w, const ir::Graph& g, const ir::Node& n, co
     case Op::TopK: return sort_with_indices(w, in[0], static_cast<int64_t>(in[0].type.shape.size()) - 1, true, a.k);
     case Op::While: return lower_while(w, a, in);
     case Op::Case: return lower_case(w, g, n, in);
+    case Op::OptimizationBarrier: {
+      std::vector<Type> ts;
+      for (const Val& v : in) ts.push_back(v.type);
+      return w.ops("stablehlo.optimization_barrier", in, ts);
+    }
+    case Op::Call: return lower_graph(w, *a.regions[0], in);  // a finished trace has none (inlined); a hand-built graph may
     case Op::AllReduce: {  // one cross-replica sum per operand; the ranks of this job are the replicas
       std::vector<std::string> ranks;
       for (int r = 0; r < dist::world_size(); ++r) ranks.push_back(std::to_string(r));

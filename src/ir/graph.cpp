@@ -15,7 +15,7 @@ std::string_view op_name(Op op) {
       "parameter", "constant", "iota", "unary", "binary", "convert", "select",
       "broadcast_in_dim", "reshape", "transpose", "slice", "reverse", "concatenate", "pad",
       "dynamic_slice", "dynamic_update_slice", "reduce", "arg_reduce", "dot_general",
-      "gather", "scatter", "sort", "top_k", "while", "case", "all_reduce"};
+      "gather", "scatter", "sort", "top_k", "while", "case", "all_reduce", "optimization_barrier", "call"};
   return names[static_cast<size_t>(op)];
 }
 
@@ -138,6 +138,8 @@ std::string attr_text(const Node& n) {
     case Op::TopK: return fmt::format("k={}", a.k);
     case Op::Case: return fmt::format("branches={}", a.regions.size());
     case Op::While: return a.k > 0 ? fmt::format("trip_count={}", a.k) : "";
+    case Op::Call:
+      return a.regions.size() > 1 ? fmt::format("args={} outputs={} custom_vjp", a.index, a.k) : fmt::format("args={} checkpoint", a.index);
     default: return "";
   }
 }
@@ -162,6 +164,7 @@ std::string param_list(const Graph& g) {
 // Names of the regions of `n`: cond/body for while, branch k for case.
 std::string region_name(const Node& n, size_t k) {
   if (n.op == Op::While) return k == 0 ? "cond" : "body";
+  if (n.op == Op::Call) return k == 0 ? (n.attrs.regions.size() == 1 ? "function" : "fwd") : k == 1 ? "vjp" : "primal";
   return fmt::format("branch {}", k);
 }
 

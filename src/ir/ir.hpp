@@ -3,7 +3,7 @@
 // (consecutive value ids) and reads earlier values by id. Parameters come first (one per
 // positional input, in the ABI order of SPEC §6.5); `results` names the outputs. The IR is
 // ANF by construction: every value is a named binding, nothing is nested except the regions
-// of control-flow ops (none yet: loops and branches are resolved by the tracer).
+// of control-flow ops (while, case, call).
 //
 // Operand conventions (all shapes static; elementwise ops need equal shapes — the tracer
 // inserts broadcast_in_dim for NumPy broadcasting):
@@ -40,6 +40,21 @@
 //   all_reduce(x0.. xn-1)           n results: each x summed elementwise over the ranks of the
 //                                   job (attrs.reduce = sum; dist/collectives.hpp), in one
 //                                   collective; types as the operands, never bool
+//   optimization_barrier(x0.. xn-1) the operands unchanged (n results); passes never look
+//                                   through it, so what reads its results is not merged with,
+//                                   and not computed before, what its operands need (remat)
+//   call(x0.. xm-1)                 only while tracing (inlined when the trace ends: see
+//                                   passes/inline_calls.hpp): a function with a rule of its own
+//                                   under differentiation. regions[0] takes the m operands and
+//                                   gives the results. attrs.index = a: the first a operands are
+//                                   the arguments, the rest values it reads from the enclosing
+//                                   trace. Without regions[1] (`checkpoint`) the VJP recomputes
+//                                   regions[0]; with it (`custom-vjp`) the first attrs.k results
+//                                   are the outputs and the others residuals, regions[1]
+//                                   takes (residuals, output cotangents, captured values) and
+//                                   gives one cotangent per argument, and regions[2] computes the
+//                                   outputs alone (f: what the call is when the residuals are
+//                                   never read, i.e. it was not differentiated)
 // Regions are whole graphs: isolated from the enclosing graph, everything they read is passed
 // as an operand (loop-carried for while).
 #pragma once
@@ -66,6 +81,7 @@ enum class Op : uint8_t {
   Gather, Scatter, Sort, TopK,
   While, Case,
   AllReduce,
+  OptimizationBarrier, Call,
 };
 std::string_view op_name(Op op);  // "dot_general"
 std::string_view unary_name(Unary u);    // "exp"

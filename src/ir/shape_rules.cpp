@@ -290,6 +290,15 @@ std::vector<Type> infer_types(Op op, const std::vector<Type>& in, const Attrs& a
       for (size_t b = 1; b < a.regions.size(); ++b) want_region(op, in, a.regions[b], fmt::format("branch {}", b), xs, &out);
       return out;
     }
+    case Op::OptimizationBarrier: return in;
+    case Op::Call: {
+      if (a.regions.size() != 1 && a.regions.size() != 3) bad(op, in, "call needs one region, or three (custom-vjp)");
+      if (a.index < 0 || a.index > static_cast<int64_t>(in.size())) bad(op, in, "call: bad argument count");
+      want_region(op, in, a.regions[0], "function", in, nullptr);
+      std::vector<Type> out = result_types(*a.regions[0]);
+      if (a.regions.size() == 2 && (a.k < 0 || a.k > static_cast<int64_t>(out.size()))) bad(op, in, "call: bad output count");
+      return out;
+    }
     case Op::AllReduce:
       if (in.empty()) bad(op, in, "all_reduce needs at least one operand");
       for (const Type& t : in)

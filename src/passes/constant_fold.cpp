@@ -86,7 +86,7 @@ bool fold_known(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
 
 Graph fold_constants(const Graph& g) {
   return rewrite(g, [](Rewriter& rw, const Node& n) {
-    if (n.op == Op::Constant || n.op == Op::Iota || n.op == Op::AllReduce || !n.attrs.regions.empty()) return false;
+    if (n.op == Op::Constant || n.op == Op::Iota || n.op == Op::AllReduce || n.op == Op::OptimizationBarrier || !n.attrs.regions.empty()) return false;
     std::vector<int32_t> in = rw.map(n.in);
     if (is_folded_splat(rw.out(), n, in)) return false;
     return fold_splat(rw, n, in) || fold_known(rw, n, in);

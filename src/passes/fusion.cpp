@@ -342,6 +342,8 @@ class Fuser {
       place_elementwise(i, n);
     } else if (n.op == Op::While) {
       place_while(i, n);
+    } else if (n.op == Op::OptimizationBarrier) {  // its results are its operands, read where they are
+      for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
     } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
       place_host(i, n);
     }

@@ -9,7 +9,8 @@
 //         over contiguous carried buffers; a carried value the body passes through unchanged
 //         (a loop invariant) is not copied: the node's result is a view of the operand
 //   Host  any other node, run by the reference kernels on the host
-// Views: broadcast_in_dim, transpose, reshape, slice and reverse never run; they become a View
+// Views: broadcast_in_dim, transpose, reshape, slice, reverse and optimization_barrier never run;
+// they become a View
 // (buffer + offset + one stride per dim, stride 0 for broadcast axes) read by the steps that
 // consume them. A value has a buffer when it is a parameter, a constant or a step output; a
 // value computed inside a loop gets one only when something outside the loop reads it.

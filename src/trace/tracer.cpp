@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "eval/interp.hpp"
 #include "ir/recorder.hpp"
+#include "passes/inline_calls.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/shape.hpp"
 #include "value/function.hpp"
@@ -410,6 +411,36 @@ std::shared_ptr<ir::Graph> trace_region(Tracer& outer, const Value& state, const
   return std::make_shared<ir::Graph>(std::move(t.g));
 }
 
+// The tensor and number leaves of v with their types (trace_region's state).
+std::vector<StateLeaf> state_leaves(const Value& v, std::vector<Tensor>& tensors) {
+  std::vector<bool> weak;
+  carried_leaves(v, tensors, weak);
+  std::vector<StateLeaf> leaves;
+  for (size_t k = 0; k < tensors.size(); ++k) leaves.push_back({ir::Type{tensors[k].dtype(), tensors[k].shape()}, weak[k]});
+  return leaves;
+}
+
+// The enclosing values found by discovery passes (trace_region), each once, in order.
+std::vector<Tensor> distinct(const std::vector<Tensor>& found) {
+  std::vector<Tensor> captures;
+  for (const Tensor& f : found) {
+    bool dup = false;
+    for (const Tensor& c : captures) dup = dup || (c.trace_id() == f.trace_id() && c.symbol_id() == f.symbol_id());
+    if (!dup) captures.push_back(f);
+  }
+  return captures;
+}
+
+// `v` rebuilt with `results` for its carried leaves, weak where the leaf was.
+Value rebuilt(const Value& v, std::vector<Tensor> results) {
+  std::vector<Tensor> ts;
+  std::vector<StateLeaf> leaves = state_leaves(v, ts);
+  for (size_t k = 0; k < leaves.size(); ++k)
+    if (leaves[k].weak) results[k] = results[k].as_weak();
+  size_t i = 0;
+  return with_leaves(v, results, i);
+}
+
 }  // namespace
 
 Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
@@ -446,19 +477,14 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
     return out;
   };
   // Pass 1 finds the enclosing values the regions read; pass 2 traces them with those declared.
-  std::vector<Tensor> captures, found;
+  std::vector<Tensor> captures, none;
   do {  // each repetition strengthens at least one more leaf
     strengthened = false;
-    found.clear();
-    trace_region(outer, init, leaves, captures, true, false, found, cond_run);
-    trace_region(outer, init, leaves, captures, true, false, found, body_run);
+    std::vector<Tensor> found;
+    trace_region(outer, init, leaves, none, true, false, found, cond_run);
+    trace_region(outer, init, leaves, none, true, false, found, body_run);
+    captures = distinct(found);
   } while (strengthened);
-  for (const Tensor& f : found) {
-    bool dup = false;
-    for (const Tensor& c : captures) dup = dup || (c.trace_id() == f.trace_id() && c.symbol_id() == f.symbol_id());
-    if (!dup) captures.push_back(f);
-  }
-  std::vector<Tensor> none;
   ir::Attrs a;
   a.k = trip_count;
   a.regions.push_back(trace_region(outer, init, leaves, captures, false, false, none, cond_run));
@@ -470,6 +496,82 @@ Value trace_while(const Value& init, const std::function<Value(const Value&)>& c
     if (leaves[k].weak) results[k] = results[k].as_weak();
   size_t i = 0;
   return with_leaves(init, results, i);
+}
+
+// ---- calls with a differentiation rule of their own -------------------------------------------
+
+Value trace_checkpoint(const Value& args, const std::function<Value(const Value&)>& fn) {
+  if (!g_tracer) throw TraceAbort("internal: trace_checkpoint outside a trace");
+  Tracer& outer = *g_tracer;
+  std::vector<Tensor> operands, found, none;
+  std::vector<StateLeaf> leaves = state_leaves(args, operands);
+  Value out;
+  auto run = [&](const Value& st) {
+    out = fn(st);
+    std::vector<Tensor> ts;
+    state_leaves(out, ts);
+    return ts;
+  };
+  trace_region(outer, args, leaves, none, true, false, found, run);
+  std::vector<Tensor> captures = distinct(found);
+  ir::Attrs a;
+  a.index = static_cast<int64_t>(operands.size());
+  a.regions.push_back(trace_region(outer, args, leaves, captures, false, false, none, run));
+  operands.insert(operands.end(), captures.begin(), captures.end());
+  return rebuilt(out, outer.record(ir::Op::Call, operands, a, nullptr));
+}
+
+Value trace_custom_vjp(const Value& args, const std::function<Value(const Value&)>& f, const std::function<Value(const Value&)>& fwd,
+                       const std::function<std::vector<Tensor>(const Value& residuals, const Value& cotangents)>& bwd) {
+  if (!g_tracer) throw TraceAbort("internal: trace_custom_vjp outside a trace");
+  Tracer& outer = *g_tracer;
+  std::vector<Tensor> operands, found, none;
+  std::vector<StateLeaf> leaves = state_leaves(args, operands);
+  Value out, residuals;
+  size_t outputs = 0;
+  auto fwd_run = [&](const Value& st) {  // fwd gives [out residuals]; validated by the caller's fwd
+    Value r = fwd(st);
+    out = r.as_list().items[0];
+    residuals = r.as_list().items[1];
+    std::vector<Tensor> ts, rs;
+    state_leaves(out, ts);
+    outputs = ts.size();
+    state_leaves(residuals, rs);
+    ts.insert(ts.end(), rs.begin(), rs.end());
+    return ts;
+  };
+  // The VJP region's state: [residuals output-cotangents], the cotangents typed like the outputs.
+  auto bwd_state = [&](std::vector<StateLeaf>& types) {
+    Value st = Value::list({residuals, out});
+    std::vector<Tensor> ts;
+    types = state_leaves(st, ts);
+    return st;
+  };
+  auto bwd_run = [&](const Value& st) { return bwd(st.as_list().items[0], st.as_list().items[1]); };
+  auto f_run = [&](const Value& st) {  // the same outputs as fwd's
+    std::vector<Tensor> ts;
+    Value r = f(st);
+    state_leaves(r, ts);
+    if (!same_structure(out, r) || ts.size() != outputs) throw TraceAbort("custom-vjp: f and fwd give results of different structure");
+    return ts;
+  };
+  std::vector<StateLeaf> bwd_types;
+  trace_region(outer, args, leaves, none, true, false, found, fwd_run);
+  Value st = bwd_state(bwd_types);
+  trace_region(outer, st, bwd_types, none, true, false, found, bwd_run);
+  trace_region(outer, args, leaves, none, true, false, found, f_run);
+  std::vector<Tensor> captures = distinct(found);
+  ir::Attrs a;
+  a.index = static_cast<int64_t>(operands.size());
+  a.regions.push_back(trace_region(outer, args, leaves, captures, false, false, none, fwd_run));
+  a.k = static_cast<int64_t>(outputs);
+  st = bwd_state(bwd_types);
+  a.regions.push_back(trace_region(outer, st, bwd_types, captures, false, false, none, bwd_run));
+  a.regions.push_back(trace_region(outer, args, leaves, captures, false, false, none, f_run));
+  operands.insert(operands.end(), captures.begin(), captures.end());
+  std::vector<Tensor> results = outer.record(ir::Op::Call, operands, a, nullptr);
+  results.resize(outputs);
+  return rebuilt(out, results);
 }
 
 ir::Graph trace_graph(const std::vector<ir::Type>& params,
@@ -557,7 +659,7 @@ Traced trace_with(std::span<const Value> args, SrcLoc site, bool static_scalars,
     t.g.results.push_back(t.lift(all).symbol_id());
     out.guarded = true;
   }
-  out.graph = std::move(t.g);
+  out.graph = passes::inline_calls(t.g);
   return out;
 }
 

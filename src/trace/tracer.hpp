@@ -108,6 +108,16 @@ void set_site(SrcLoc loc);
 // needs).
 Value trace_while(const Value& init, const std::function<Value(const Value&)>& cond,
                   const std::function<Value(const Value&)>& body, int64_t trip_count = 0);
+// `checkpoint` while tracing: fn applied to args (a list of arguments) recorded as one `call` node
+// whose VJP recomputes fn in the backward pass (autodiff/region_vjp.hpp). Values of the enclosing
+// trace that fn reads become extra operands.
+Value trace_checkpoint(const Value& args, const std::function<Value(const Value&)>& fn);
+// `custom-vjp` while tracing: a `call` node computing fwd(args) = [out residuals] (fwd must
+// return such a list), whose VJP is bwd(residuals, cotangents of out) → one cotangent per tensor
+// or number leaf of args, typed like it (bwd converts and checks), and which computes f(args)
+// (the outputs alone) when it is not differentiated. Returns out.
+Value trace_custom_vjp(const Value& args, const std::function<Value(const Value&)>& f, const std::function<Value(const Value&)>& fwd,
+                       const std::function<std::vector<Tensor>(const Value& residuals, const Value& cotangents)>& bwd);
 // A graph of its own (a region for a new control-flow node), traced while another trace is
 // active: `fn` receives one parameter per type and returns the results. It must not read values
 // of the enclosing trace (TraceAbort).

@@ -1,5 +1,6 @@
-// autodiff/loop_vjp.cpp — the VJP of a counted `while` (a `repeat` compiled as one loop, SPEC
-// §6.4; attrs.k = N iterations). The body's VJP is traced once as a region of its own,
+// autodiff/region_vjp.cpp — VJP rules of while and call (see region_vjp.hpp).
+// A counted `while` (a `repeat` compiled as one loop, SPEC §6.4; attrs.k = N iterations): the
+// body's VJP is traced once as a region of its own,
 //   body_vjp(x_0..x_{n-1}, c_0..c_{n-1}) = (c · d body(x) / d x_k)_k ,
 // and two loops are added to the trace:
 //   forward   the loop again, carrying (x.., t, S_j..) with S_j[t] = x_j before iteration t, for
@@ -8,7 +9,7 @@
 //   backward  t = N .. 1 carrying (t, c.., x.., S_j..): c ← body_vjp(x(t-1), c), where x(t-1) is
 //             S_j[t-1] for a changing value and the operand for an invariant one.
 // The final c are the cotangents of the operands (seeded with the results' cotangents).
-#include "autodiff/loop_vjp.hpp"
+#include "autodiff/region_vjp.hpp"
 
 #include <memory>
 
@@ -53,6 +54,25 @@ std::vector<Tensor> loop(const std::vector<Tensor>& operands, int64_t trips,
   return ir::recorder().record(ir::Op::While, operands, a);
 }
 
+// The VJP of graph f as a graph of its own: (x_0..x_{n-1}, c_0..c_{r-1}) → (c · d f(x) / d x_k)_k.
+std::shared_ptr<const ir::Graph> vjp_region(const ir::Graph& f) {
+  std::vector<ir::Type> types;
+  for (int32_t p : f.params) types.push_back(f.type(p));
+  for (int32_t r : f.results) types.push_back(f.type(r));
+  const size_t n = f.params.size();
+  return std::make_shared<const ir::Graph>(trace::trace_graph(types, [&](std::span<const Tensor> p) {
+    std::span<const Tensor> xs = p.first(n), cs = p.subspan(n);
+    return vjp_of(trace::inline_graph(f, xs), cs, xs);
+  }));
+}
+
+// The cotangents of a node's results, zeros where there is none.
+std::vector<Tensor> cotangents(std::span<const Tensor> y, std::span<const std::optional<Tensor>> g) {
+  std::vector<Tensor> c;
+  for (size_t k = 0; k < y.size(); ++k) c.push_back(g[k] ? *g[k] : zeros_like({y[k].dtype(), y[k].shape()}));
+  return c;
+}
+
 }  // namespace
 
 std::vector<std::optional<Tensor>> counted_while_vjp(const ir::Node& n, std::span<const Tensor> x,
@@ -67,12 +87,7 @@ std::vector<std::optional<Tensor>> counted_while_vjp(const ir::Node& n, std::spa
     if (body.results[k] != body.params[k]) changing.push_back(k);
   }
 
-  std::vector<ir::Type> vjp_types = types;
-  vjp_types.insert(vjp_types.end(), types.begin(), types.end());
-  auto body_vjp = std::make_shared<ir::Graph>(trace::trace_graph(vjp_types, [&](std::span<const Tensor> p) {
-    std::span<const Tensor> xs = p.first(count), cs = p.subspan(count);
-    return vjp_of(trace::inline_graph(body, xs), cs, xs);
-  }));
+  std::shared_ptr<const ir::Graph> body_vjp = vjp_region(body);
 
   // forward: (x.., t, S..)
   std::vector<Tensor> fwd(x.begin(), x.end());
@@ -93,7 +108,7 @@ std::vector<std::optional<Tensor>> counted_while_vjp(const ir::Node& n, std::spa
 
   // backward: (t, c.., x.., S..)
   std::vector<Tensor> bwd{counter(trips)};
-  for (size_t k = 0; k < count; ++k) bwd.push_back(g[k] ? *g[k] : zeros_like(types[k]));
+  for (const Tensor& c : cotangents(std::span(x.data(), count), g)) bwd.push_back(c);
   bwd.insert(bwd.end(), x.begin(), x.end());
   bwd.insert(bwd.end(), f.begin() + static_cast<std::ptrdiff_t>(count + 1), f.end());
   std::vector<Tensor> b = loop(
@@ -116,6 +131,31 @@ std::vector<std::optional<Tensor>> counted_while_vjp(const ir::Node& n, std::spa
   std::vector<std::optional<Tensor>> grads(count);
   for (size_t k = 0; k < count; ++k)
     if (need[k]) grads[k] = b[1 + k];
+  return grads;
+}
+
+std::vector<std::optional<Tensor>> call_vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> y,
+                                            std::span<const std::optional<Tensor>> g, const std::vector<bool>& need) {
+  const ir::Attrs& a = n.attrs;
+  const auto args = static_cast<size_t>(a.index);
+  std::vector<std::optional<Tensor>> grads(x.size());
+  std::vector<Tensor> dx;
+  if (a.regions.size() == 1) {  // checkpoint: recompute behind a barrier that waits for the cotangents
+    std::vector<Tensor> c = cotangents(y, g), in(x.begin(), x.end());
+    in.insert(in.end(), c.begin(), c.end());
+    std::vector<Tensor> fenced = ir::recorder().record(ir::Op::OptimizationBarrier, in, {});
+    fenced.resize(x.size());
+    fenced.insert(fenced.end(), c.begin(), c.end());
+    dx = trace::inline_graph(*vjp_region(*a.regions[0]), fenced);
+  } else {  // custom-vjp: (residuals, output cotangents, captured values) → argument cotangents
+    const auto outputs = static_cast<size_t>(a.k);
+    std::vector<Tensor> in(y.begin() + static_cast<std::ptrdiff_t>(outputs), y.end());
+    for (const Tensor& c : cotangents(y.first(outputs), g.first(outputs))) in.push_back(c);
+    in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(args), x.end());
+    dx = trace::inline_graph(*a.regions[1], in);
+  }
+  for (size_t k = 0; k < dx.size() && k < x.size(); ++k)
+    if (need[k]) grads[k] = dx[k];
   return grads;
 }
 
