@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/run.py — training-step benchmarks of sheaf beside PyTorch, JAX and IREE (`make bench`).
 
-Builds nothing. For each benchmark (xor, mlp, gpt) it runs, in one run:
+Builds nothing. For each benchmark (xor, mlp, cnn, gpt) it runs, in one run:
   sheaf cpu   bench/<name>.shf with --device cpu (the native backend)
   sheaf ref   the same with --device ref (the IR's reference interpreter), a reference column
   torch       bench/twins/<name>_torch.py, eager, 1 and 2 threads, the better kept; under the
@@ -10,6 +10,7 @@ Builds nothing. For each benchmark (xor, mlp, gpt) it runs, in one run:
   jax         bench/twins/<name>_jax.py, jax.jit of the whole step (XLA CPU, its default threads)
   iree        bench/twins/iree_step.py: the Sheaf step emitted as StableHLO, iree-compile
               (llvm-cpu, host CPU), iree-benchmark-module (its own repetitions; run once)
+A benchmark without a twin for a peer (cnn: no JAX twin, no IREE case) prints `-` there.
 Every program prints `RESULT name value unit` lines. Each column runs once per round, --rounds
 rounds, and the best value of each figure is kept (lowest time, highest rate). Sheaf programs
 run from a fresh temporary directory each time, so no `__sheaf__/` cache carries over and the
@@ -18,7 +19,7 @@ Benchmark; beside the sheaf binary) runs if it was built. Prints a table per ben
 figure and the ratio of sheaf cpu to each other column (> 1: sheaf faster), and writes the same
 tables with the machine (CPU model, cores, date, versions) to bench/results.md. A missing peer
 prints `-` and the run goes on. Nothing fails on a slow result.
-usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,gpt] [--out bench/results.md]
+usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,cnn,gpt] [--out bench/results.md]
 """
 import argparse
 import datetime
@@ -36,9 +37,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHES = {
     "xor": ("xor_steps.shf", "XOR 2-8-1 MLP, SGD: 500 compiled train steps called from an interpreted loop"),
     "mlp": ("mlp_steps.shf", "784-256-10 MLP, Adam, batch 128: train steps per second"),
+    "cnn": ("cnn_steps.shf", "CNN (conv 3×3 16, pool, conv 3×3 32, pool, 1568-128-10), Adam, batch 64: train steps per second"),
     "gpt": ("gpt_step.shf", "char GPT (d 256, 4 layers, 4 heads, T 128, B 32), Adam: one train step"),
 }
 COLUMNS = ["sheaf cpu", "sheaf ref", "torch", "jax", "iree"]
+IREE_CASES = ("xor", "mlp", "gpt")  # the CASES of bench/twins/iree_step.py
 TIMEOUT = 1200
 
 
@@ -94,19 +97,19 @@ def measure(name, args, pythons, table):
     torch_env = dict(os.environ)
     if has_avx512() and "OPENBLAS_CORETYPE" not in torch_env:
         torch_env["OPENBLAS_CORETYPE"] = "SkylakeX"  # Debian's OpenBLAS 0.3.21 falls back to Prescott
+    torch_twin, jax_twin = (os.path.join(HERE, "twins", "%s_%s.py" % (name, peer)) for peer in ("torch", "jax"))
     for r in range(args.rounds):
         print("%s: round %d of %d" % (name, r + 1, args.rounds), file=sys.stderr)
         keep_best(table, "sheaf cpu", run_sheaf(args.sheaf, program, "cpu"))
         if not args.no_ref:
             keep_best(table, "sheaf ref", run_sheaf(args.sheaf, program, "ref"))
-        if pythons["torch"]:
+        if pythons["torch"] and os.path.exists(torch_twin):
             for threads in (1, 2):
-                twin = os.path.join(HERE, "twins", name + "_torch.py")
-                keep_best(table, "torch", results([pythons["torch"], twin, "--threads", str(threads)], env=torch_env),
+                keep_best(table, "torch", results([pythons["torch"], torch_twin, "--threads", str(threads)], env=torch_env),
                           "%dt" % threads)
-        if pythons["jax"]:
-            keep_best(table, "jax", results([pythons["jax"], os.path.join(HERE, "twins", name + "_jax.py")]))
-    if pythons["iree"]:
+        if pythons["jax"] and os.path.exists(jax_twin):
+            keep_best(table, "jax", results([pythons["jax"], jax_twin]))
+    if pythons["iree"] and name in IREE_CASES:
         keep_best(table, "iree", results([pythons["iree"], os.path.join(HERE, "twins", "iree_step.py"),
                                           "--sheaf", args.sheaf, name]))
 

@@ -6,6 +6,12 @@
 #   mlp:    one epoch on Fashion-MNIST reaches ≥ 80 % test accuracy (the full 2 epochs reach ≈ 86 %,
 #           the issue's bound is 84 %), prints loss/accuracy/time per epoch, and writes a
 #           safetensors checkpoint that loads back with the parameter shapes.
+#   cnn:    one epoch on Fashion-MNIST (the warmup + cosine schedule then ends with that epoch)
+#           reaches ≥ 87 % test accuracy and prints an epoch line. Measured after such an epoch:
+#           88.8 % (seed 0) and 89.0 % (seed 1); the example's full 2 epochs reach 90.3-90.4 %
+#           (the issue's bound is 89 %). 87 % leaves ~2 points for other seeds' spread and for
+#           sums that round differently on another CPU. About 50-60 s on 2 shared cores (one
+#           epoch of 937 compiled steps, the C++ build of the step, the test set twice).
 set -euo pipefail
 SHEAF="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -45,4 +51,10 @@ acc="$(tail -n 1 <<<"$out")"
 python3 -c "import sys; a = float('$acc'); sys.exit(0 if a >= 0.80 else 1)" || fail "mlp: test accuracy $acc after one epoch (< 0.80)"
 shapes="$("$SHEAF" -c "(let [h (io \"load\" \"$TMP/mlp.safetensors\")] [(shape (get h :l1 :W)) (shape (get h :l2 :b))])")"
 [ "$shapes" = "[[784, 256], [10]]" ] || fail "mlp checkpoint: got $shapes"
-echo "PASS: examples (mlp accuracy after one epoch: $acc)"
+
+sed 's/:epochs 2/:epochs 1/' "$ROOT/examples/cnn/train.shf" > "$TMP/cnn.shf"
+out="$("$SHEAF" "$TMP/cnn.shf")"
+grep -Eq '^epoch 1 \| train loss [0-9.]+ \| test accuracy [0-9.]+% \| [0-9.]+ s$' <<<"$out" || fail "cnn: no epoch line: $out"
+cnn_acc="$(tail -n 1 <<<"$out")"
+python3 -c "import sys; a = float('$cnn_acc'); sys.exit(0 if a >= 0.87 else 1)" || fail "cnn: test accuracy $cnn_acc after one epoch (< 0.87)"
+echo "PASS: examples (accuracy after one epoch: mlp $acc, cnn $cnn_acc)"
