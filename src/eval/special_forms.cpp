@@ -158,8 +158,10 @@ Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
     // A runtime condition while tracing: both branches are traced and merged with select (SPEC §6.4).
     Value a = in.eval(f.items[2], env);
     Value b = f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
-    if (a.is(Kind::Recur) || b.is(Kind::Recur))
-      throw TraceAbort("`loop` decides whether to `recur` on traced values (a data-dependent loop)");
+    if (a.is(Kind::Recur) || b.is(Kind::Recur)) {
+      if (!trace::in_loop_trace()) throw TraceAbort("`recur` decided on traced values outside a loop being compiled");
+      return trace::merge_loop_exits(c.as_tensor(), a, b);
+    }
     return trace::merge_branches(c.as_tensor(), a, b);
   }
   if (c.truthy()) return in.eval(f.items[2], env);
@@ -353,12 +355,20 @@ Value sf_loop(Interp& in, const ListObj& f, const EnvPtr& env) {
     init = std::make_shared<Env>(init);
     bind_pattern(in, *init, b.items[i], vals.back(), b.loc);
   }
-  for (;;) {
+  auto run_body = [&](const std::vector<Value>& values) {
     auto local = std::make_shared<Env>(env);
-    for (size_t i = 0; i < patterns.size(); ++i) bind_pattern(in, *local, patterns[i], vals[i], b.loc);
+    for (size_t i = 0; i < patterns.size(); ++i) bind_pattern(in, *local, patterns[i], values[i], b.loc);
+    std::optional<trace::LoopScope> compiling;
+    if (trace::tracing()) compiling.emplace();
+    return in.eval_body(body, local);
+  };
+  for (;;) {
     DepthGuard step(in, f.loc);
-    Value r = in.eval_body(body, local);
+    Value r = run_body(vals);
     if (!r.is(Kind::Recur)) return r;
+    // While tracing, a recur decided by traced values: the rest of the loop becomes one IR while.
+    if (static_cast<const RecurObj&>(*r.raw()).go)
+      return trace::trace_loop(Value::list(vals), [&](const Value& st) { return run_body(st.as_list().items); });
     auto& args = static_cast<const RecurObj&>(*r.raw()).args;
     if (args.size() != patterns.size())
       throw SheafError(fmt::format("recur: expected {} value{} (one per loop binding), got {}", patterns.size(),

@@ -6,6 +6,7 @@
 #include "trace/tracer.hpp"
 
 #include <atomic>
+#include <cstring>
 #include <map>
 
 #include "base/error.hpp"
@@ -67,8 +68,23 @@ class Tracer final : public ir::Recorder {
     if (t.is_symbolic()) return t.trace_id() == serial ? t : capture(t);
     auto key = std::make_tuple(t.storage().get(), t.dtype(), t.shape());
     auto it = constants_.find(key);
-    int32_t id = it != constants_.end() ? it->second : (constants_[key] = g.emit_constant(t, g_site));
+    int32_t id = it != constants_.end() ? it->second : (constants_[key] = constant(t));
     return symbolic(ir::Type{t.dtype(), t.shape()}, id, false);
+  }
+
+  // A constant node; a tensor whose elements are all the same (zeros or ones made by a VJP rule)
+  // is a rank-0 constant broadcast, never materialised in the graph.
+  int32_t constant(const Tensor& t) {
+    const size_t w = dtype_size(t.dtype());
+    const std::byte* b = t.bytes();
+    bool splat = t.numel() > 1;
+    for (int64_t i = 1; splat && i < t.numel(); ++i) splat = std::memcmp(b, b + static_cast<size_t>(i) * w, w) == 0;
+    if (!splat) return g.emit_constant(t, g_site);
+    Tensor first = Tensor::empty(t.dtype(), {});
+    std::memcpy(first.mutable_bytes(), b, w);
+    ir::Attrs a;
+    a.dims = {};
+    return g.add(ir::Op::BroadcastInDim, {g.emit_constant(first, g_site)}, a, {ir::Type{t.dtype(), t.shape()}}, g_site);
   }
 
   Tensor parameter(DType dtype, Shape shape, bool weak) {
@@ -670,6 +686,96 @@ void flatten_args(std::span<const Value> args, bool static_scalars, std::string&
 }
 
 Value rebuild(const ResultTree& tree, std::span<const Tensor> results) { return rebuild_tree(tree, results); }
+
+namespace {
+
+// A loop exit as a runtime decision: a plain recur goes on, any other value ends the loop.
+const RecurObj& as_decision(const Value& v, RecurObj& scratch) {
+  if (v.is(Kind::Recur) && static_cast<const RecurObj&>(*v.raw()).go) return static_cast<const RecurObj&>(*v.raw());
+  if (v.is(Kind::Recur)) {
+    scratch.args = static_cast<const RecurObj&>(*v.raw()).args;
+    scratch.go = Tensor::scalar(DType::Bool, 1);
+  } else {
+    scratch.has_args = false;
+    scratch.go = Tensor::scalar(DType::Bool, 0);
+    scratch.result = v;
+    scratch.has_result = true;
+  }
+  return scratch;
+}
+
+// v with zeros for its tensor and number leaves (host numbers, or weak tensors, stay host numbers).
+Value zeros_like(const Value& v) {
+  if (v.is(Kind::Tensor) && v.as_tensor().weak()) return is_float(v.as_tensor().dtype()) ? Value::real(0) : Value::integer(0);
+  if (v.is(Kind::Tensor)) return Value::tensor(broadcast_to(Tensor::scalar(v.as_tensor().dtype(), 0), v.as_tensor().shape()));
+  if (v.is_number()) return v.is(Kind::Int) ? Value::integer(0) : Value::real(0);
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& x : v.as_list().items) items.push_back(zeros_like(x));
+    return Value::list(std::move(items), v.as_list().kind);
+  }
+  if (v.is(Kind::Dict)) {
+    std::vector<std::pair<std::string, Value>> entries;
+    for (const auto& [k, x] : v.as_dict().entries) entries.emplace_back(k, zeros_like(x));
+    return make_dict(std::move(entries));
+  }
+  return v;
+}
+
+thread_local int g_loop_depth = 0;
+
+}  // namespace
+
+LoopScope::LoopScope() { ++g_loop_depth; }
+LoopScope::~LoopScope() { --g_loop_depth; }
+bool in_loop_trace() { return g_loop_depth > 0; }
+
+Value merge_loop_exits(const Tensor& cond, const Value& then_v, const Value& else_v) {
+  RecurObj sa, sb;
+  const RecurObj& a = as_decision(then_v, sa);
+  const RecurObj& b = as_decision(else_v, sb);
+  auto r = std::make_shared<RecurObj>();
+  r->go = select(cond, *a.go, *b.go);
+  r->has_args = a.has_args || b.has_args;
+  if (a.has_args && b.has_args) r->args = merge(cond, Value::list(a.args), Value::list(b.args)).as_list().items;
+  else r->args = a.has_args ? a.args : b.args;
+  r->has_result = a.has_result || b.has_result;
+  if (a.has_result && b.has_result) r->result = merge(cond, a.result, b.result);
+  else r->result = a.has_result ? a.result : b.result;
+  return Value::object(Kind::Recur, std::move(r));
+}
+
+Value trace_loop(const Value& vals, const std::function<Value(const Value&)>& body) {
+  if (!g_tracer) throw TraceAbort("internal: trace_loop outside a trace");
+  Tracer& outer = *g_tracer;
+  // A probe of the body gives the structure and types of the loop's result.
+  Value result_like;
+  bool ends = false;
+  auto probe = [&](const Value& st) {
+    Value r = body(st);
+    RecurObj scratch;
+    const RecurObj& d = as_decision(r, scratch);
+    if (d.has_result) result_like = d.result, ends = true;
+    return std::vector<Tensor>{};
+  };
+  std::vector<Tensor> ts, found, none;
+  trace_region(outer, vals, state_leaves(vals, ts), none, true, false, found, probe);
+  if (!ends) throw TraceAbort("a `loop` whose body always recurs never ends");
+  // The while carries [go vals result]: `go` says whether the body runs again.
+  Value init = Value::list({Value::tensor(Tensor::scalar(DType::Bool, 1)), vals, zeros_like(result_like)});
+  auto cond = [](const Value& st) { return st.as_list().items[0]; };
+  auto step = [&](const Value& st) {
+    const std::vector<Value>& s = st.as_list().items;
+    RecurObj scratch;
+    Value r = body(s[1]);
+    const RecurObj& d = as_decision(r, scratch);
+    // The result is replaced only when the loop ends (so it is read where it goes on: IREE
+    // cannot compile a while whose regions never read one of its carried values).
+    return Value::list({Value::tensor(*d.go), d.has_args ? Value::list(d.args, s[1].as_list().kind) : s[1],
+                        d.has_result ? merge(*d.go, s[2], d.result) : s[2]});
+  };
+  return trace_while(init, cond, step).as_list().items[2];
+}
 
 Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v) {
   if (cond.dtype() != DType::Bool || cond.rank() != 0) throw TraceAbort("internal: runtime if on a non-boolean");

@@ -126,6 +126,20 @@ ir::Graph trace_graph(const std::vector<ir::Type>& params,
 // The nodes of `g` recorded again into the active trace with `args` for its parameters; returns
 // its results.
 std::vector<Tensor> inline_graph(const ir::Graph& g, std::span<const Tensor> args);
+// `loop` whose recur is decided by traced values (SPEC §10: compiled like while). While a
+// LoopScope is alive (the body of a loop being traced), a runtime `if` with a `recur` in a branch
+// gives a decision (merge_loop_exits: a RecurObj with a traced `go`) instead of aborting;
+// trace_loop then lowers the loop from `vals` (the list of binding values) to one IR while
+// carrying [go vals result], with `body` evaluating the loop body on a list of values.
+struct LoopScope {
+  LoopScope();
+  ~LoopScope();
+  LoopScope(const LoopScope&) = delete;
+  LoopScope& operator=(const LoopScope&) = delete;
+};
+bool in_loop_trace();
+Value merge_loop_exits(const Tensor& cond, const Value& then_v, const Value& else_v);
+Value trace_loop(const Value& vals, const std::function<Value(const Value&)>& body);
 // Runtime `if` (SPEC §6.4): both branches were traced; merges them leaf by leaf with select.
 // Throws TraceAbort when they differ in structure, shape or dtype.
 Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v);

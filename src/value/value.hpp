@@ -121,6 +121,14 @@ struct SliceObj : Obj {
 // A pending `recur`: produced only in tail position of a `loop` body.
 struct RecurObj : Obj {
   std::vector<Value> args;
+  // A decision made at run time inside a compiled loop (trace::trace_loop): the loop goes on
+  // with `args` where the traced bool `go` is true, and ends with `result` where it is false.
+  // Either may be missing (has_args / has_result) when no branch produced it. Unset `go`: a
+  // plain recur.
+  std::optional<Tensor> go;
+  bool has_args = true;
+  Value result;
+  bool has_result = false;
 };
 
 // Symbol interning: symbols compare by id.
