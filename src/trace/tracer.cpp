@@ -80,6 +80,7 @@ class Tracer final : public ir::Recorder {
     bool splat = t.numel() > 1;
     for (int64_t i = 1; splat && i < t.numel(); ++i) splat = std::memcmp(b, b + static_cast<size_t>(i) * w, w) == 0;
     if (!splat) return g.emit_constant(t, g_site);
+    pinned_.push_back(t);  // constants_ is keyed by storage address: it must not be reused while tracing
     Tensor first = Tensor::empty(t.dtype(), {});
     std::memcpy(first.mutable_bytes(), b, w);
     ir::Attrs a;
@@ -105,6 +106,7 @@ class Tracer final : public ir::Recorder {
 
  private:
   std::map<std::tuple<const std::byte*, DType, Shape>, int32_t> constants_;
+  std::vector<Tensor> pinned_;  // splats lifted as broadcast scalars (see constant)
 
   Tensor capture(const Tensor& t) {
     if (!parent) throw TraceAbort("a traced value was used outside of its trace");
