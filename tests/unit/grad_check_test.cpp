@@ -301,14 +301,21 @@ bool close(double a, double b, double rtol, double atol) {
   return std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= atol + rtol * std::max(std::fabs(a), std::fabs(b));
 }
 
+// The two interpreters every check compares: the default one (calls are traced and compiled) and
+// one without a JIT (the reference).
+struct Interpreters {
+  std::ostringstream out_jit, out_eager;
+  Interp compiled{out_jit};
+  Interp eager{out_eager};
+  Interpreters() { eager.jit.reset(); }
+};
+
 class GradCheck : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GradCheck, MatchesFiniteDifferences) {
   const Case& c = GetParam();
-  std::ostringstream out_jit, out_eager;
-  Interp compiled{out_jit};
-  Interp eager{out_eager};
-  eager.jit.reset();
+  Interpreters both;
+  Interp &compiled = both.compiled, &eager = both.eager;
   Differentiated want = differentiate(eager, c);
   ASSERT_EQ(want.error, "") << "differentiating without the JIT fails:\n" << c.body;
   Differentiated got = differentiate(compiled, c);
@@ -388,10 +395,8 @@ class JvpCheck : public ::testing::TestWithParam<Case> {};
 
 TEST_P(JvpCheck, MatchesFiniteDifferencesAndReverseMode) {
   const Case& c = GetParam();
-  std::ostringstream out_jit, out_eager;
-  Interp compiled{out_jit};
-  Interp eager{out_eager};
-  eager.jit.reset();
+  Interpreters both;
+  Interp &compiled = both.compiled, &eager = both.eager;
   Differentiated want = differentiate(eager, c);
   ASSERT_EQ(want.error, "") << "differentiating without the JIT fails:\n" << c.body;
   Differentiated got = load(compiled, c);
@@ -494,10 +499,8 @@ class SecondOrderCheck : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SecondOrderCheck, MatchesFiniteDifferencesOfTheGradient) {
   const Case& c = GetParam();
-  std::ostringstream out_jit, out_eager;
-  Interp compiled{out_jit};
-  Interp eager{out_eager};
-  eager.jit.reset();
+  Interpreters both;
+  Interp &compiled = both.compiled, &eager = both.eager;
   SecondOrder want = second_order(eager, c);
   ASSERT_EQ(want.error, "") << "without the JIT:\n" << c.body;
   SecondOrder got = second_order(compiled, c);
