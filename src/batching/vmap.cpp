@@ -106,6 +106,30 @@ Value transform(Interp& in, const Value& f, std::span<const Value> args, const M
 
 }  // namespace
 
+std::vector<Tensor> batch_graph(const ir::Graph& g, std::span<const Tensor> args, int64_t n) {
+  const size_t start = trace::current_graph().nodes.size();
+  BatchMap batched;
+  std::vector<Tensor> per_example;
+  for (const Tensor& b : args) {
+    per_example.push_back(example(b, 0));
+    batched.emplace(per_example.back().symbol_id(), b);
+  }
+  std::vector<Tensor> out = trace::inline_graph(g, per_example);
+  const size_t end = trace::current_graph().nodes.size();
+  std::vector<int32_t> outputs;
+  for (const Tensor& t : out)
+    if (trace::in_current_trace(t)) outputs.push_back(t.symbol_id());
+  batch_range(batched, live_values(outputs, start, end), start, end, n);
+  std::vector<Tensor> r;
+  for (const Tensor& t : out) {
+    auto it = trace::in_current_trace(t) ? batched.find(t.symbol_id()) : batched.end();
+    Shape s = t.shape();
+    s.insert(s.begin(), n);
+    r.push_back(it != batched.end() ? it->second : broadcast_to(ir::recorder().lift(t), s));
+  }
+  return r;
+}
+
 VmapStats& vmap_stats() {
   thread_local VmapStats stats;
   return stats;
