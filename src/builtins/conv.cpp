@@ -1,17 +1,23 @@
 // builtins/conv.cpp — channels-first convolutions (SPEC §5.9): conv1d and conv2d.
-// Lowered to primitives by im2col, laid out so that every product is a plain 2-D matrix
-// product (a native one in the CPU backend):
-//   x [N C H W], w [O C KH KW] → cols [N·OH·OW, C·KH·KW] · w [O, C·KH·KW]ᵀ → [N·OH·OW, O]
-//   → reshape/transpose → [N O OH OW]
-// The gradients are products of the same kind: d cols = dy [N·P, O] · w, dw = dyᵀ · cols.
+// Lowered to primitives by im2col, laid out so that every product is a plain 2-D matrix product
+// (a native sgemm in the CPU backend):
+//   x [N C H W], w [O C KH KW] → cols [C·KH·KW, N·OH·OW]; y = w [O, C·KH·KW] · cols → [O, N·OH·OW]
+//   → [N O OH OW] (a transposed view)
+// and so are the products of the gradient: d cols = wᵀ · dy and dw = dy · colsᵀ, with dy as
+// [O, N·OH·OW] (one copy of dy).
 // conv1d is conv2d with H = KH = 1.
 //
-// Windows: x is padded, then each spatial axis is split into stride phases ([q, s]); window
-// offset i of an axis reads rows i/s … i/s + out - 1 of phase i%s. Every window is then a
-// stride-1 slice (a view), whose gradient is a pad: no scatter, whatever the stride.
-// Columns: in a trace, the window of offset (i, j) is padded along the kernel axes to [.., 1, 1]
-// at (i, j) and the K windows are summed, an elementwise loop (and its gradient slices, free
-// views); on host tensors they are concatenated, one pass.
+// Windows: x is padded and each spatial axis split into stride phases (axis = [rows, s], a view),
+// so that the window of kernel offset i reads rows i/s … i/s + out - 1 of phase i % s: every
+// window is a stride-1 slice, whose gradient is a pad (never a scatter), whatever the stride.
+// Columns, traced: in two elementwise loops, first the KW column shifts of x (each padded to
+// [.., 1 of KW, ..] at j and summed), then the KH row shifts of that; each loop sums only KW or
+// KH shifted reads along an outer axis, so its inner loop stays a contiguous, vectorised run over
+// a row of positions. The gradient is two such loops in reverse order (the slices are free views),
+// the last, over the size of x, shifting along its inner axis.
+// (A concatenation of the K windows is a host step that copies every window first, and one loop
+// summing all K padded windows does not vectorise.) Eagerly, on host tensors, the K windows are
+// concatenated: one pass.
 #include "builtins/args.hpp"
 #include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
@@ -60,9 +66,8 @@ Value per_axis(const Value* v, size_t i, Value fallback) {
   return *v;
 }
 
-// Rows q·s of one padded spatial axis (q per stride phase): x after its low padding, and every
-// row a window reads (the last at s·(out-1) + k-1). Rows past the requested padding read by no
-// window are dropped; padding beyond it, when x's last rows fill no phase, only completes q·s.
+// Rows per stride phase of one padded spatial axis: x after its low padding and every row a
+// window reads (the last at s·(out-1) + k-1).
 int64_t phase_rows(int64_t n, int64_t k, const Window& win) {
   return std::max((n + win.pad_lo + win.stride - 1) / win.stride, (k - 1) / win.stride + win.out);
 }
@@ -73,29 +78,37 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Window& wh, const Window& 
   int64_t oh = wh.out, ow = ww.out, sh = wh.stride, sw = ww.stride;
   int64_t qh = phase_rows(x.dim(2), kh, wh), qw = phase_rows(x.dim(3), kw, ww);
   Tensor xp = pad(x, 0, {0, 0, wh.pad_lo, ww.pad_lo}, {0, 0, qh * sh - x.dim(2) - wh.pad_lo, qw * sw - x.dim(3) - ww.pad_lo});
-  Tensor phases = reshape(xp, {n, c, qh, sh, qw, sw});
-  // The window of kernel offset (i, j) as [C N OH OW] (a view of xp).
-  auto window_at = [&](int64_t i, int64_t j) {
-    Tensor s = slice(phases, {0, 0, i / sh, i % sh, j / sw, j % sw}, {n, c, i / sh + oh, i % sh + 1, j / sw + ow, j % sw + 1},
-                     {1, 1, 1, 1, 1, 1});
-    return transpose(reshape(s, {n, c, oh, ow}), {1, 0, 2, 3});
-  };
-  Tensor cols;  // [C KH KW N OH OW]
-  if (x.is_symbolic() && !getenv("CONV_CAT")) {
-    for (int64_t i = 0; i < kh; ++i)
-      for (int64_t j = 0; j < kw; ++j) {
-        Tensor t = pad(reshape(window_at(i, j), {c, 1, 1, n, oh, ow}), 0, {0, i, j, 0, 0, 0}, {0, kh - 1 - i, kw - 1 - j, 0, 0, 0});
-        cols = i + j == 0 ? t : binary(Binary::Add, cols, t);
-      }
+  // planes [N C SH SW QH QW]: xp[n, c, s_h·r + ph, s_w·q + pw] = planes[n, c, ph, pw, r, q] (a view)
+  Tensor planes = transpose(reshape(xp, {n, c, qh, sh, qw, sw}), {0, 1, 3, 5, 2, 4});
+  Tensor cols;  // [C KH KW N OH OW]: cols[c, i, j, n, oh, ow] = planes[n, c, i % sh, j % sw, oh + i / sh, ow + j / sw]
+  if (x.is_symbolic()) {
+    int64_t rows = oh + (kh - 1) / sh;
+    Tensor a;  // [C KW N SH ROWS OW]: a[c, j, n, ph, r, ow] = planes[n, c, ph, j % sw, r, ow + j / sw]
+    for (int64_t j = 0; j < kw; ++j) {
+      Tensor s = slice(planes, {0, 0, 0, j % sw, 0, j / sw}, {n, c, sh, j % sw + 1, rows, j / sw + ow}, {1, 1, 1, 1, 1, 1});
+      s = reshape(transpose(reshape(s, {n, c, sh, rows, ow}), {1, 0, 2, 3, 4}), {c, 1, n, sh, rows, ow});
+      Tensor t = kw == 1 ? s : pad(s, 0, {0, j, 0, 0, 0, 0}, {0, kw - 1 - j, 0, 0, 0, 0});
+      a = j == 0 ? t : binary(Binary::Add, a, t);
+    }
+    for (int64_t i = 0; i < kh; ++i) {  // cols[c, i, j, n, oh, ow] = a[c, j, n, i % sh, oh + i / sh, ow]
+      Tensor s = slice(a, {0, 0, 0, i % sh, i / sh, 0}, {c, kw, n, i % sh + 1, i / sh + oh, ow}, {1, 1, 1, 1, 1, 1});
+      s = reshape(s, {c, 1, kw, n, oh, ow});
+      Tensor t = kh == 1 ? s : pad(s, 0, {0, i, 0, 0, 0, 0}, {0, kh - 1 - i, 0, 0, 0, 0});
+      cols = i == 0 ? t : binary(Binary::Add, cols, t);
+    }
   } else {
     std::vector<Tensor> ws;
     ws.reserve(static_cast<size_t>(kh * kw));
     for (int64_t i = 0; i < kh; ++i)
-      for (int64_t j = 0; j < kw; ++j) ws.push_back(reshape(window_at(i, j), {c, 1, n, oh, ow}));
-    cols = concatenate(ws, 1);  // [C K N OH OW]
+      for (int64_t j = 0; j < kw; ++j) {
+        Tensor s = slice(planes, {0, 0, i % sh, j % sw, i / sh, j / sw}, {n, c, i % sh + 1, j % sw + 1, i / sh + oh, j / sw + ow},
+                         {1, 1, 1, 1, 1, 1});
+        ws.push_back(reshape(transpose(reshape(s, {n, c, oh, ow}), {1, 0, 2, 3}), {c, 1, n, oh, ow}));
+      }
+    cols = concatenate(ws, 1);  // [C KH·KW N OH OW]
   }
   int64_t ck = c * kh * kw;
-  Tensor y = dot_general(reshape(w, {o, ck}), reshape(cols, {ck, n * oh * ow}), DotDims{{}, {}, {1}, {0}});  // [O, N·P]
+  Tensor y = dot_general(reshape(w, {o, ck}), reshape(cols, {ck, n * oh * ow}), DotDims{{}, {}, {1}, {0}});  // [O, N·OH·OW]
   return transpose(reshape(y, {o, n, oh, ow}), {1, 0, 2, 3});
 }
 
@@ -117,6 +130,8 @@ Value conv(const CallArgs& a, int spatial) {
     throw SheafError(fmt::format("{}: input has {} channels but the kernel expects {} ({} and {})", a.name, x.dim(1), w.dim(1),
                                  type_str(x), type_str(w)),
                      a.site);
+  for (int64_t d = 2; d < rank; ++d)
+    if (w.dim(d) == 0) throw SheafError(fmt::format("{}: the kernel {} is empty", a.name, type_str(w)), a.site);
   const Value* stride = opt.get("stride");
   const Value* padding = opt.get("padding");
   auto stride_of = [&](size_t i) {
