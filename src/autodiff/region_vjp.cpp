@@ -3,11 +3,12 @@
 // body's VJP is traced once as a region of its own,
 //   body_vjp(x_0..x_{n-1}, c_0..c_{n-1}) = (c · d body(x) / d x_k)_k ,
 // and two loops are added to the trace:
-//   forward   the loop again, carrying (x.., t, S_j..) with S_j[t] = x_j before iteration t, for
+//   forward   the loop again, carrying (x.., S_j..) with S_j[t] = x_j before iteration t, for
 //             every carried value j that changes (loop invariants are read from the operands):
 //             N × the changing state in memory, one more forward pass in time;
-//   backward  t = N .. 1 carrying (t, c.., x.., S_j..): c ← body_vjp(x(t-1), c), where x(t-1) is
-//             S_j[t-1] for a changing value and the operand for an invariant one.
+//   backward  iterations N-1 .. 0 carrying (c.., x.., S_j..): c ← body_vjp(x(i), c), where x(i)
+//             is S_j[i] for a changing value and the operand for an invariant one.
+// Both are trace::counted_loop (a counter of their own ahead of the state).
 // The final c are the cotangents of the operands (seeded with the results' cotangents).
 #include "autodiff/region_vjp.hpp"
 
@@ -37,21 +38,6 @@ std::vector<Tensor> row_start(const Tensor& t, size_t rank) {
   std::vector<Tensor> starts{t};
   for (size_t d = 0; d < rank; ++d) starts.push_back(counter(0));
   return starts;
-}
-
-// A while node over `operands` with regions traced from `cond` and `body` (same parameter types).
-std::vector<Tensor> loop(const std::vector<Tensor>& operands, int64_t trips,
-                         const std::function<Tensor(std::span<const Tensor>)>& cond,
-                         const std::function<std::vector<Tensor>(std::span<const Tensor>)>& body) {
-  std::vector<ir::Type> types;
-  for (const Tensor& x : operands) types.push_back({x.dtype(), x.shape()});
-  ir::Attrs a;
-  a.k = trips;
-  a.regions.push_back(std::make_shared<ir::Graph>(trace::trace_graph(types, [&](std::span<const Tensor> p) {
-    return std::vector<Tensor>{cond(p)};
-  })));
-  a.regions.push_back(std::make_shared<ir::Graph>(trace::trace_graph(types, body)));
-  return ir::recorder().record(ir::Op::While, operands, a);
 }
 
 // The VJP of graph f as a graph of its own: (x_0..x_{n-1}, c_0..c_{r-1}) → (c · d f(x) / d x_k)_k.
@@ -89,48 +75,39 @@ std::vector<std::optional<Tensor>> counted_while_vjp(const ir::Node& n, std::spa
 
   std::shared_ptr<const ir::Graph> body_vjp = vjp_region(body);
 
-  // forward: (x.., t, S..)
+  // forward: (x.., S..), iteration t writing row t of each stack
   std::vector<Tensor> fwd(x.begin(), x.end());
-  fwd.push_back(counter(0));
   for (size_t k : changing) fwd.push_back(zeros_like({types[k].dtype, stacked(trips, types[k].shape)}));
-  std::vector<Tensor> f = loop(
-      fwd, trips, [&](std::span<const Tensor> p) { return binary(Binary::Lt, p[count], counter(trips)); },
-      [&](std::span<const Tensor> p) {
-        std::vector<Tensor> out = trace::inline_graph(body, p.first(count));
-        const Tensor& t = p[count];
-        out.push_back(binary(Binary::Add, t, counter(1)));
-        for (size_t j = 0; j < changing.size(); ++j) {
-          const Tensor& xj = p[changing[j]];
-          out.push_back(dynamic_update_slice(p[count + 1 + j], reshape(xj, stacked(1, xj.shape())), row_start(t, xj.shape().size())));
-        }
-        return out;
-      });
+  std::vector<Tensor> f = trace::counted_loop(fwd, trips, [&](const Tensor& t, std::span<const Tensor> p) {
+    std::vector<Tensor> out = trace::inline_graph(body, p.first(count));
+    for (size_t j = 0; j < changing.size(); ++j) {
+      const Tensor& xj = p[changing[j]];
+      out.push_back(dynamic_update_slice(p[count + j], reshape(xj, stacked(1, xj.shape())), row_start(t, xj.shape().size())));
+    }
+    return out;
+  });
 
-  // backward: (t, c.., x.., S..)
-  std::vector<Tensor> bwd{counter(trips)};
-  for (const Tensor& c : cotangents(std::span(x.data(), count), g)) bwd.push_back(c);
+  // backward: (c.., x.., S..), iteration t reading row N-1-t
+  std::vector<Tensor> bwd = cotangents(std::span(x.data(), count), g);
   bwd.insert(bwd.end(), x.begin(), x.end());
-  bwd.insert(bwd.end(), f.begin() + static_cast<std::ptrdiff_t>(count + 1), f.end());
-  std::vector<Tensor> b = loop(
-      bwd, trips, [&](std::span<const Tensor> p) { return binary(Binary::Gt, p[0], counter(0)); },
-      [&](std::span<const Tensor> p) {
-        Tensor t = binary(Binary::Sub, p[0], counter(1));
-        std::vector<Tensor> args(p.begin() + 1 + static_cast<std::ptrdiff_t>(count), p.begin() + 1 + 2 * static_cast<std::ptrdiff_t>(count));
-        for (size_t j = 0; j < changing.size(); ++j) {
-          const ir::Type& tk = types[changing[j]];
-          Tensor row = dynamic_slice(p[1 + 2 * count + j], row_start(t, tk.shape.size()), stacked(1, tk.shape));
-          args[changing[j]] = reshape(row, tk.shape);
-        }
-        args.insert(args.end(), p.begin() + 1, p.begin() + 1 + static_cast<std::ptrdiff_t>(count));
-        std::vector<Tensor> out{t};
-        for (const Tensor& c : trace::inline_graph(*body_vjp, args)) out.push_back(c);
-        out.insert(out.end(), p.begin() + 1 + static_cast<std::ptrdiff_t>(count), p.end());
-        return out;
-      });
+  bwd.insert(bwd.end(), f.begin() + static_cast<std::ptrdiff_t>(count), f.end());
+  std::vector<Tensor> b = trace::counted_loop(bwd, trips, [&](const Tensor& t, std::span<const Tensor> p) {
+    Tensor row_index = binary(Binary::Sub, counter(trips - 1), t);
+    std::vector<Tensor> args(p.begin() + static_cast<std::ptrdiff_t>(count), p.begin() + 2 * static_cast<std::ptrdiff_t>(count));
+    for (size_t j = 0; j < changing.size(); ++j) {
+      const ir::Type& tk = types[changing[j]];
+      Tensor row = dynamic_slice(p[2 * count + j], row_start(row_index, tk.shape.size()), stacked(1, tk.shape));
+      args[changing[j]] = reshape(row, tk.shape);
+    }
+    args.insert(args.end(), p.begin(), p.begin() + static_cast<std::ptrdiff_t>(count));
+    std::vector<Tensor> out = trace::inline_graph(*body_vjp, args);
+    out.insert(out.end(), p.begin() + static_cast<std::ptrdiff_t>(count), p.end());
+    return out;
+  });
 
   std::vector<std::optional<Tensor>> grads(count);
   for (size_t k = 0; k < count; ++k)
-    if (need[k]) grads[k] = b[1 + k];
+    if (need[k]) grads[k] = b[k];
   return grads;
 }
 

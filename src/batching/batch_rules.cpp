@@ -79,29 +79,13 @@ Batch unrolled(const ir::Node& node, const std::vector<Tensor>& x, const std::ve
 }
 
 // A while with a trip count over a batch: every carried value batched (the unbatched ones
-// repeated), the body batched by batch_graph, and a counter of its own for the condition (every
-// example runs the same number of iterations).
+// repeated), the body batched by batch_graph; every example runs the same number of iterations,
+// counted by counted_loop's own counter.
 Batch counted_while(const ir::Node& node, const std::vector<Tensor>& x, const std::vector<bool>& b, int64_t n) {
-  std::vector<Tensor> carried{Tensor::scalar(DType::I32, 0)};
-  std::vector<ir::Type> types{{DType::I32, {}}};
-  for (size_t k = 0; k < x.size(); ++k) {
-    carried.push_back(b[k] ? x[k] : spread(x[k], n));
-    types.push_back({carried.back().dtype(), carried.back().shape()});
-  }
+  std::vector<Tensor> carried;
+  for (size_t k = 0; k < x.size(); ++k) carried.push_back(b[k] ? x[k] : spread(x[k], n));
   const ir::Graph& body = *node.attrs.regions[1];
-  const Tensor trips = Tensor::scalar(DType::I32, static_cast<double>(node.attrs.k));
-  ir::Attrs a;
-  a.k = node.attrs.k;
-  a.regions.push_back(std::make_shared<const ir::Graph>(
-      trace::trace_graph(types, [&](std::span<const Tensor> p) { return std::vector<Tensor>{binary(Binary::Lt, p[0], trips)}; })));
-  a.regions.push_back(std::make_shared<const ir::Graph>(trace::trace_graph(types, [&](std::span<const Tensor> p) {
-    std::vector<Tensor> out{binary(Binary::Add, p[0], Tensor::scalar(DType::I32, 1))};
-    for (const Tensor& r : batch_graph(body, p.subspan(1), n)) out.push_back(r);
-    return out;
-  })));
-  Batch r = ir::recorder().record(Op::While, carried, a);
-  r.erase(r.begin());
-  return r;
+  return trace::counted_loop(carried, node.attrs.k, [&](const Tensor&, std::span<const Tensor> st) { return batch_graph(body, st, n); });
 }
 
 // dot_general with a batched side. Both: the batch pairs up as one more batch dimension (the

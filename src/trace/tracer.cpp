@@ -603,6 +603,27 @@ ir::Graph trace_graph(const std::vector<ir::Type>& params,
   return std::move(t.g);
 }
 
+std::vector<Tensor> counted_loop(const std::vector<Tensor>& init, int64_t trips,
+                                 const std::function<std::vector<Tensor>(const Tensor& t, std::span<const Tensor> state)>& body) {
+  auto i32 = [](int64_t v) { return Tensor::scalar(DType::I32, static_cast<double>(v)); };
+  std::vector<Tensor> carried{i32(0)};
+  carried.insert(carried.end(), init.begin(), init.end());
+  std::vector<ir::Type> types;
+  for (const Tensor& x : carried) types.push_back({x.dtype(), x.shape()});
+  ir::Attrs a;
+  a.k = trips;
+  a.regions.push_back(std::make_shared<const ir::Graph>(
+      trace_graph(types, [&](std::span<const Tensor> p) { return std::vector<Tensor>{binary(Binary::Lt, p[0], i32(trips))}; })));
+  a.regions.push_back(std::make_shared<const ir::Graph>(trace_graph(types, [&](std::span<const Tensor> p) {
+    std::vector<Tensor> out{binary(Binary::Add, p[0], i32(1))};
+    for (const Tensor& r : body(p[0], p.subspan(1))) out.push_back(r);
+    return out;
+  })));
+  std::vector<Tensor> r = ir::recorder().record(ir::Op::While, carried, a);
+  r.erase(r.begin());
+  return r;
+}
+
 std::vector<Tensor> inline_graph(const ir::Graph& g, std::span<const Tensor> args) {
   ir::Recorder& rec = ir::recorder();
   std::vector<Tensor> vals(g.types.size());

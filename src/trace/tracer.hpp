@@ -123,6 +123,11 @@ Value trace_custom_vjp(const Value& args, const std::function<Value(const Value&
 // of the enclosing trace (TraceAbort).
 ir::Graph trace_graph(const std::vector<ir::Type>& params,
                       const std::function<std::vector<Tensor>(std::span<const Tensor> params)>& fn, std::string name = "");
+// A while with a trip count recorded into the active trace: `body(t, state)` gives the next
+// state (same types) for iteration t = 0 .. trips-1 (t a traced i32[], carried ahead of the state
+// and tested by the condition). Returns the final state.
+std::vector<Tensor> counted_loop(const std::vector<Tensor>& init, int64_t trips,
+                                 const std::function<std::vector<Tensor>(const Tensor& t, std::span<const Tensor> state)>& body);
 // The nodes of `g` recorded again into the active trace with `args` for its parameters; returns
 // its results.
 std::vector<Tensor> inline_graph(const ir::Graph& g, std::span<const Tensor> args);
