@@ -6,19 +6,14 @@
 Warm-up 5 steps, then 3 timings of 200 steps, best kept.
 usage: /usr/bin/python3 bench/twins/mlp_torch.py [--threads 1]   → RESULT mlp_steps_per_s X steps/s
 """
-import argparse
-import time
-
 import torch
-import torch.nn.functional as F
+from torch_classifier import report_steps, set_threads
 
 STEPS = 200
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=1)
-    torch.set_num_threads(ap.parse_args().threads)
+    set_threads()
     torch.manual_seed(0)
     x = torch.randn(128, 784)
     y = torch.randint(0, 10, (128,))
@@ -29,20 +24,7 @@ def main():
             layer.bias.zero_()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
 
-    def run_steps(n):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-        loss.item()
-        return time.perf_counter() - t0
-
-    run_steps(5)
-    best = min(run_steps(STEPS) for _ in range(3))
-    print("RESULT mlp_steps_per_s %.1f steps/s" % (STEPS / best))
-
+    report_steps("mlp", model, opt, x, y, STEPS)
 
 if __name__ == "__main__":
     main()
