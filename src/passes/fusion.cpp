@@ -119,7 +119,7 @@ std::optional<DotLayout> dot_layout(const Shape& ls, const View& l, const Shape&
 
 class Fuser {
  public:
-  explicit Fuser(const ir::Graph& g) : g_(g) {
+  Fuser(const ir::Graph& g, const FuseOptions& o) : g_(g), o_(o) {
     size_t nv = g.types.size();
     s_.step_of.assign(nv, -1);
     s_.view.assign(nv, std::nullopt);
@@ -136,6 +136,7 @@ class Fuser {
 
  private:
   const ir::Graph& g_;
+  const FuseOptions& o_;
   Schedule s_;
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
 
@@ -299,7 +300,8 @@ class Fuser {
 
   bool place_dot(int32_t i, const ir::Node& n) {
     int32_t l = n.in[0], r = n.in[1];
-    if (g_.type(l).dtype != DType::F32 || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
+    DType t = g_.type(l).dtype;
+    if ((t != DType::F32 && !(o_.half_dots && (t == DType::F16 || t == DType::BF16))) || g_.type(n.out).dtype != t || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
         shape_numel(shape(r)) == 0)
       return false;
     auto layout = dot_layout(shape(l), view_of(l), shape(r), view_of(r), n.attrs.dot);
@@ -372,7 +374,7 @@ bool loop_supported(const ir::Graph& g, const ir::Node& n) {
   }
 }
 
-Schedule fuse(const ir::Graph& g) { return Fuser(g).run(); }
+Schedule fuse(const ir::Graph& g, const FuseOptions& o) { return Fuser(g, o).run(); }
 
 bool loop_invariant(const ir::Node& n, size_t k) {
   const ir::Graph& body = *n.attrs.regions[1];

@@ -64,9 +64,15 @@ struct Schedule {
 // materialises — readers placed before that copy still read the source.
 const View& read_view(const Schedule& s, int32_t v, int32_t reader);
 
+struct FuseOptions {
+  // Dot steps for f16/bf16 operands too (a GPU's products accumulate them in f32); otherwise
+  // only f32 products are Dot steps and the others Host steps.
+  bool half_dots = false;
+};
+
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.
-Schedule fuse(const ir::Graph& g);
+Schedule fuse(const ir::Graph& g, const FuseOptions& o = {});
 
 // Carried position k of a `while` node whose body returns its parameter k unchanged.
 bool loop_invariant(const ir::Node& n, size_t k);

@@ -69,7 +69,26 @@ std::string signature(const ir::Graph& g) {
 
 }  // namespace
 
-void Jit::cache_beside(const std::string& dir) { cache.emplace((std::filesystem::path(dir) / "__sheaf__").string()); }
+void Jit::cache_beside(const std::string& dir) {
+  cache.emplace((std::filesystem::path(dir) / "__sheaf__").string());
+  gpu_options.cache_dir = cache->dir();
+}
+
+std::shared_ptr<cuda::Program> Jit::build_gpu(const Value& fn, const Executable& exe) {
+  auto t0 = Clock::now();
+  try {
+    auto p = std::make_shared<cuda::Program>(exe.graph, gpu, gpu_options);
+    ++stats_.gpu_built;
+    stats_.gpu_build_s += since(t0);
+    return p;
+  } catch (const SheafError& e) {
+    if (std::getenv("SHEAF_CUDA_STRICT")) throw;
+    std::string msg = e.what();
+    std::cerr << fmt::format("sheaf: the cuda backend could not build '{}' ({}); it runs on the reference executor\n",
+                             fn.as<FnObj>().name, msg.substr(0, msg.find('\n')));
+    return nullptr;
+  }
+}
 
 std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& fn, const Executable& exe) {
   const std::string& name = fn.as<FnObj>().name;
@@ -163,6 +182,7 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     stats_.trace_s += since(t0);  // tracing and the IR passes; the native build is counted apart
     t0 = Clock::now();
     if (device == Device::Cpu) exe->native = build_native(in, fn, *exe);
+    if (device == Device::Cuda) exe->gpu = build_gpu(fn, *exe);
     e.exe = std::move(exe);
   } catch (const TraceAbort& abort) {
     e.reason = abort.what();
@@ -230,7 +250,9 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     stats_.inputs += inputs_.size();
     auto t1 = profile || in.obs ? Clock::now() : Clock::time_point{};
     if (profile) stats_.flatten_s += std::chrono::duration<double>(t1 - t0).count();
-    std::vector<Tensor> results = exe->native ? exe->native->run(inputs_) : ref::run(exe->graph, exe->plan, inputs_);
+    std::vector<Tensor> results;
+    if (exe->gpu) results = exe->gpu->run(inputs_, stats_.gpu);
+    else results = exe->native ? exe->native->run(inputs_) : ref::run(exe->graph, exe->plan, inputs_);
     auto t2 = profile || in.obs ? Clock::now() : Clock::time_point{};
     double run_s = std::chrono::duration<double>(t2 - t1).count();
     if (profile) stats_.call_s += run_s;
@@ -243,6 +265,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
       }
     }
     if (in.obs) in.obs->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, run_s);
+    inputs_.clear();  // holding the arguments until the next call would keep a training loop's previous parameters alive
     Value r = trace::rebuild(exe->result, results);
     if (profile) stats_.output_s += since(t2);
     return r;
@@ -256,7 +279,10 @@ void Jit::report(std::ostream& os) const {
   auto pct = [&](double x) { return total > 0 ? 100.0 * x / total : 0.0; };
   os << fmt::format("Dispatch profile ({} calls, {:.1f}ms total):\n", s.calls, total * 1e3);
   os << fmt::format("  flatten: {:9.1f}ms ({:4.1f}%)\n", s.flatten_s * 1e3, pct(s.flatten_s));
-  os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: 0]\n", 0.0, 0.0, s.inputs);
+  if (device == Device::Cuda)  // inputs on the GPU already or reused uploads, against fresh uploads
+    os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: {}]\n", 0.0, 0.0, s.gpu.resident + s.gpu.reused, s.gpu.uploaded);
+  else
+    os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: 0]\n", 0.0, 0.0, s.inputs);
   os << fmt::format("  call:    {:9.1f}ms ({:4.1f}%)\n", s.call_s * 1e3, pct(s.call_s));
   os << fmt::format("  output:  {:9.1f}ms ({:4.1f}%)\n", s.output_s * 1e3, pct(s.output_s));
   os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms); {} interpreted calls\n", s.hits, s.misses, s.traces,
@@ -266,6 +292,12 @@ void Jit::report(std::ostream& os) const {
   if (device == Device::Cpu)
     os << fmt::format("  cpu backend: {} built ({:.1f}ms fusion+codegen, {:.1f}ms C++ compiler), {} loaded from {} ({:.1f}ms), {} on the reference executor\n",
                       s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);
+  if (device == Device::Cuda && gpu)
+    os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
+                      "{} host steps; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",
+                      gpu->device().describe(), s.gpu_built, s.gpu_build_s * 1e3, s.gpu.resident, s.gpu.reused, s.gpu.uploaded,
+                      s.gpu.captured, s.gpu.replayed, s.gpu.host_steps, gpu->stats().in_use / 1048576.0,
+                      gpu->stats().peak_in_use / 1048576.0, gpu->stats().cached / 1048576.0);
 }
 
 }  // namespace sheaf

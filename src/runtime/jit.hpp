@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/cpu/program.hpp"
+#include "backend/cuda/program.hpp"
 #include "backend/ref/executor.hpp"
 #include "runtime/disk_cache.hpp"
 #include "trace/tracer.hpp"
@@ -27,13 +28,15 @@ namespace sheaf {
 
 class Interp;
 
-// Where compiled functions run: the reference executor, or native code from the CPU backend.
-enum class Device { Ref, Cpu };
+// Where compiled functions run: the reference executor, native code from the CPU backend, or
+// kernels on a GPU (Jit::gpu) from the CUDA backend.
+enum class Device { Ref, Cpu, Cuda };
 
 struct Executable {
   ir::Graph graph;  // optimised
   ref::Plan plan;
   std::shared_ptr<cpu::Program> native;  // the CPU backend's build; null: runs on the reference executor
+  std::shared_ptr<cuda::Program> gpu;    // the CUDA backend's build (instead of native)
   trace::ResultTree result;
   bool guarded = false;     // the last result is the guard flag (trace::Traced::guarded)
   size_t traced_nodes = 0;  // before optimisation
@@ -47,6 +50,9 @@ struct JitStats {
   uint64_t built = 0, loaded = 0, ref_runs = 0;   // CPU backend: compiled now, from __sheaf__, on ref instead
   double prepare_s = 0, compile_s = 0, load_s = 0;  // fusion + rendering, the C++ compiler, cache checks + dlopen
   std::vector<std::string> fallback_reasons;  // "f: reason" (first occurrence per function and reason)
+  cuda::ProgramStats gpu;  // CUDA backend: what its programs did
+  uint64_t gpu_built = 0;
+  double gpu_build_s = 0;
 };
 
 class Jit {
@@ -54,6 +60,8 @@ class Jit {
   static constexpr size_t kLruSize = 8;
   bool profile = false;  // time the phases of every dispatch (--jit-profile)
   Device device = Device::Ref;
+  std::shared_ptr<cuda::Allocator> gpu;  // Device::Cuda: the GPU's memory (and through it the GPU)
+  cuda::ProgramOptions gpu_options;      // cache_dir is set by cache_beside
   std::optional<DiskCache> cache;  // __sheaf__/ beside the entry file (CPU backend); none: build in a temp dir
   // Caches compiled code in `dir`/__sheaf__/ (SPEC §7.9): the entry file's directory.
   void cache_beside(const std::string& dir);
@@ -90,6 +98,8 @@ class Jit {
   // The CPU backend's program for `exe` (from __sheaf__/ or compiled now); null when it cannot be
   // had (no compiler and no cache), after a one-line notice.
   std::shared_ptr<cpu::Program> build_native(const Interp& in, const Value& fn, const Executable& exe);
+  // The CUDA backend's program for `exe`; null (after a one-line notice) when it cannot be built.
+  std::shared_ptr<cuda::Program> build_gpu(const Value& fn, const Executable& exe);
 };
 
 }  // namespace sheaf

@@ -100,6 +100,25 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
   return t;
 }
 
+Tensor Tensor::on_device(DType dtype, Shape shape, std::shared_ptr<DeviceStorage> device) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.device_ = std::move(device);
+  return t;
+}
+
+const std::shared_ptr<std::byte>& DeviceStorage::host(size_t bytes) const {
+  std::call_once(once_, [&] {
+    host_ = allocate(bytes);
+    if (bytes) download(host_.get(), bytes);
+  });
+  return host_;
+}
+
+bool DeviceStorage::on_host() const { return host_ != nullptr; }
+
 Tensor Tensor::symbolic(DType dtype, Shape shape, int32_t id, bool weak, uint32_t trace) {
   Tensor t;
   t.dtype_ = dtype;

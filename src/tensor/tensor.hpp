@@ -1,12 +1,15 @@
-// tensor/tensor.hpp — host tensor: dtype, static shape, refcounted immutable storage.
+// tensor/tensor.hpp — tensor: dtype, static shape, refcounted immutable storage.
 // Storage is contiguous row-major; sharing a Tensor shares its bytes (copy-free). Elements are
-// read and written through typed accessors; f16/bf16 are stored as 16-bit patterns.
+// read and written through typed accessors; f16/bf16 are stored as 16-bit patterns. A tensor
+// made by a GPU backend holds its elements on the device (tensor/device_storage.hpp): reading
+// them on the host downloads them once.
 #pragma once
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "tensor/device_storage.hpp"
 #include "tensor/dtype.hpp"
 
 namespace sheaf {
@@ -35,6 +38,8 @@ class Tensor {
   static Tensor scalar(DType dtype, double v);           // rank 0
   // Shares bytes owned elsewhere (a memory map, a parent tensor); `data` must hold nbytes().
   static Tensor wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data);
+  // Elements held on a device; no host bytes until they are read.
+  static Tensor on_device(DType dtype, Shape shape, std::shared_ptr<DeviceStorage> device);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -44,10 +49,16 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
 
   const std::byte* bytes() const { return concrete(); }
-  std::byte* mutable_bytes() { return concrete(); }  // only on a tensor not yet shared
+  std::byte* mutable_bytes() { return mutable_concrete(); }  // only on a tensor not yet shared
   template <typename T> const T* data() const { return reinterpret_cast<const T*>(concrete()); }
-  template <typename T> T* mutable_data() { return reinterpret_cast<T*>(concrete()); }
-  const std::shared_ptr<std::byte>& storage() const { return data_; }
+  template <typename T> T* mutable_data() { return reinterpret_cast<T*>(mutable_concrete()); }
+  // The host bytes (downloaded first for a device tensor).
+  const std::shared_ptr<std::byte>& storage() const {
+    if (device_ && !data_) [[unlikely]] return device_->host(nbytes());
+    return data_;
+  }
+  // The device copy of the elements, or null for a host tensor.
+  const std::shared_ptr<DeviceStorage>& device() const { return device_; }
 
   // Symbolic tensors exist only while a pure function is traced (src/trace): dtype and shape are
   // known, elements are not; `id` is the IR value it stands for. `weak` marks values that stand
@@ -75,14 +86,24 @@ class Tensor {
   DType dtype_ = DType::F32;
   Shape shape_;
   int64_t numel_ = 0;
-  std::shared_ptr<std::byte> data_;  // 64-byte aligned when allocated here (above 1 KiB)
+  std::shared_ptr<std::byte> data_;  // 64-byte aligned when allocated here (above 1 KiB); null on a device tensor
+  std::shared_ptr<DeviceStorage> device_;
   int32_t sym_ = -1;
   uint32_t trace_ = 0;
   bool weak_ = false;
 
   std::byte* concrete() const {
     if (sym_ >= 0) [[unlikely]] needs_elements();
+    if (device_ && !data_) [[unlikely]] return device_->host(nbytes()).get();
     return data_.get();
+  }
+  // A write makes the tensor a host tensor (its device copy would be stale).
+  std::byte* mutable_concrete() {
+    if (device_) [[unlikely]] {
+      if (!data_) data_ = device_->host(nbytes());
+      device_.reset();
+    }
+    return concrete();
   }
   [[noreturn]] void needs_elements() const;
 };

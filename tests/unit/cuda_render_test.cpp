@@ -10,20 +10,18 @@
 //             a failing batch compile alone, so an error names its rendering.
 //   Emulated  rendered twice — default thresholds with 32-thread blocks, and every reducing step
 //             forced to block per point with blocks of at most 8 threads — and compiled by the
-//             system C++ compiler after an emulation prelude (__global__ and friends erased,
-//             threadIdx/blockIdx thread_local, __shared__ as static, __syncthreads() as a
-//             std::barrier of the threads of a block, which run concurrently; blocks run one
-//             after another). The launch table runs on host buffers (Dot steps by gemm, Host
+//             system C++ compiler after the emulation prelude of cuda_emulator.hpp (__global__
+//             and friends erased, threadIdx/blockIdx thread_local, __shared__ as static,
+//             __syncthreads() as a std::barrier of the threads of a block, which run concurrently
+//             in block-per-point kernels; blocks run one after another). The launch table runs on host buffers (Dot steps by gemm, Host
 //             steps by the reference kernels as cpu/program.cpp does; step outputs start as 0xff
 //             bytes with room behind, so a point left unwritten or written out of place shows)
 //             and the results must match the reference executor within the tolerance of
 //             cpu_backend_test.cpp (skipped without a C++ compiler).
-#include <dlfcn.h>
 #include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <barrier>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -39,6 +37,7 @@
 #include "backend/cuda/render.hpp"
 #include "backend/ref/executor.hpp"
 #include "case_file.hpp"
+#include "cuda_emulator.hpp"
 #include "passes/passes.hpp"
 #include "tensor/blas.hpp"
 #include "trace/tracer.hpp"
@@ -48,6 +47,12 @@ namespace sheaf {
 namespace {
 
 using Case = testing_support::CaseSection;
+using testing_support::compile_emulation;
+using testing_support::emulated_kernel;
+using testing_support::emulation_launcher;
+using testing_support::EmulationLibrary;
+using testing_support::kEmulationPrelude;
+using testing_support::run_kernel;
 using cuda::Launch;
 
 constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
@@ -157,30 +162,7 @@ CaseGraphs graphs_of(const Case& c) {
   return out;
 }
 
-// ---- the emulator ------------------------------------------------------------------------------
-
-constexpr const char* kEmulationPrelude = R"(#include <math.h>
-#include <string.h>
-#include <utility>
-struct sheaf_dim3 { unsigned x, y, z; };
-static thread_local sheaf_dim3 threadIdx, blockIdx;
-static sheaf_dim3 blockDim, gridDim;
-static void (*sheaf_sync)();
-extern "C" void sheaf_emu_launch(unsigned grid, unsigned block, void (*sync)()) {
-  gridDim = {grid, 1, 1}; blockDim = {block, 1, 1}; sheaf_sync = sync;
-}
-extern "C" void sheaf_emu_at(unsigned block, unsigned thread) { blockIdx = {block, 0, 0}; threadIdx = {thread, 0, 0}; }
-static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
-template <class... P, size_t... I> static void sheaf_call(void (*f)(P...), void** a, std::index_sequence<I...>) {
-  f(static_cast<P>(a[I])...);
-}
-template <class... P> static void sheaf_call(void (*f)(P...), void** a) { sheaf_call(f, a, std::index_sequence_for<P...>{}); }
-#define __global__
-#define __device__
-#define __launch_bounds__(n)
-#define __shared__ static
-#define __syncthreads() sheaf_sync()
-)";
+// ---- the emulator (prelude, compiling and running kernels: cuda_emulator.hpp) -----------------------
 
 // Every rendering starts with the same prelude and scalar helpers (everything before the first
 // kernel): the units below hold it once and the kernels of each distinct rendering after it.
@@ -217,57 +199,26 @@ void parallel(size_t n, const std::function<void(size_t)>& job) {
   for (std::thread& t : workers) t.join();
 }
 
-struct Library {
-  void* handle = nullptr;
-  std::string error;
-};
-
 // The emulated kernels of every Function: distinct renderings k{i} (namespaces, extern "C" dropped,
 // each kernel with a launcher emu_k{i}_{kernel}(void**)), spread over hardware_concurrency units
 // compiled in parallel.
 struct Emulation {
   Distinct sources;
-  std::vector<Library> units;
-  const Library& unit_of(size_t source) const { return units[source % units.size()]; }
+  std::vector<EmulationLibrary> units;
+  const EmulationLibrary& unit_of(size_t source) const { return units[source % units.size()]; }
 };
 
-std::barrier<>* g_block_barrier = nullptr;
-void block_sync() { g_block_barrier->arrive_and_wait(); }
-
-void launch(const Library& lib, const std::string& ns, const Launch& l, std::vector<void*> args) {
-  auto at = reinterpret_cast<void (*)(unsigned, unsigned)>(dlsym(lib.handle, "sheaf_emu_at"));
-  auto set = reinterpret_cast<void (*)(unsigned, unsigned, void (*)())>(dlsym(lib.handle, "sheaf_emu_launch"));
-  auto fn = reinterpret_cast<void (*)(void**)>(dlsym(lib.handle, fmt::format("emu_{}_{}", ns, l.kernel).c_str()));
-  ASSERT_TRUE(at && set && fn) << "no launcher for " << l.kernel;
-  const auto grid = static_cast<unsigned>(l.grid), block = static_cast<unsigned>(l.block);
-  set(grid, block, block_sync);
-  std::vector<std::thread> threads;
-  if (l.block_reduce) {  // the threads of a block run together; a barrier ends each block
-    std::barrier<> barrier(block);
-    g_block_barrier = &barrier;
-    for (unsigned t = 0; t < block; ++t)
-      threads.emplace_back([&, t] {
-        for (unsigned b = 0; b < grid; ++b) {
-          at(b, t);
-          fn(args.data());
-          barrier.arrive_and_wait();
-        }
-      });
-    for (std::thread& t : threads) t.join();
-    g_block_barrier = nullptr;
-    return;
-  }
-  unsigned workers = std::max(1u, std::min(std::thread::hardware_concurrency(), grid));
-  for (unsigned w = 0; w < workers; ++w)
-    threads.emplace_back([&, w] {
-      for (unsigned b = w; b < grid; b += workers)
-        for (unsigned t = 0; t < block; ++t) at(b, t), fn(args.data());
-    });
-  for (std::thread& t : threads) t.join();
+// Runs kernel launch `l` of namespace `ns` in `lib` on `buffers` (its arguments' addresses).
+void launch(const EmulationLibrary& lib, const std::string& ns, const Launch& l, const std::vector<void*>& buffers) {
+  std::vector<uint64_t> values;  // DevicePtrs: the emulated kernels take cuLaunchKernel's arguments
+  for (void* b : buffers) values.push_back(reinterpret_cast<uint64_t>(b));
+  std::vector<void*> args;
+  for (uint64_t& v : values) args.push_back(&v);
+  run_kernel(emulated_kernel(lib, fmt::format("emu_{}_{}", ns, l.kernel)), l.grid, l.block, l.block_reduce, args.data());
 }
 
 // The results of `f` with the launch table of `k` (namespace `ns` of `lib`).
-std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, const Library& lib, const std::string& ns) {
+std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, const EmulationLibrary& lib, const std::string& ns) {
   const ir::Graph& g = f.graph;
   const fusion::Schedule& s = f.schedule;
   const cpu::MemoryPlan& m = f.memory;
@@ -345,7 +296,7 @@ std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, cons
 
 // ---- all graphs, built once ----------------------------------------------------------------------
 
-void compile_emulation(Emulation& e, const std::vector<const cuda::Kernels*>& renderings) {
+void build_emulation(Emulation& e, const std::vector<const cuda::Kernels*>& renderings) {
   std::vector<std::vector<const cuda::Kernels*>> of_source;
   for (const cuda::Kernels* k : renderings)
     if (size_t i = e.sources.add(k->source); i == of_source.size()) of_source.push_back({k});
@@ -357,24 +308,12 @@ void compile_emulation(Emulation& e, const std::vector<const cuda::Kernels*>& re
     std::string& out = src[i % src.size()];
     out += fmt::format("namespace k{} {{\n{}}}\n", i, body);
     for (const Launch& l : of_source[i][0]->launches)
-      if (l.kind == Launch::Kind::Kernel) out += fmt::format("extern \"C\" void emu_k{0}_{1}(void** a) {{ sheaf_call(k{0}::{1}, a); }}\n", i, l.kernel);
+      if (l.kind == Launch::Kind::Kernel) out += emulation_launcher(fmt::format("emu_k{}_{}", i, l.kernel), fmt::format("k{}::{}", i, l.kernel));
   }
   static int compiled = 0;  // dlopen knows a library by its path: each compile gets new names
   auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-emulation-{}-{}", getpid(), compiled++);
   std::filesystem::create_directories(dir);
-  parallel(e.units.size(), [&](size_t u) {
-    std::string base = (dir / fmt::format("unit{}", u)).string();
-    std::ofstream(base + ".cpp") << src[u];
-    // -O0: the units are large and their kernels run on small tensors
-    std::string cmd = fmt::format("'{}' -O0 -ffp-contract=off -fPIC -shared -o '{}.so' '{}.cpp' > '{}.log' 2>&1",
-                                  cpu::toolchain()->compiler, base, base, base);
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(base + ".log");
-      e.units[u].error = std::string(std::istreambuf_iterator<char>(log), {}).substr(0, 4000);
-    } else if (!(e.units[u].handle = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL))) {
-      e.units[u].error = dlerror();
-    }
-  });
+  parallel(e.units.size(), [&](size_t u) { e.units[u] = compile_emulation(src[u], dir / fmt::format("unit{}", u)); });
   std::filesystem::remove_all(dir);
 }
 
@@ -413,7 +352,7 @@ const Emulation& emulation_of(const std::string& table) {
     std::vector<const cuda::Kernels*> renderings;
     for (const auto& [name, cg] : graphs_of_table(table).cases)
       for (const Function& f : cg.functions) renderings.push_back(&f.emulated), renderings.push_back(&f.forced);
-    compile_emulation(it->second, renderings);
+    build_emulation(it->second, renderings);
   }
   return it->second;
 }
@@ -490,7 +429,7 @@ TEST_P(CudaRender, EmulatedKernelsMatchReferenceExecutor) {
       std::vector<Tensor> want = ref::run(f.graph, f.inputs);
       for (const cuda::Kernels* k : {&f.emulated, &f.forced}) {
         size_t i = e.sources.index.at(k->source);
-        const Library& lib = e.unit_of(i);
+        const EmulationLibrary& lib = e.unit_of(i);
         ASSERT_EQ(lib.error, "") << "the emulated kernels do not compile";
         kernels = kernels || k->source.find("__global__ void") != std::string::npos;
         std::vector<Tensor> got = run_emulated(f, *k, lib, fmt::format("k{}", i));

@@ -58,11 +58,42 @@ Loaded<Driver>& loaded_driver() {
     }
     Driver& d = l.fns;
     std::string& why = l.why;
-    if (!(resolve(lib, "cuInit", d.cuInit, why) && resolve(lib, "cuDriverGetVersion", d.cuDriverGetVersion, why) &&
-          resolve(lib, "cuDeviceGetCount", d.cuDeviceGetCount, why) && resolve(lib, "cuDeviceGet", d.cuDeviceGet, why) &&
-          resolve(lib, "cuDeviceGetName", d.cuDeviceGetName, why) &&
-          resolve(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute, why) &&
-          resolve(lib, "cuDeviceTotalMem_v2", d.cuDeviceTotalMem, why) && resolve(lib, "cuGetErrorName", d.cuGetErrorName, why))) {
+    bool ok = true;
+    // Each entry point by the exact symbol of its ABI (cuda.h's macros map cuMemAlloc to
+    // cuMemAlloc_v2 and so on; the unsuffixed symbols are older ABIs kept for old binaries).
+    auto need = [&](const char* name, auto& fn) { ok = ok && resolve(lib, name, fn, why); };
+    need("cuInit", d.cuInit);
+    need("cuDriverGetVersion", d.cuDriverGetVersion);
+    need("cuDeviceGetCount", d.cuDeviceGetCount);
+    need("cuDeviceGet", d.cuDeviceGet);
+    need("cuDeviceGetName", d.cuDeviceGetName);
+    need("cuDeviceGetAttribute", d.cuDeviceGetAttribute);
+    need("cuDeviceTotalMem_v2", d.cuDeviceTotalMem);
+    need("cuGetErrorName", d.cuGetErrorName);
+    need("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);
+    need("cuDevicePrimaryCtxRelease_v2", d.cuDevicePrimaryCtxRelease);
+    need("cuCtxSetCurrent", d.cuCtxSetCurrent);
+    need("cuStreamCreate", d.cuStreamCreate);
+    need("cuStreamDestroy_v2", d.cuStreamDestroy);
+    need("cuStreamSynchronize", d.cuStreamSynchronize);
+    need("cuMemGetInfo_v2", d.cuMemGetInfo);
+    need("cuMemAlloc_v2", d.cuMemAlloc);
+    need("cuMemFree_v2", d.cuMemFree);
+    need("cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync);
+    need("cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync);
+    need("cuMemcpyDtoDAsync_v2", d.cuMemcpyDtoDAsync);
+    need("cuMemsetD8Async", d.cuMemsetD8Async);
+    need("cuModuleLoadData", d.cuModuleLoadData);
+    need("cuModuleUnload", d.cuModuleUnload);
+    need("cuModuleGetFunction", d.cuModuleGetFunction);
+    need("cuLaunchKernel", d.cuLaunchKernel);
+    need("cuStreamBeginCapture_v2", d.cuStreamBeginCapture);
+    need("cuStreamEndCapture", d.cuStreamEndCapture);
+    need("cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags);
+    need("cuGraphLaunch", d.cuGraphLaunch);
+    need("cuGraphExecDestroy", d.cuGraphExecDestroy);
+    need("cuGraphDestroy", d.cuGraphDestroy);
+    if (!ok) {
       why = "the CUDA driver (libcuda.so.1) is too old: " + why;
       return;
     }

@@ -1,0 +1,337 @@
+// backend/cuda/cublaslt.cpp — cuBLASLt loaded with dlopen, Gemm → cuBLASLt plans, the cached
+// per-shape descriptors and algorithms, and the fallback kernel's source (see cublaslt.hpp).
+#include "backend/cuda/cublaslt.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <climits>
+#include <cstdlib>
+#include <vector>
+
+#include "base/error.hpp"
+
+namespace sheaf::cuda {
+namespace {
+
+// Enum values of cublas_api.h, cublasLt.h and library_types.h used here (attribute values' C
+// types in brackets).
+constexpr int kComputeF32 = 68;          // cublasComputeType_t: CUBLAS_COMPUTE_32F
+constexpr int kComputeF32FastTf32 = 77;  // cublasComputeType_t: CUBLAS_COMPUTE_32F_FAST_TF32
+constexpr int kDataF32 = 0;              // cudaDataType: CUDA_R_32F
+constexpr int kDataF16 = 2;              // cudaDataType: CUDA_R_16F
+constexpr int kDataBF16 = 14;            // cudaDataType: CUDA_R_16BF
+constexpr int32_t kOpN = 0;              // cublasOperation_t: CUBLAS_OP_N
+constexpr int32_t kOpT = 1;              // cublasOperation_t: CUBLAS_OP_T
+// cublasLtMatmulDescAttributes_t
+constexpr int kDescTransA = 3;  // CUBLASLT_MATMUL_DESC_TRANSA [int32_t]
+constexpr int kDescTransB = 4;  // CUBLASLT_MATMUL_DESC_TRANSB [int32_t]
+// cublasLtMatrixLayoutAttribute_t
+constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT [int32_t]
+constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET [int64_t]
+// cublasLtMatmulPreferenceAttributes_t
+constexpr int kPrefMaxWorkspace = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES [uint64_t]
+constexpr int kPrefAlignA = 5;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES [uint32_t]
+constexpr int kPrefAlignB = 6;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES [uint32_t]
+constexpr int kPrefAlignC = 7;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES [uint32_t]
+constexpr int kPrefAlignD = 8;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES [uint32_t]
+constexpr cublasStatus_t kStatusNotSupported = 15;  // cublasStatus_t: CUBLAS_STATUS_NOT_SUPPORTED
+
+void* open_first(const std::vector<std::string>& names, std::string& why) {
+  for (const std::string& n : names) {
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    const char* e = dlerror();
+    if (why.empty()) why = e ? e : n + ": cannot be loaded";
+  }
+  return nullptr;
+}
+
+template <typename F>
+bool resolve(void* lib, const char* name, F& fn, std::string& why) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (!fn) why = fmt::format("it lacks {}", name);
+  return fn != nullptr;
+}
+
+struct Loaded {
+  CublasLt fns{};
+  bool ok = false;
+  std::string why;
+};
+
+Loaded& loaded() {
+  static Loaded l;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> names = {"libcublasLt.so.13", "libcublasLt.so"};
+    const char* home = std::getenv("CUDA_HOME");
+    for (std::string dir : {std::string(home ? home : "") + "/lib64", std::string("/usr/local/cuda/lib64")})
+      if (dir != "/lib64") {
+        names.push_back(dir + "/libcublasLt.so.13");
+        names.push_back(dir + "/libcublasLt.so");
+      }
+    void* lib = open_first(names, l.why);
+    if (!lib) {
+      l.why = "cuBLASLt was not found: " + l.why;
+      return;
+    }
+    CublasLt& f = l.fns;
+    bool ok = true;
+    auto need = [&](const char* name, auto& fn) { ok = ok && resolve(lib, name, fn, l.why); };
+    need("cublasLtCreate", f.cublasLtCreate);
+    need("cublasLtDestroy", f.cublasLtDestroy);
+    need("cublasLtGetVersion", f.cublasLtGetVersion);
+    need("cublasLtMatmulDescCreate", f.cublasLtMatmulDescCreate);
+    need("cublasLtMatmulDescDestroy", f.cublasLtMatmulDescDestroy);
+    need("cublasLtMatmulDescSetAttribute", f.cublasLtMatmulDescSetAttribute);
+    need("cublasLtMatrixLayoutCreate", f.cublasLtMatrixLayoutCreate);
+    need("cublasLtMatrixLayoutDestroy", f.cublasLtMatrixLayoutDestroy);
+    need("cublasLtMatrixLayoutSetAttribute", f.cublasLtMatrixLayoutSetAttribute);
+    need("cublasLtMatmulPreferenceCreate", f.cublasLtMatmulPreferenceCreate);
+    need("cublasLtMatmulPreferenceDestroy", f.cublasLtMatmulPreferenceDestroy);
+    need("cublasLtMatmulPreferenceSetAttribute", f.cublasLtMatmulPreferenceSetAttribute);
+    need("cublasLtMatmulAlgoGetHeuristic", f.cublasLtMatmulAlgoGetHeuristic);
+    need("cublasLtMatmul", f.cublasLtMatmul);
+    if (!ok) l.why = "cuBLASLt is too old: " + l.why;
+    l.ok = ok;
+  });
+  return l;
+}
+
+void check(cublasStatus_t s, const char* function) {
+  if (s != 0)
+    throw SheafError(fmt::format("cuBLASLt: {} failed with status {} ({})", function, s, cublas_status_name(s)));
+}
+
+int data_type(DType d) {
+  switch (d) {
+    case DType::F32: return kDataF32;
+    case DType::F16: return kDataF16;
+    case DType::BF16: return kDataBF16;
+    default: throw SheafError(fmt::format("cuBLASLt: no matrix product of {} (f32, f16 or bf16 only)", dtype_name(d)));
+  }
+}
+
+// X (R × C, element (r, c) at r·rs + c·cs) as cuBLASLt's operand whose op is Xᵀ (C × R): X read
+// column-major is Xᵀ when X is row-major (op N), and X itself when X is column-major (op T).
+// The ld must keep the columns of the stored matrix apart (ld ≥ its rows); a dimension of
+// extent 1 never moves, so its stride may be anything and its ld is the least valid one.
+std::optional<LtOperand> as_transposed(int64_t R, int64_t C, int64_t rs, int64_t cs) {
+  if ((cs == 1 || C == 1) && (R == 1 || rs >= C)) return LtOperand{false, C, R, R == 1 ? C : rs, 0};
+  if ((rs == 1 || R == 1) && (C == 1 || cs >= R)) return LtOperand{true, R, C, C == 1 ? R : cs, 0};
+  return std::nullopt;
+}
+
+bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
+
+}  // namespace
+
+const CublasLt* cublaslt(std::string* why) {
+  Loaded& l = loaded();
+  if (!l.ok && why) *why = l.why;
+  return l.ok ? &l.fns : nullptr;
+}
+
+std::string cublas_status_name(cublasStatus_t s) {
+  switch (s) {  // cublasStatus_t (cublas_api.h)
+    case 0: return "CUBLAS_STATUS_SUCCESS";
+    case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+    case 8: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case 11: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case 16: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "unknown status";
+  }
+}
+
+std::optional<LtPlan> plan_lt_gemm(const Gemm& g) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batches <= 0) return std::nullopt;
+  if (!fits_i32(g.m) || !fits_i32(g.n) || !fits_i32(g.k) || !fits_i32(g.batches)) return std::nullopt;
+  std::optional<LtOperand> a = as_transposed(g.k, g.n, g.b_rs, g.b_cs);  // op(A) = bᵀ (n × k)
+  std::optional<LtOperand> b = as_transposed(g.m, g.k, g.a_rs, g.a_cs);  // op(B) = aᵀ (k × m)
+  if (!a || !b || !fits_i32(a->ld) || !fits_i32(b->ld)) return std::nullopt;
+  if (g.batches > 1) {
+    if (g.a_bs < 0 || g.b_bs < 0) return std::nullopt;
+    a->batch_stride = g.b_bs;
+    b->batch_stride = g.a_bs;
+  }
+  LtPlan p;
+  p.a = *a;
+  p.b = *b;
+  p.d = LtOperand{false, g.n, g.m, g.n, g.batches > 1 ? g.m * g.n : 0};
+  p.m = g.n;
+  p.n = g.m;
+  p.k = g.k;
+  p.batches = static_cast<int32_t>(g.batches);
+  return p;
+}
+
+uint32_t operand_alignment(DevicePtr p, int64_t batch_stride, int32_t batches, size_t element_bytes) {
+  uint64_t bits = p | 256;  // 256 bounds the result
+  if (batches > 1) bits |= static_cast<uint64_t>(batch_stride) * element_bytes;
+  return static_cast<uint32_t>(bits & (~bits + 1));  // lowest set bit
+}
+
+// The descriptors of one Gemm shape and the algorithm the heuristic chose (ok), or ok = false
+// when cuBLASLt has none for it. Destroys what it created.
+struct LtGemm::Prepared {
+  const CublasLt& lt;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  LtMatmulAlgo algo{};
+  bool ok = false;
+
+  explicit Prepared(const CublasLt& l) : lt(l) {}
+  ~Prepared() {
+    if (desc) lt.cublasLtMatmulDescDestroy(desc);
+    for (cublasLtMatrixLayout_t l : {a, b, d})
+      if (l) lt.cublasLtMatrixLayoutDestroy(l);
+  }
+};
+
+LtGemm::LtGemm(const CublasLt& lt) : lt_(lt) { check(lt_.cublasLtCreate(&handle_), "cublasLtCreate"); }
+
+LtGemm::~LtGemm() {
+  prepared_.clear();
+  if (handle_) lt_.cublasLtDestroy(handle_);
+}
+
+bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, CUstream stream, DevicePtr workspace,
+                    size_t workspace_bytes) {
+  const int type = data_type(g.dtype);
+  std::optional<LtPlan> plan = plan_lt_gemm(g);
+  if (!plan) return false;
+  const size_t es = dtype_size(g.dtype);
+  // cuBLASLt's A is our b, its B our a (plan_lt_gemm); C and D are both c.
+  const uint32_t align_a = operand_alignment(b, plan->a.batch_stride, plan->batches, es);
+  const uint32_t align_b = operand_alignment(a, plan->b.batch_stride, plan->batches, es);
+  const uint32_t align_d = operand_alignment(c, plan->d.batch_stride, plan->batches, es);
+  const bool tf32 = g.tf32 && g.dtype == DType::F32;
+  std::vector<int64_t> key = {static_cast<int64_t>(g.dtype), tf32, g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs,
+                              g.batches, g.batches > 1 ? g.a_bs : 0, g.batches > 1 ? g.b_bs : 0, align_a, align_b,
+                              align_d, static_cast<int64_t>(workspace_bytes)};
+
+  std::lock_guard lock(mutex_);
+  std::unique_ptr<Prepared>& slot = prepared_[key];
+  if (!slot) {
+    auto p = std::make_unique<Prepared>(lt_);
+    check(lt_.cublasLtMatmulDescCreate(&p->desc, tf32 ? kComputeF32FastTf32 : kComputeF32, kDataF32),
+          "cublasLtMatmulDescCreate");
+    const int32_t trans_a = plan->a.transpose ? kOpT : kOpN, trans_b = plan->b.transpose ? kOpT : kOpN;
+    check(lt_.cublasLtMatmulDescSetAttribute(p->desc, kDescTransA, &trans_a, sizeof trans_a),
+          "cublasLtMatmulDescSetAttribute");
+    check(lt_.cublasLtMatmulDescSetAttribute(p->desc, kDescTransB, &trans_b, sizeof trans_b),
+          "cublasLtMatmulDescSetAttribute");
+    auto layout = [&](cublasLtMatrixLayout_t& l, const LtOperand& o) {
+      check(lt_.cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols),
+                                           o.ld),
+            "cublasLtMatrixLayoutCreate");
+      if (plan->batches > 1) {
+        const int32_t count = plan->batches;
+        const int64_t stride = o.batch_stride;
+        check(lt_.cublasLtMatrixLayoutSetAttribute(l, kLayoutBatchCount, &count, sizeof count),
+              "cublasLtMatrixLayoutSetAttribute");
+        check(lt_.cublasLtMatrixLayoutSetAttribute(l, kLayoutBatchStride, &stride, sizeof stride),
+              "cublasLtMatrixLayoutSetAttribute");
+      }
+    };
+    layout(p->a, plan->a);
+    layout(p->b, plan->b);
+    layout(p->d, plan->d);
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    check(lt_.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    struct DestroyPref {
+      const CublasLt& lt;
+      cublasLtMatmulPreference_t p;
+      ~DestroyPref() { lt.cublasLtMatmulPreferenceDestroy(p); }
+    } destroy_pref{lt_, pref};
+    const uint64_t max_workspace = workspace_bytes;
+    check(lt_.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMaxWorkspace, &max_workspace, sizeof max_workspace),
+          "cublasLtMatmulPreferenceSetAttribute");
+    for (auto [attr, value] : {std::pair{kPrefAlignA, align_a}, std::pair{kPrefAlignB, align_b},
+                               std::pair{kPrefAlignC, align_d}, std::pair{kPrefAlignD, align_d}})
+      check(lt_.cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value),
+            "cublasLtMatmulPreferenceSetAttribute");
+
+    LtHeuristicResult result{};
+    int returned = 0;
+    cublasStatus_t s =
+        lt_.cublasLtMatmulAlgoGetHeuristic(handle_, p->desc, p->a, p->b, p->d, p->d, pref, 1, &result, &returned);
+    if (s != kStatusNotSupported) check(s, "cublasLtMatmulAlgoGetHeuristic");
+    p->ok = s == 0 && returned > 0 && result.state == 0;
+    if (p->ok) p->algo = result.algo;
+    slot = std::move(p);
+  }
+  if (!slot->ok) return false;
+  const float alpha = 1.0f, beta = 0.0f;  // CUBLASLT_POINTER_MODE_HOST (the default): host scalars
+  auto ptr = [](DevicePtr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); };
+  check(lt_.cublasLtMatmul(handle_, slot->desc, &alpha, ptr(b), slot->a, ptr(a), slot->b, &beta, ptr(c), slot->d,
+                           ptr(c), slot->d, &slot->algo, ptr(workspace), workspace_bytes, stream),
+        "cublasLtMatmul");
+  return true;
+}
+
+const std::string& fallback_gemm_source() {
+  // Half-precision values travel as their 16-bit patterns (unsigned short): f16 converts with
+  // PTX's cvt (every architecture has it), bf16 by hand (the upper half of an f32; stores round
+  // to nearest even, NaNs stay quiet NaNs).
+  static const std::string source = R"(// Sheaf: strided matrix products that cuBLASLt cannot take.
+__device__ __forceinline__ float sheaf_load(float x) { return x; }
+__device__ __forceinline__ float sheaf_store_f32(float x) { return x; }
+__device__ __forceinline__ float sheaf_f16(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short sheaf_store_f16(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float sheaf_bf16(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+__device__ __forceinline__ unsigned short sheaf_store_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+#define SHEAF_GEMM(NAME, T, LOAD, STORE)                                                              \
+  extern "C" __global__ void NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, \
+                                  long long m, long long n, long long k, long long a_rs, long long a_cs, \
+                                  long long b_rs, long long b_cs, long long batches, long long a_bs,     \
+                                  long long b_bs) {                                                     \
+    const long long total = batches * m * n;                                                            \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;                      \
+         i += (long long)gridDim.x * blockDim.x) {                                                      \
+      const long long col = i % n, row = (i / n) % m, batch = i / (m * n);                              \
+      const T* pa = a + batch * a_bs + row * a_rs;                                                      \
+      const T* pb = b + batch * b_bs + col * b_cs;                                                      \
+      float acc = 0.0f;                                                                                 \
+      for (long long p = 0; p < k; ++p) acc += LOAD(pa[p * a_cs]) * LOAD(pb[p * b_rs]);                 \
+      c[i] = STORE(acc);                                                                                \
+    }                                                                                                   \
+  }
+
+SHEAF_GEMM(sheaf_gemm_f32, float, sheaf_load, sheaf_store_f32)
+SHEAF_GEMM(sheaf_gemm_f16, unsigned short, sheaf_f16, sheaf_store_f16)
+SHEAF_GEMM(sheaf_gemm_bf16, unsigned short, sheaf_bf16, sheaf_store_bf16)
+)";
+  return source;
+}
+
+const char* fallback_gemm_kernel(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "sheaf_gemm_f32";
+    case DType::F16: return "sheaf_gemm_f16";
+    case DType::BF16: return "sheaf_gemm_bf16";
+    default:
+      throw SheafError(fmt::format("no matrix product kernel for {} (f32, f16 or bf16 only)", dtype_name(dtype)));
+  }
+}
+
+}  // namespace sheaf::cuda

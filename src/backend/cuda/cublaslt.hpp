@@ -1,0 +1,147 @@
+// backend/cuda/cublaslt.hpp — matrix products (Device::gemm, device.hpp) on the GPU: cuBLASLt,
+// loaded at run time with dlopen like the driver (driver.hpp; no CUDA header is needed to build),
+// and the strided kernel that takes the operands cuBLASLt cannot.
+//   cublaslt()      libcublasLt.so.13 / libcublasLt.so from the loader path, else $CUDA_HOME/lib64
+//                   or /usr/local/cuda/lib64; null with the reason when absent. Loaded once.
+//   plan_lt_gemm    a Gemm (row-major semantics) as cuBLASLt's column-major operation, or none
+//                   when an operand has no unit stride (then: the fallback kernel)
+//   LtGemm          one cuBLASLt handle; matmul() runs a Gemm on a stream with a workspace,
+//                   algorithm and descriptors cached per Gemm shape and operand alignment
+//   fallback_gemm_source  CUDA C++ (no headers, for NVRTC) of one kernel per dtype: one thread per
+//                   output element, f32 accumulation, any strides
+// Errors throw SheafError("cuBLASLt: cublasLtMatmul failed with status 13
+// (CUBLAS_STATUS_EXECUTION_FAILED)").
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/device.hpp"
+#include "backend/cuda/driver.hpp"
+
+namespace sheaf::cuda {
+
+using cublasStatus_t = int;  // 0 = CUBLAS_STATUS_SUCCESS
+using cublasLtHandle_t = struct cublasLtContext*;
+using cublasLtMatmulDesc_t = struct cublasLtMatmulDescOpaque_t*;
+using cublasLtMatrixLayout_t = struct cublasLtMatrixLayoutOpaque_t*;
+using cublasLtMatmulPreference_t = struct cublasLtMatmulPreferenceOpaque_t*;
+
+// cublasLtMatmulAlgo_t: an opaque value filled by the heuristic.
+struct LtMatmulAlgo {
+  uint64_t data[8];
+};
+// cublasLtMatmulHeuristicResult_t, field for field (96 bytes).
+struct LtHeuristicResult {
+  LtMatmulAlgo algo;
+  size_t workspace_size;
+  cublasStatus_t state;
+  float waves_count;
+  int reserved[4];
+};
+static_assert(sizeof(LtHeuristicResult) == 96, "cublasLtMatmulHeuristicResult_t is 96 bytes");
+
+// The entry points used (cublasLt.h). Enum-typed parameters are C enums, passed as int.
+struct CublasLt {
+  cublasStatus_t (*cublasLtCreate)(cublasLtHandle_t* handle);
+  cublasStatus_t (*cublasLtDestroy)(cublasLtHandle_t handle);
+  size_t (*cublasLtGetVersion)();
+  cublasStatus_t (*cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t* desc, int compute_type, int scale_type);
+  cublasStatus_t (*cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t desc);
+  cublasStatus_t (*cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t desc, int attr, const void* buf, size_t size);
+  cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t* layout, int type, uint64_t rows, uint64_t cols,
+                                               int64_t ld);
+  cublasStatus_t (*cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t layout);
+  cublasStatus_t (*cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t layout, int attr, const void* buf,
+                                                     size_t size);
+  cublasStatus_t (*cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t* pref);
+  cublasStatus_t (*cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t pref);
+  cublasStatus_t (*cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t pref, int attr, const void* buf,
+                                                         size_t size);
+  cublasStatus_t (*cublasLtMatmulAlgoGetHeuristic)(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                   cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                   cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                                   cublasLtMatmulPreference_t pref, int requested,
+                                                   LtHeuristicResult* results, int* returned);
+  cublasStatus_t (*cublasLtMatmul)(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                                   const void* a, cublasLtMatrixLayout_t a_layout, const void* b,
+                                   cublasLtMatrixLayout_t b_layout, const void* beta, const void* c,
+                                   cublasLtMatrixLayout_t c_layout, void* d, cublasLtMatrixLayout_t d_layout,
+                                   const LtMatmulAlgo* algo, void* workspace, size_t workspace_bytes,
+                                   CUstream stream);
+};
+
+// The loaded library with every entry point, or null; `why` (if given) then says what is missing.
+const CublasLt* cublaslt(std::string* why = nullptr);
+
+// "CUBLAS_STATUS_NOT_SUPPORTED" for a cublasStatus_t ("unknown status" for others).
+std::string cublas_status_name(cublasStatus_t s);
+
+// One operand as cuBLASLt stores it: a column-major rows × cols matrix (element (i, j) at
+// i + j·ld, ld ≥ rows), used as is or transposed; batch_stride elements between batches.
+struct LtOperand {
+  bool transpose = false;
+  int64_t rows = 0, cols = 0, ld = 0, batch_stride = 0;
+};
+
+// A row-major Gemm as cuBLASLt's column-major D (m × n) = op(A) · op(B): cᵀ = bᵀ · aᵀ, so
+// cuBLASLt's A is our b (op(A) = bᵀ, n × k), its B our a (op(B) = aᵀ, k × m), m = g.n, n = g.m,
+// and D is c read column-major (n rows, ld n). A row-major operand (unit column stride) is, read
+// column-major, already its transpose (op N, ld = its row stride); a column-major one (unit row
+// stride) is transposed by the operation (op T, ld = its column stride). A dimension of extent 1
+// has no stride that matters: its ld is set to the least valid value.
+struct LtPlan {
+  LtOperand a, b, d;  // cuBLASLt's operands: a ← g's b, b ← g's a, d ← c
+  int64_t m = 0, n = 0, k = 0;
+  int32_t batches = 1;
+};
+
+// The plan, or nullopt when some operand has no unit stride (both strides of a dimension of
+// extent > 1 differ from 1), overlapping or negative strides, a negative batch stride, or
+// extents and lds beyond 32 bits (which cuBLASLt does not promise to take): the fallback kernel
+// computes those. Also nullopt for empty products (m, n, k or batches 0), which the caller
+// handles (nothing to do, or zeros when k is 0).
+std::optional<LtPlan> plan_lt_gemm(const Gemm& g);
+
+// The largest power of two, at most 256, dividing the byte address of every batch of an operand
+// (cuBLASLt's heuristic assumes 256 unless told: a smaller alignment must be declared).
+uint32_t operand_alignment(DevicePtr p, int64_t batch_stride, int32_t batches, size_t element_bytes);
+
+// One cuBLASLt handle (created on the thread the caller made the context current on) and the
+// descriptors and algorithm of every Gemm shape it has run. Thread-safe.
+class LtGemm {
+ public:
+  explicit LtGemm(const CublasLt& lt);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  // Queues c = a · b (Gemm's semantics) on `stream`, the algorithm allowed `workspace_bytes` of
+  // scratch at `workspace`. False (nothing queued) when plan_lt_gemm finds no plan or cuBLASLt
+  // has no algorithm for it: the caller runs the fallback kernel. Throws SheafError on errors.
+  bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, CUstream stream, DevicePtr workspace,
+              size_t workspace_bytes);
+
+ private:
+  struct Prepared;  // descriptors and algorithm of one shape (absent: no algorithm)
+  const CublasLt& lt_;
+  cublasLtHandle_t handle_ = nullptr;
+  std::mutex mutex_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Prepared>> prepared_;
+};
+
+// The fallback kernels: `fallback_gemm_kernel(dtype)` of `fallback_gemm_source()` computes
+//   c[i·m·n + r·n + col] = Σ_p a[i·a_bs + r·a_rs + p·a_cs] · b[i·b_bs + p·b_rs + col·b_cs]
+// with parameters (const T* a, const T* b, T* c, then as long long: m, n, k, a_rs, a_cs, b_rs,
+// b_cs, batches, a_bs, b_bs), one thread per element of c (a grid-stride loop: any grid works),
+// f32 accumulation, f16/bf16 stored rounded to nearest even. F32, F16 or BF16.
+const std::string& fallback_gemm_source();
+const char* fallback_gemm_kernel(DType dtype);
+constexpr int64_t kFallbackGemmBlock = 256;
+
+}  // namespace sheaf::cuda

@@ -1,0 +1,89 @@
+// backend/cuda/device.hpp — what the CUDA backend needs from a GPU, as one interface.
+// cuda::Program (program.hpp) runs a compiled function through a Device and nothing else: memory,
+// copies, loading the kernels of a rendering, launches, matrix products and whole-call capture.
+//   DriverDevice  (driver_device.cpp) the real GPU: CUDA driver API on one stream of device 0's
+//                 primary context, kernels compiled by NVRTC to a cubin for the GPU's own arch
+//                 (cached in __sheaf__/ keyed by arch and CUDA version), products by cuBLASLt,
+//                 capture as CUDA graphs. Everything is loaded with dlopen.
+//   emulated      (tests/unit/cuda_emulator.hpp) host memory, the kernels compiled by the system
+//                 C++ compiler and run by threads: every path of the backend except the driver
+//                 calls is tested on machines without a GPU.
+// Work is queued in order on one stream: launches, products and device-to-device copies are
+// asynchronous; upload returns once `src` may be reused; download waits for the queued work.
+// Errors throw SheafError naming the operation and the driver's error.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/render.hpp"
+#include "tensor/dtype.hpp"
+
+namespace sheaf::cuda {
+
+using DevicePtr = uint64_t;  // CUdeviceptr; 0 is null
+
+// The kernels of one rendering, loaded; kernel `i` is Kernels::launches' i-th Kernel launch
+// (in the order of `names` given to Device::load).
+class Module {
+ public:
+  virtual ~Module() = default;
+  // Queues grid × block threads of kernel `kernel`; `args[j]` points at the j-th parameter's
+  // value (a DevicePtr), as cuLaunchKernel takes them.
+  virtual void launch(size_t kernel, int64_t grid, int64_t block, void** args) = 0;
+};
+
+// c[i] (m×n, row-major, contiguous) = a[i] · b[i] for i < batches, element (r, c) of a[i] at
+// a + i·a_bs + r·a_rs + c·a_cs (elements; b likewise). Inputs and output of `dtype` (f32, f16 or
+// bf16); always f32 accumulation. `tf32`: f32 products may round their inputs to TF32.
+struct Gemm {
+  DType dtype = DType::F32;
+  int64_t m = 1, n = 1, k = 1;
+  int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
+  int64_t batches = 1, a_bs = 0, b_bs = 0;  // c's batch stride is m·n
+  bool tf32 = false;
+};
+
+// Queued work recorded once and replayed as one submission (a CUDA graph). Replays read and
+// write the very addresses used while recording.
+class Capture {
+ public:
+  virtual ~Capture() = default;
+  virtual void replay() = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)"
+  virtual std::string describe() const = 0;
+  // The architecture kernels are built for ("sm_90"): part of every specialization key.
+  virtual std::string arch() const = 0;
+
+  // Raw device memory (Allocator caches it). allocate throws SheafError when the GPU is full.
+  virtual DevicePtr allocate(size_t bytes) = 0;
+  virtual void release(DevicePtr p) = 0;
+  virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
+  virtual void copy(DevicePtr dst, DevicePtr src, size_t bytes) = 0;
+  virtual void fill(DevicePtr dst, uint8_t byte, size_t bytes) = 0;
+
+  // Compiles (or finds in `cache_dir`, when not empty) and loads the kernels `names` of `source`.
+  virtual std::unique_ptr<Module> load(const std::string& source, const std::vector<std::string>& names,
+                                       const std::string& cache_dir) = 0;
+  virtual void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c) = 0;
+  // Waits for every queued operation.
+  virtual void synchronize() = 0;
+
+  // Records the work `record` queues (launches, products, device copies; no upload or download)
+  // into a Capture; nullptr when this device cannot capture (record then has run normally).
+  virtual std::unique_ptr<Capture> capture(const std::function<void()>& record) = 0;
+};
+
+// The GPU (device 0) through the CUDA driver, or null with `why` ("no GPU was found: ...").
+// One per process, created on first use.
+std::shared_ptr<Device> gpu(std::string* why = nullptr);
+
+}  // namespace sheaf::cuda

@@ -1,0 +1,465 @@
+// backend/cuda/driver_device.cpp — the real GPU behind cuda::gpu() (device.hpp): DriverDevice runs
+// everything on one non-blocking stream of device 0's primary context through the CUDA driver
+// API (driver.hpp), loads kernels compiled by NVRTC to a cubin for the GPU's own architecture
+// (cached on disk, driver_device.hpp), multiplies matrices with cuBLASLt (cublaslt.hpp; a strided
+// kernel takes what cuBLASLt cannot, and everything when cuBLASLt is absent) and captures work as
+// CUDA graphs.
+// Invariants: every public entry (the device's, a module's, a capture's) first makes the primary
+// context current on the calling thread (cuCtxSetCurrent is cheap), so any thread may call; every
+// CUresult is checked and a failure throws SheafError("CUDA: <what> failed with <error>").
+// The device lives as long as the process (gpu() keeps it and never destroys it: tearing the
+// driver down during exit races with the driver's own teardown).
+#include "backend/cuda/driver_device.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <sstream>
+
+#include "backend/cuda/cublaslt.hpp"
+#include "backend/cuda/device.hpp"
+#include "backend/cuda/nvrtc.hpp"
+#include "base/error.hpp"
+
+namespace sheaf::cuda {
+
+// ---------------------------------------------------------------- the pure parts (driver_device.hpp)
+
+namespace {
+constexpr char kCubinMagic[12] = {'S', 'H', 'E', 'A', 'F', 'C', 'U', 'B', 'I', 'N', '1', '\n'};
+
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t get_u64(const std::string& in, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[at + i])) << (8 * i);
+  return v;
+}
+}  // namespace
+
+uint64_t fnv1a64(std::string_view bytes, uint64_t h) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc_version) {
+  uint64_t h = kFnvOffset;
+  for (const std::string* part : {&source, &arch, &nvrtc_version})
+    h = fnv1a64(std::string_view(part->c_str(), part->size() + 1), h);  // with its NUL: parts stay apart
+  return fmt::format("cuda-{:016x}.{}.cubin", h, arch);
+}
+
+std::string pack_cubin(const std::string& cubin) {
+  std::string out(kCubinMagic, sizeof kCubinMagic);
+  put_u64(out, cubin.size());
+  put_u64(out, fnv1a64(cubin));
+  static_assert(sizeof kCubinMagic + 16 == kCubinHeaderBytes);
+  return out + cubin;
+}
+
+std::optional<std::string> unpack_cubin(const std::string& file, std::string* why) {
+  auto bad = [&](std::string w) -> std::optional<std::string> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (file.size() < kCubinHeaderBytes || file.compare(0, sizeof kCubinMagic, kCubinMagic, sizeof kCubinMagic) != 0)
+    return bad("not a Sheaf cubin cache file");
+  const uint64_t size = get_u64(file, sizeof kCubinMagic), sum = get_u64(file, sizeof kCubinMagic + 8);
+  const uint64_t have = file.size() - kCubinHeaderBytes;
+  if (size == 0) return bad("its cubin is empty");
+  if (have < size) return bad(fmt::format("truncated: {} of {} payload bytes", have, size));
+  if (have > size) return bad(fmt::format("{} bytes past its {}-byte payload", have - size, size));
+  std::string cubin = file.substr(kCubinHeaderBytes);
+  if (fnv1a64(cubin) != sum) return bad("its checksum does not match");
+  return cubin;
+}
+
+std::optional<std::string> read_cached_cubin(const std::string& path, std::string* why) {
+  if (why) why->clear();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) {
+    if (why) *why = "it cannot be read";
+    return std::nullopt;
+  }
+  return unpack_cubin(bytes.str(), why);
+}
+
+bool write_cached_cubin(const std::string& path, const std::string& cubin) {
+  namespace fs = std::filesystem;
+  static std::atomic<unsigned> counter{0};
+  std::error_code ec;
+  const fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  // Same directory (rename is atomic only within one file system), a name no other writer uses.
+  const std::string temp = fmt::format("{}.tmp-{}-{}", path, getpid(), counter++);
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return false;
+    const std::string bytes = pack_cubin(cubin);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      fs::remove(temp, ec);
+      return false;
+    }
+  }
+  fs::rename(temp, target, ec);
+  if (ec) fs::remove(temp, ec);
+  return !ec;
+}
+
+std::string format_bytes(size_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::string arch_name(const DeviceInfo& info) { return fmt::format("sm_{}{}", info.major, info.minor); }
+
+std::string describe_device(const DeviceInfo& info) {
+  return fmt::format("{} ({}, {} SMs, {})", info.name, arch_name(info), info.multiprocessors,
+                     format_bytes(info.memory));
+}
+
+// ---------------------------------------------------------------- DriverDevice
+
+namespace {
+
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's scratch, allocated once
+constexpr int64_t kMaxGrid = 2147483647;                  // gridDim.x ≤ 2³¹ − 1
+constexpr int64_t kMaxBlock = 1024;
+
+// One line on stderr, once per `flag`.
+void notice_once(std::atomic<bool>& flag, const std::string& line) {
+  if (!flag.exchange(true)) fmt::print(stderr, "sheaf: {}\n", line);
+}
+
+class DriverDevice;
+
+class DriverModule final : public Module {
+ public:
+  // `keep` holds the device for modules handed out; the device's own (fallback) module does not.
+  DriverModule(DriverDevice* dev, std::shared_ptr<DriverDevice> keep, CUmodule mod, std::vector<std::string> names)
+      : dev_(dev), keep_(std::move(keep)), mod_(mod), names_(std::move(names)) {}
+  ~DriverModule() override;
+  void launch(size_t kernel, int64_t grid, int64_t block, void** args) override;
+
+  DriverDevice* dev_;
+  std::shared_ptr<DriverDevice> keep_;
+  CUmodule mod_;
+  std::vector<std::string> names_;
+  std::vector<CUfunction> fns_;  // names_' functions, in order
+};
+
+class DriverCapture final : public Capture {
+ public:
+  DriverCapture(std::shared_ptr<DriverDevice> dev, CUgraphExec exec) : dev_(std::move(dev)), exec_(exec) {}
+  ~DriverCapture() override;
+  void replay() override;
+
+ private:
+  std::shared_ptr<DriverDevice> dev_;
+  CUgraphExec exec_;
+};
+
+class DriverDevice final : public Device, public std::enable_shared_from_this<DriverDevice> {
+ public:
+  DriverDevice(const Driver& d, DeviceInfo info) : d_(d), info_(std::move(info)) {
+    try {
+      check(d_.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+      check(d_.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+      retained_ = true;
+      bind();
+      check(d_.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
+    } catch (const SheafError&) {
+      teardown();
+      throw;
+    }
+    std::string why;
+    if (const CublasLt* lt = cublaslt(&why)) {
+      try {
+        lt_ = std::make_unique<LtGemm>(*lt);
+        workspace_ = allocate(kLtWorkspaceBytes);
+      } catch (const SheafError& e) {
+        lt_.reset();
+        lt_why_ = e.what();
+      }
+    } else {
+      lt_why_ = why;
+    }
+  }
+
+  ~DriverDevice() override { teardown(); }
+
+  // Releases what the device holds; errors are ignored. Runs only when construction fails (gpu()
+  // keeps the device for the process).
+  void teardown() {
+    if (retained_ && d_.cuCtxSetCurrent(ctx_) == 0) {
+      if (stream_) d_.cuStreamSynchronize(stream_);
+      lt_.reset();
+      fallback_.reset();
+      if (workspace_) d_.cuMemFree(workspace_);
+      if (stream_) d_.cuStreamDestroy(stream_);
+    }
+    if (retained_) d_.cuDevicePrimaryCtxRelease(dev_);
+  }
+
+  // Makes the context current on this thread.
+  void bind() const { check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+
+  void check(CUresult r, std::string_view what) const {
+    if (r != 0) throw SheafError(fmt::format("CUDA: {} failed with {}", what, error_name(r)));
+  }
+
+  const Driver& driver() const { return d_; }
+  CUstream stream() const { return stream_; }
+
+  std::string describe() const override { return describe_device(info_); }
+  std::string arch() const override { return arch_name(info_); }
+
+  DevicePtr allocate(size_t bytes) override {
+    bind();
+    CUdeviceptr p = 0;
+    CUresult r = d_.cuMemAlloc(&p, bytes == 0 ? 1 : bytes);  // 0 bytes is an error: a distinct pointer anyway
+    if (r == kErrorOutOfMemory) {
+      size_t free = 0, total = 0;
+      if (d_.cuMemGetInfo(&free, &total) == 0)
+        throw SheafError(fmt::format("CUDA: cuMemAlloc of {} failed with {} ({} of {} free)", format_bytes(bytes),
+                                     error_name(r), format_bytes(free), format_bytes(total)));
+    }
+    check(r, "cuMemAlloc of " + format_bytes(bytes));
+    return p;
+  }
+
+  void release(DevicePtr p) override {
+    if (p == 0) return;
+    bind();
+    check(d_.cuMemFree(p), "cuMemFree");
+  }
+
+  void upload(DevicePtr dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    bind();
+    check(d_.cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync of " + format_bytes(bytes));
+    check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize after an upload");  // `src` may be reused
+  }
+
+  void download(void* dst, DevicePtr src, size_t bytes) override {
+    if (bytes == 0) return;
+    bind();
+    check(d_.cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync of " + format_bytes(bytes));
+    check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize after a download");
+  }
+
+  void copy(DevicePtr dst, DevicePtr src, size_t bytes) override {
+    if (bytes == 0) return;
+    bind();
+    check(d_.cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync of " + format_bytes(bytes));
+  }
+
+  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
+    if (bytes == 0) return;
+    bind();
+    check(d_.cuMemsetD8Async(dst, byte, bytes, stream_), "cuMemsetD8Async of " + format_bytes(bytes));
+  }
+
+  std::unique_ptr<Module> load(const std::string& source, const std::vector<std::string>& names,
+                               const std::string& cache_dir) override {
+    return load_module(source, names, cache_dir, shared_from_this());
+  }
+
+  std::unique_ptr<Module> load_module(const std::string& source, const std::vector<std::string>& names,
+                                      const std::string& cache_dir, std::shared_ptr<DriverDevice> keep) {
+    bind();
+    std::string path, cubin;
+    CUmodule mod = nullptr;
+    if (!cache_dir.empty()) {
+      path = (std::filesystem::path(cache_dir) / cubin_cache_name(source, arch(), nvrtc_version())).string();
+      std::string why;
+      if (std::optional<std::string> cached = read_cached_cubin(path, &why)) {
+        CUresult r = d_.cuModuleLoadData(&mod, cached->data());
+        if (r != 0) {
+          mod = nullptr;
+          fmt::print(stderr, "sheaf: the cached kernels {} do not load ({}); rebuilding them\n", path, error_name(r));
+        }
+      } else if (!why.empty()) {
+        fmt::print(stderr, "sheaf: ignoring the kernel cache {} ({}); rebuilding it\n", path, why);
+      }
+    }
+    if (!mod) {
+      cubin = compile_cuda(source, "sheaf_kernels.cu", info_.major, info_.minor, true).cubin;
+      check(d_.cuModuleLoadData(&mod, cubin.data()), "cuModuleLoadData");
+      if (!path.empty()) write_cached_cubin(path, cubin);  // a failure only loses the cache
+    }
+    auto m = std::make_unique<DriverModule>(this, std::move(keep), mod, names);  // unloads `mod` if what follows throws
+    for (const std::string& name : names) {
+      CUfunction fn = nullptr;
+      check(d_.cuModuleGetFunction(&fn, mod, name.c_str()), "cuModuleGetFunction of " + name);
+      m->fns_.push_back(fn);
+    }
+    return m;
+  }
+
+  void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c) override {
+    if (!is_float(g.dtype))
+      throw SheafError(fmt::format("CUDA: no matrix product of {} (f32, f16 or bf16 only)", dtype_name(g.dtype)));
+    if (g.m <= 0 || g.n <= 0 || g.batches <= 0) return;
+    bind();
+    if (g.k <= 0) {  // an empty sum: zeros (all-zero bytes are 0.0 in every float type)
+      fill(c, 0, static_cast<size_t>(g.batches * g.m * g.n) * dtype_size(g.dtype));
+      return;
+    }
+    if (lt_ && lt_->matmul(g, a, b, c, stream_, workspace_, kLtWorkspaceBytes)) return;
+    if (!lt_) notice_once(lt_notice_, "matrix products run on a simple kernel: " + lt_why_);
+    fallback_gemm(g, a, b, c);
+  }
+
+  void synchronize() override {
+    bind();
+    check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+  std::unique_ptr<Capture> capture(const std::function<void()>& record) override {
+    bind();
+    // Whatever stops the capture, `record` then runs again uncaptured (device.hpp's contract);
+    // an error of its own repeats there and propagates.
+    auto uncaptured = [&](const std::string& why) -> std::unique_ptr<Capture> {
+      notice_once(capture_notice_, "CUDA graph capture failed (" + why + "); running uncaptured");
+      record();
+      return nullptr;
+    };
+    CUresult r = d_.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal);
+    if (r != 0) return uncaptured("cuStreamBeginCapture: " + error_name(r));
+    CUgraph graph = nullptr;
+    try {
+      record();
+    } catch (const std::exception& e) {
+      if (d_.cuStreamEndCapture(stream_, &graph) == 0 && graph) d_.cuGraphDestroy(graph);
+      return uncaptured(std::string("while recording: ") + e.what());
+    }
+    r = d_.cuStreamEndCapture(stream_, &graph);
+    if (r != 0 || !graph) {
+      if (graph) d_.cuGraphDestroy(graph);
+      return uncaptured("cuStreamEndCapture: " + error_name(r));
+    }
+    CUgraphExec exec = nullptr;
+    r = d_.cuGraphInstantiateWithFlags(&exec, graph, 0);
+    d_.cuGraphDestroy(graph);  // the executable graph is independent of it
+    if (r != 0) return uncaptured("cuGraphInstantiateWithFlags: " + error_name(r));
+    return std::make_unique<DriverCapture>(shared_from_this(), exec);
+  }
+
+ private:
+  // The strided kernel (cublaslt.hpp), compiled on first use and kept.
+  void fallback_gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c) {
+    {
+      std::lock_guard lock(fallback_mutex_);
+      if (!fallback_)
+        fallback_ = load_module(fallback_gemm_source(),
+                                {fallback_gemm_kernel(DType::F32), fallback_gemm_kernel(DType::F16),
+                                 fallback_gemm_kernel(DType::BF16)},
+                                "", nullptr);
+    }
+    const size_t kernel = g.dtype == DType::F32 ? 0 : g.dtype == DType::F16 ? 1 : 2;
+    long long v[10] = {g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs, g.batches, g.a_bs, g.b_bs};
+    void* args[13] = {&a, &b, &c, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]};
+    const int64_t total = g.batches * g.m * g.n;
+    const int64_t grid = std::min<int64_t>((total + kFallbackGemmBlock - 1) / kFallbackGemmBlock, int64_t{1} << 20);
+    fallback_->launch(kernel, grid, kFallbackGemmBlock, args);
+  }
+
+  const Driver& d_;
+  DeviceInfo info_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  bool retained_ = false;
+  CUstream stream_ = nullptr;
+  std::unique_ptr<LtGemm> lt_;  // null: cuBLASLt is absent or failed (lt_why_ says why)
+  std::string lt_why_;
+  DevicePtr workspace_ = 0;     // kLtWorkspaceBytes for cuBLASLt
+  std::mutex fallback_mutex_;
+  std::unique_ptr<Module> fallback_;
+  std::atomic<bool> lt_notice_{false}, capture_notice_{false};
+};
+
+DriverModule::~DriverModule() {
+  try {
+    dev_->bind();
+    dev_->driver().cuModuleUnload(mod_);
+  } catch (const SheafError&) {
+  }
+}
+
+void DriverModule::launch(size_t kernel, int64_t grid, int64_t block, void** args) {
+  if (kernel >= fns_.size())
+    throw SheafError(fmt::format("CUDA: kernel {} launched from a module of {} kernels", kernel, fns_.size()));
+  if (grid == 0) return;
+  if (grid < 0 || grid > kMaxGrid || block < 1 || block > kMaxBlock)
+    throw SheafError(fmt::format("CUDA: cannot launch {} with grid {} and block {} (at most {} and {})", names_[kernel],
+                                 grid, block, kMaxGrid, kMaxBlock));
+  dev_->bind();
+  dev_->check(dev_->driver().cuLaunchKernel(fns_[kernel], static_cast<unsigned>(grid), 1, 1,
+                                            static_cast<unsigned>(block), 1, 1, 0, dev_->stream(), args, nullptr),
+              fmt::format("cuLaunchKernel of {} (grid {}, block {})", names_[kernel], grid, block));
+}
+
+DriverCapture::~DriverCapture() {
+  try {
+    dev_->bind();
+    dev_->driver().cuGraphExecDestroy(exec_);
+  } catch (const SheafError&) {
+  }
+}
+
+void DriverCapture::replay() {
+  dev_->bind();
+  dev_->check(dev_->driver().cuGraphLaunch(exec_, dev_->stream()), "cuGraphLaunch");
+}
+
+}  // namespace
+
+std::shared_ptr<Device> gpu(std::string* why) {
+  static std::mutex mutex;
+  static std::shared_ptr<Device>* device = nullptr;  // never destroyed (see the file comment)
+  static std::string failure;
+  std::lock_guard lock(mutex);
+  if (!device) {
+    device = new std::shared_ptr<Device>();
+    std::string w;
+    const Driver* d = driver(&w);
+    std::optional<DeviceInfo> info = d ? device_info(&w) : std::nullopt;
+    if (!info) {
+      failure = w;
+    } else {
+      try {
+        *device = std::make_shared<DriverDevice>(*d, *info);
+      } catch (const SheafError& e) {
+        failure = fmt::format("GPU 0 ({}) cannot be used: {}", describe_device(*info), e.what());
+      }
+    }
+  }
+  if (!*device && why) *why = failure;
+  return *device;
+}
+
+}  // namespace sheaf::cuda

@@ -1,0 +1,51 @@
+// backend/cuda/driver_device.hpp — the pure parts of DriverDevice (driver_device.cpp, the real
+// GPU behind cuda::gpu()), declared apart so that they are tested without a GPU: the kernel
+// cache's file names and format, and how sizes and the device are written in messages.
+//
+// Cache files (one per rendering and GPU architecture, in the cache_dir given to Device::load):
+//   name     cuda-<16 hex digits>.<arch>.cubin, the digits the FNV-1a 64 hash of the CUDA source,
+//            the arch ("sm_90") and the NVRTC version ("NVRTC 13.0"), each followed by a NUL
+//   content  "SHEAFCUBIN1\n" (12 bytes), the payload's size and its FNV-1a 64 hash (8 bytes each,
+//            little-endian), the payload (the cubin NVRTC produced)
+// A file that fails these checks is ignored (with a one-line notice) and rewritten; files are
+// written to a temporary name in the same directory and renamed, so readers never see half a file.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backend/cuda/driver.hpp"
+
+namespace sheaf::cuda {
+
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+// FNV-1a 64 of `bytes`, continuing from `h`.
+uint64_t fnv1a64(std::string_view bytes, uint64_t h = kFnvOffset);
+
+// "cuda-0123456789abcdef.sm_90.cubin"
+std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc_version);
+
+constexpr size_t kCubinHeaderBytes = 28;
+// The cache file's bytes for `cubin`.
+std::string pack_cubin(const std::string& cubin);
+// The cubin in a cache file's bytes, or nullopt with `why` ("not a Sheaf cubin cache file",
+// "truncated: 100 of 4096 payload bytes", "its checksum does not match", ...).
+std::optional<std::string> unpack_cubin(const std::string& file, std::string* why = nullptr);
+
+// The cubin cached at `path`: nullopt with `why` empty when there is no such file, with `why`
+// saying what is wrong when the file is not a valid cache file.
+std::optional<std::string> read_cached_cubin(const std::string& path, std::string* why = nullptr);
+// Writes `cubin` to `path` atomically (creating its directory); false when it could not (the
+// cache is then only lost).
+bool write_cached_cubin(const std::string& path, const std::string& cubin);
+
+// "512 B", "32.0 MiB", "1.5 GiB"
+std::string format_bytes(size_t bytes);
+// "sm_90"
+std::string arch_name(const DeviceInfo& info);
+// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)"
+std::string describe_device(const DeviceInfo& info);
+
+}  // namespace sheaf::cuda

@@ -1,0 +1,298 @@
+// backend/cuda/program.cpp — running a compiled function on a GPU (see program.hpp).
+#include "backend/cuda/program.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/ref/executor.hpp"
+#include "base/error.hpp"
+
+namespace sheaf::cuda {
+
+using fusion::StepKind;
+
+namespace {
+
+// A host tensor uploaded for one argument position; `host` tells whether that tensor still lives.
+struct Upload {
+  const std::byte* bytes = nullptr;
+  std::weak_ptr<std::byte> host;
+  std::shared_ptr<Buffer> buffer;
+};
+
+// A whole call captured for one set of buffers (the pointer table).
+struct Captured {
+  std::vector<DevicePtr> table;
+  std::unique_ptr<Capture> capture;
+};
+
+size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype); }
+
+}  // namespace
+
+struct Program::Impl {
+  const ir::Graph& g;
+  std::shared_ptr<Allocator> alloc;
+  ProgramOptions options;
+  fusion::Schedule schedule;
+  cpu::MemoryPlan memory;
+  std::unique_ptr<Module> module;
+  std::vector<size_t> kernel_index;             // launch → its kernel's index in the module
+  std::vector<std::shared_ptr<Buffer>> owned;   // the arena and the constants
+  std::vector<DevicePtr> table;                 // slots of constants and arena buffers, filled once
+  std::vector<size_t> first;                    // result position → first position with the same value
+  std::vector<bool> written;                    // result position → written by a Loop/Copy/Dot step
+  bool has_host = false;
+  std::vector<std::vector<Upload>> uploads;     // per parameter, most recently used first
+  std::vector<Captured> captures;               // most recently used first
+  std::vector<std::vector<DevicePtr>> seen;     // tables run once without capture, most recent first
+  // Result buffers of the last kGenerations calls per result position, reused once no tensor holds
+  // them: a loop feeding results back alternates between two buffer sets, so its calls repeat the
+  // same tables (and replay their captures).
+  static constexpr size_t kGenerations = 3;
+  std::vector<std::vector<std::shared_ptr<Buffer>>> spare;
+
+  // The running call.
+  std::vector<DevicePtr> buffers;
+  std::vector<std::shared_ptr<Buffer>> held;    // Host step outputs and inputs uploaded for this call only
+  std::vector<std::pair<int32_t, Tensor>> host_results;  // Host step outputs by value
+  std::vector<DevicePtr> values;                // a launch's arguments (cuLaunchKernel copies them)
+  std::vector<void*> args;
+
+  Impl(const ir::Graph& graph, std::shared_ptr<Allocator> a, const ProgramOptions& o) : g(graph), alloc(std::move(a)), options(o) {}
+
+  DevicePtr at(int32_t slot, int64_t offset_elements, DType t) const {
+    return buffers[static_cast<size_t>(slot)] + static_cast<uint64_t>(offset_elements) * dtype_size(t);
+  }
+
+  DevicePtr input(size_t position, const Tensor& t, ProgramStats& stats);
+  std::shared_ptr<Buffer> result_buffer(size_t position, size_t bytes);
+  void launch(const Launch& l, size_t index);  // queues launch `index` of the table (not a Host step)
+  void enqueue(const Kernels& k);
+  void dot(const Launch& l);
+  void host(const Launch& l, ProgramStats& stats);
+};
+
+Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o)
+    : impl_(std::make_unique<Impl>(g, std::move(allocator), o)) {
+  Impl& p = *impl_;
+  p.schedule = fusion::fuse(g, {.half_dots = true});
+  p.memory = cpu::plan_memory(g, p.schedule);
+  kernels_ = render(g, p.schedule, p.memory);
+  std::vector<std::string> names;
+  for (const Launch& l : kernels_.launches) {
+    p.kernel_index.push_back(names.size());
+    if (l.kind == Launch::Kind::Kernel) names.push_back(l.kernel);
+    p.has_host = p.has_host || l.kind == Launch::Kind::Host;
+  }
+  Device& d = p.alloc->device();
+  if (!names.empty()) p.module = d.load(kernels_.source, names, o.cache_dir);
+  p.table.assign(static_cast<size_t>(p.memory.slots), 0);
+  if (p.memory.arena_bytes > 0) {
+    auto arena = std::make_shared<Buffer>(p.alloc, static_cast<size_t>(p.memory.arena_bytes));
+    for (size_t v = 0; v < p.memory.arena_offset.size(); ++v)
+      if (p.memory.arena_offset[v] >= 0) p.table[p.memory.slot[v]] = arena->ptr() + static_cast<uint64_t>(p.memory.arena_offset[v]);
+    p.owned.push_back(std::move(arena));
+  }
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != ir::Op::Constant || p.memory.slot[n.out] < 0) continue;
+    const Tensor& c = n.attrs.value;
+    auto b = std::make_shared<Buffer>(p.alloc, c.nbytes());
+    if (c.nbytes()) d.upload(b->ptr(), c.bytes(), c.nbytes());
+    p.table[p.memory.slot[n.out]] = b->ptr();
+    p.owned.push_back(std::move(b));
+  }
+  const fusion::Schedule& s = p.schedule;
+  for (size_t i = 0; i < g.results.size(); ++i) {
+    int32_t r = g.results[i], st = s.step_of[r];
+    p.first.push_back(static_cast<size_t>(std::find(g.results.begin(), g.results.end(), r) - g.results.begin()));
+    p.written.push_back(st >= 0 && s.steps[static_cast<size_t>(st)].kind != StepKind::Host &&
+                        s.steps[static_cast<size_t>(st)].kind != StepKind::While);
+  }
+  p.uploads.resize(g.params.size());
+  p.spare.resize(g.results.size());
+}
+
+Program::~Program() = default;
+
+// The device address of argument `position`: its own buffer when it is on this GPU, else an upload
+// (reused while the same host tensor comes again at this position).
+DevicePtr Program::Impl::input(size_t position, const Tensor& t, ProgramStats& stats) {
+  if (auto* d = dynamic_cast<const DeviceTensor*>(t.device().get()); d && &d->buffer().allocator() == alloc.get()) {
+    ++stats.resident;
+    return d->buffer().ptr();
+  }
+  const std::shared_ptr<std::byte>& host = t.storage();
+  std::vector<Upload>& list = uploads[position];
+  auto same = std::find_if(list.begin(), list.end(), [&](const Upload& u) {
+    return u.bytes == host.get() && !u.host.expired() && u.buffer->bytes() == t.nbytes();
+  });
+  if (same != list.end()) {
+    ++stats.reused;
+    std::rotate(list.begin(), same, same + 1);
+    return list.front().buffer->ptr();
+  }
+  ++stats.uploaded;
+  auto b = std::make_shared<Buffer>(alloc, t.nbytes());
+  if (t.nbytes()) alloc->device().upload(b->ptr(), host.get(), t.nbytes());
+  std::erase_if(list, [](const Upload& u) { return u.host.expired(); });
+  list.insert(list.begin(), Upload{host.get(), host, b});
+  if (list.size() > kReuse) list.pop_back();
+  return b->ptr();
+}
+
+std::shared_ptr<Buffer> Program::Impl::result_buffer(size_t position, size_t bytes) {
+  std::vector<std::shared_ptr<Buffer>>& list = spare[position];
+  auto free = std::find_if(list.begin(), list.end(), [](const std::shared_ptr<Buffer>& b) { return b.use_count() == 1; });
+  if (free != list.end()) {
+    std::rotate(list.begin(), free, free + 1);
+    return list.front();
+  }
+  list.insert(list.begin(), std::make_shared<Buffer>(alloc, bytes));
+  if (list.size() > kGenerations) list.pop_back();
+  return list.front();
+}
+
+// c = a · b for a Dot step: the batch dims that are evenly spaced in both operands (innermost
+// first) become one strided batch of a Gemm; the others are looped over here.
+void Program::Impl::dot(const Launch& l) {
+  const fusion::Step& st = schedule.steps[l.step];
+  const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
+  const fusion::DotLayout& d = st.dot;
+  const DType t = g.type(n.in[0]).dtype;
+  const auto step = static_cast<int32_t>(l.step);
+  DevicePtr a = at(l.slots[0], fusion::read_view(schedule, n.in[0], step).offset, t);
+  DevicePtr b = at(l.slots[1], fusion::read_view(schedule, n.in[1], step).offset, t);
+  DevicePtr c = at(l.slots[2], 0, g.type(n.out).dtype);
+  struct Dim {
+    int64_t size, a, b, c;
+  };
+  std::vector<Dim> dims;  // batch dims of size > 1, outermost first; c strides in elements
+  int64_t c_stride = d.m * d.n;
+  for (size_t j = d.batch.size(); j-- > 0;) {
+    if (d.batch[j] != 1) dims.insert(dims.begin(), Dim{d.batch[j], d.batch_lhs[j], d.batch_rhs[j], c_stride});
+    c_stride *= d.batch[j];
+  }
+  Gemm gm{.dtype = t, .m = d.m, .n = d.n, .k = d.k, .a_rs = d.a_rs, .a_cs = d.a_cs, .b_rs = d.b_rs, .b_cs = d.b_cs,
+          .tf32 = options.tf32};
+  size_t inner = dims.size();  // dims[inner..] form the strided batch (c's innermost batch stride is m·n)
+  if (!dims.empty()) {
+    --inner;
+    while (inner > 0 && dims[inner - 1].a == dims[inner].a * dims[inner].size && dims[inner - 1].b == dims[inner].b * dims[inner].size &&
+           dims[inner - 1].c == dims[inner].c * dims[inner].size)
+      --inner;
+    gm.a_bs = dims.back().a, gm.b_bs = dims.back().b;
+    for (size_t j = inner; j < dims.size(); ++j) gm.batches *= dims[j].size;
+  }
+  int64_t outer = 1;
+  for (size_t j = 0; j < inner; ++j) outer *= dims[j].size;
+  const size_t es = dtype_size(t), cs = dtype_size(g.type(n.out).dtype);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (size_t j = inner, rest = static_cast<size_t>(o); j-- > 0; rest /= static_cast<size_t>(dims[j].size)) {
+      auto idx = static_cast<int64_t>(rest % static_cast<size_t>(dims[j].size));
+      oa += idx * dims[j].a, ob += idx * dims[j].b, oc += idx * dims[j].c;
+    }
+    alloc->device().gemm(gm, a + static_cast<uint64_t>(oa) * es, b + static_cast<uint64_t>(ob) * es, c + static_cast<uint64_t>(oc) * cs);
+  }
+}
+
+// A Host (or While) step: operands downloaded, the reference kernels run, results uploaded into
+// buffers held for the call.
+void Program::Impl::host(const Launch& l, ProgramStats& stats) {
+  ++stats.host_steps;
+  const ir::Node& n = g.nodes[static_cast<size_t>(schedule.steps[l.step].nodes[0])];
+  Device& d = alloc->device();
+  std::vector<Tensor> in;
+  for (size_t j = 0; j < n.in.size(); ++j) {
+    const ir::Type& t = g.type(n.in[j]);
+    Tensor x = Tensor::empty(t.dtype, t.shape);
+    if (x.nbytes()) d.download(x.mutable_bytes(), at(l.slots[j], fusion::read_view(schedule, n.in[j], static_cast<int32_t>(l.step)).offset, t.dtype), x.nbytes());
+    in.push_back(std::move(x));
+  }
+  std::vector<Tensor> out = ref::run_node(g, n, in);
+  for (int32_t k = 0; k < n.nout; ++k) {
+    int32_t slot = l.slots[n.in.size() + static_cast<size_t>(k)];
+    if (slot < 0) continue;  // a loop invariant: a view of its operand
+    const Tensor& r = out[static_cast<size_t>(k)];
+    auto b = std::make_shared<Buffer>(alloc, r.nbytes());
+    if (r.nbytes()) d.upload(b->ptr(), r.bytes(), r.nbytes());
+    buffers[static_cast<size_t>(slot)] = b->ptr();
+    held.push_back(std::move(b));
+    host_results.emplace_back(n.out + k, r);
+  }
+}
+
+void Program::Impl::launch(const Launch& l, size_t index) {
+  if (l.kind == Launch::Kind::Dot) return dot(l);
+  values.resize(l.slots.size());
+  args.resize(l.slots.size());
+  for (size_t j = 0; j < l.slots.size(); ++j) values[j] = buffers[static_cast<size_t>(l.slots[j])], args[j] = &values[j];
+  module->launch(kernel_index[index], l.grid, l.block, args.data());
+}
+
+void Program::Impl::enqueue(const Kernels& k) {
+  for (size_t i = 0; i < k.launches.size(); ++i) launch(k.launches[i], i);
+}
+
+std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& stats) {
+  Impl& p = *impl_;
+  const ir::Graph& g = p.g;
+  const cpu::MemoryPlan& m = p.memory;
+  ++stats.calls;
+  p.buffers = p.table;
+  for (size_t i = 0; i < g.params.size(); ++i) p.buffers[m.slot[g.params[i]]] = p.input(i, args[i], stats);
+  std::vector<Tensor> results(g.results.size());
+  for (size_t i = 0; i < g.results.size(); ++i) {
+    if (!p.written[i] || p.first[i] != i) continue;
+    const ir::Type& t = g.type(g.results[i]);
+    std::shared_ptr<Buffer> b = p.result_buffer(i, bytes_of(t));
+    p.buffers[m.slot[g.results[i]]] = b->ptr();
+    results[i] = Tensor::on_device(t.dtype, t.shape, std::make_shared<DeviceTensor>(std::move(b)));
+  }
+  if (p.has_host) {  // launches in order, the host steps in between
+    for (size_t i = 0; i < kernels_.launches.size(); ++i) {
+      const Launch& l = kernels_.launches[i];
+      if (l.kind == Launch::Kind::Host) p.host(l, stats);
+      else p.launch(l, i);
+    }
+  } else {
+    auto hit = std::find_if(p.captures.begin(), p.captures.end(), [&](const Captured& c) { return c.table == p.buffers; });
+    if (hit != p.captures.end()) {
+      std::rotate(p.captures.begin(), hit, hit + 1);
+      p.captures.front().capture->replay();
+      ++stats.replayed;
+    } else if (p.options.capture && std::find(p.seen.begin(), p.seen.end(), p.buffers) != p.seen.end()) {
+      std::unique_ptr<Capture> c = p.alloc->device().capture([&] { p.enqueue(kernels_); });
+      if (c) {
+        c->replay();
+        ++stats.captured;
+        p.captures.insert(p.captures.begin(), Captured{p.buffers, std::move(c)});
+        if (p.captures.size() > kCaptures) p.captures.pop_back();
+      }
+    } else {
+      p.enqueue(kernels_);
+      p.seen.insert(p.seen.begin(), p.buffers);
+      if (p.seen.size() > kCaptures) p.seen.pop_back();
+    }
+  }
+  for (size_t i = 0; i < g.results.size(); ++i) {
+    int32_t r = g.results[i];
+    if (p.first[i] != i) {
+      results[i] = results[p.first[i]];
+    } else if (!p.written[i]) {
+      const ir::Node& n = g.producer(r);
+      if (n.op == ir::Op::Parameter) results[i] = args[static_cast<size_t>(n.attrs.index)];
+      else if (n.op == ir::Op::Constant) results[i] = n.attrs.value;
+      else
+        for (const auto& [v, t] : p.host_results)
+          if (v == r) results[i] = t;
+    }
+  }
+  p.held.clear();
+  p.host_results.clear();
+  return results;
+}
+
+}  // namespace sheaf::cuda

@@ -1,0 +1,65 @@
+// backend/cuda/program.hpp — a compiled function running on a GPU (SPEC §6.4).
+// Built from an optimised graph: fusion → memory plan → CUDA rendering (render.hpp), its kernels
+// loaded on the Device once. A call:
+//   inputs   a tensor already on this GPU (an earlier call's result) is used in place; a host
+//            tensor is uploaded, and the upload is kept for its argument position: when the same
+//            tensor (the same storage, still alive) comes again at that position its device copy
+//            is reused (up to kReuse per position, most recently used first);
+//   steps    the launch table in order: kernels, products on Device::gemm, and Host steps (and
+//            While steps, for now) on the reference kernels over downloaded operands, their
+//            outputs uploaded again;
+//   results  fresh buffers from the caching allocator, returned as device tensors (a host copy
+//            happens only when a value is read); results that are parameters or constants are
+//            those tensors.
+// Intermediates live in one arena buffer owned by the program (the memory plan of the CPU
+// backend). A program without Host steps, called again with the same buffers (a training loop
+// alternates between two sets), is captured once per buffer set as a whole-call replay (a CUDA
+// graph; up to kCaptures sets) and replayed: one submission instead of a launch per kernel.
+// Not re-entrant: one call at a time.
+#pragma once
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/memory.hpp"
+#include "backend/cuda/allocator.hpp"
+#include "backend/cuda/render.hpp"
+#include "tensor/tensor.hpp"
+
+namespace sheaf::cuda {
+
+struct ProgramStats {
+  uint64_t calls = 0;                                // calls of a program
+  uint64_t reused = 0, uploaded = 0, resident = 0;  // inputs: reused upload, fresh upload, already on the GPU
+  uint64_t captured = 0, replayed = 0;               // whole-call captures made and replayed
+  uint64_t host_steps = 0;                           // Host steps run (each downloads and uploads)
+};
+
+struct ProgramOptions {
+  bool tf32 = false;       // f32 products may use TF32 (--tf32)
+  bool capture = true;     // replay repeated calls as one capture
+  std::string cache_dir;   // cubins: __sheaf__/ beside the entry file; empty: not cached
+};
+
+class Program {
+ public:
+  static constexpr size_t kReuse = 8, kCaptures = 4;
+
+  // `g` must outlive the program (the executable owns both).
+  Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o = {});
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // Results in g.results order; `args` in parameter order. Counts what it did in `stats`.
+  std::vector<Tensor> run(std::span<const Tensor> args, ProgramStats& stats);
+
+  const Kernels& kernels() const { return kernels_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  Kernels kernels_;
+};
+
+}  // namespace sheaf::cuda

@@ -1,0 +1,426 @@
+// tests/unit/cuda_emulator.cpp — the emulated CUDA device and kernel emulation (cuda_emulator.hpp).
+// Kernels: a unit is kEmulationPrelude + CUDA C++ + launchers, compiled at -O0 (units are large and
+// their kernels run on small tensors) with -ffp-contract=off (elementwise math rounds as the
+// reference executor's does). The prelude's __syncthreads() calls back into block_sync, which
+// waits on the barrier of the calling thread's block (thread_local, set by run_kernel in each
+// thread it starts for a synchronising kernel).
+#include "cuda_emulator.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "backend/cpu/toolchain.hpp"
+#include "base/error.hpp"
+#include "tensor/blas.hpp"
+#include "tensor/tensor.hpp"
+
+namespace sheaf::testing_support {
+
+// ---- kernel emulation -----------------------------------------------------------------------------
+
+// blockDim and gridDim are set once per launch (launches do not overlap: run_kernel holds a lock),
+// the thread's indices before each call. Parameters arrive as cuLaunchKernel's: a[j] points at the
+// j-th value, aligned for its type (a DevicePtr is read as the pointer it holds). Top-level
+// qualifiers (const, __restrict__) are not part of a function type's parameters, so P is the
+// plain parameter type.
+const char* const kEmulationPrelude = R"(#include <math.h>
+#include <string.h>
+#include <utility>
+struct sheaf_dim3 { unsigned x, y, z; };
+static thread_local sheaf_dim3 threadIdx, blockIdx;
+static sheaf_dim3 blockDim, gridDim;
+static void (*sheaf_sync)();
+extern "C" void sheaf_emu_init(void (*sync)()) { sheaf_sync = sync; }
+extern "C" void sheaf_emu_launch(unsigned grid, unsigned block) { gridDim = {grid, 1, 1}; blockDim = {block, 1, 1}; }
+extern "C" void sheaf_emu_at(unsigned b, unsigned t) { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+template <class... P, size_t... I> static void sheaf_call(void (*f)(P...), void** a, std::index_sequence<I...>) {
+  f(*static_cast<P*>(a[I])...);
+}
+template <class... P> static void sheaf_call(void (*f)(P...), void** a) { sheaf_call(f, a, std::index_sequence_for<P...>{}); }
+template <class... P> static const unsigned* sheaf_sizes(void (*)(P...)) {
+  static const unsigned s[] = {unsigned(sizeof...(P)), unsigned(sizeof(P))...};
+  return s;
+}
+#define __global__
+#define __device__
+#define __launch_bounds__(n)
+#define __shared__ static
+#define __syncthreads() sheaf_sync()
+)";
+
+std::string emulation_launcher(const std::string& symbol, const std::string& kernel) {
+  return fmt::format(
+      "extern \"C\" void {0}(void** a) {{ sheaf_call({1}, a); }}\n"
+      "extern \"C\" const unsigned* {0}_sizes() {{ return sheaf_sizes({1}); }}\n",
+      symbol, kernel);
+}
+
+namespace {
+
+thread_local std::barrier<>* t_block_barrier = nullptr;  // the barrier of this thread's block
+
+void block_sync() {
+  if (!t_block_barrier) {  // run_kernel was told the kernel does not synchronise
+    std::fputs("internal: __syncthreads() in an emulated kernel whose threads run one at a time\n", stderr);
+    std::abort();
+  }
+  t_block_barrier->arrive_and_wait();
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+EmulationLibrary compile_emulation(const std::string& unit, const std::filesystem::path& base) {
+  EmulationLibrary lib;
+  if (!cpu::toolchain()) {
+    lib.error = "no C++ compiler: kernels cannot be emulated";
+    return lib;
+  }
+  const std::string b = base.string();
+  std::ofstream(b + ".cpp") << unit;
+  std::string cmd = fmt::format("'{}' -O0 -ffp-contract=off -fPIC -shared -o '{}.so' '{}.cpp' > '{}.log' 2>&1",
+                                cpu::toolchain()->compiler, b, b, b);
+  if (std::system(cmd.c_str()) != 0) {
+    lib.error = read_file(b + ".log").substr(0, 4000);
+    return lib;
+  }
+  void* h = dlopen((b + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    lib.error = dlerror();
+    return lib;
+  }
+  lib.handle = std::shared_ptr<void>(h, [](void* p) { dlclose(p); });
+  auto init = reinterpret_cast<void (*)(void (*)())>(dlsym(h, "sheaf_emu_init"));
+  if (!init) {
+    lib.handle.reset();
+    lib.error = "the unit does not start with kEmulationPrelude (no sheaf_emu_init)";
+    return lib;
+  }
+  init(block_sync);
+  return lib;
+}
+
+EmulatedKernel emulated_kernel(const EmulationLibrary& lib, const std::string& symbol) {
+  if (!lib.handle) throw SheafError("internal: the emulated kernels did not compile:\n" + lib.error);
+  void* h = lib.handle.get();
+  EmulatedKernel k;
+  k.library = lib.handle;
+  k.launch = reinterpret_cast<void (*)(unsigned, unsigned)>(dlsym(h, "sheaf_emu_launch"));
+  k.at = reinterpret_cast<void (*)(unsigned, unsigned)>(dlsym(h, "sheaf_emu_at"));
+  k.call = reinterpret_cast<void (*)(void**)>(dlsym(h, symbol.c_str()));
+  auto sizes = reinterpret_cast<const unsigned* (*)()>(dlsym(h, (symbol + "_sizes").c_str()));
+  if (!k.launch || !k.at || !k.call || !sizes) throw SheafError(fmt::format("internal: no emulated launcher {}", symbol));
+  k.sizes = sizes();
+  return k;
+}
+
+void run_kernel(const EmulatedKernel& k, int64_t grid, int64_t block, bool together, void** args) {
+  if (grid < 0 || grid > INT32_MAX || block < 1 || block > 1024)
+    throw SheafError(fmt::format("internal: emulated launch of {} blocks of {} threads", grid, block));
+  const auto g = static_cast<unsigned>(grid), bl = static_cast<unsigned>(block);
+  static std::mutex one_at_a_time;  // blockDim and gridDim are per library, not per thread
+  std::lock_guard lock(one_at_a_time);
+  k.launch(g, bl);
+  std::vector<std::thread> threads;
+  if (together) {  // the threads of a block run together; a barrier ends each block
+    std::barrier<> barrier(bl);
+    for (unsigned t = 0; t < bl; ++t)
+      threads.emplace_back([&, t] {
+        t_block_barrier = &barrier;
+        for (unsigned b = 0; b < g; ++b) {
+          k.at(b, t);
+          k.call(args);
+          barrier.arrive_and_wait();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    return;
+  }
+  const unsigned workers = std::max(1u, std::min(std::thread::hardware_concurrency(), g));
+  for (unsigned w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (unsigned b = w; b < g; b += workers)
+        for (unsigned t = 0; t < bl; ++t) k.at(b, t), k.call(args);
+    });
+  for (std::thread& t : threads) t.join();
+}
+
+// ---- the device -----------------------------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kAlign = 256;
+
+// Whether `header` (a kernel's text before its body) declares a function `name`.
+bool declares(std::string_view header, const std::string& name) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t p = header.find(name); p != std::string_view::npos; p = header.find(name, p + 1)) {
+    size_t q = p + name.size();
+    while (q < header.size() && std::isspace(static_cast<unsigned char>(header[q]))) ++q;
+    if ((p == 0 || !ident(header[p - 1])) && q < header.size() && header[q] == '(') return true;
+  }
+  return false;
+}
+
+// Whether kernel `name` of `source` calls __syncthreads(): its text runs from its __global__ to
+// the next one (or the end of the source).
+bool synchronises(std::string_view source, const std::string& name) {
+  for (size_t at = source.find("__global__"); at != std::string_view::npos;) {
+    size_t next = source.find("__global__", at + 1);
+    std::string_view text = source.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at);
+    if (declares(text.substr(0, text.find('{')), name)) return text.find("__syncthreads") != std::string_view::npos;
+    at = next;
+  }
+  throw SheafError(fmt::format("internal: no __global__ kernel {} in the source to load", name));
+}
+
+// The emulated kernels of one load; launches are submitted to the device (run or recorded).
+class EmulatedModule : public cuda::Module {
+ public:
+  struct Kernel {
+    std::string name;
+    EmulatedKernel code;
+    bool together = false;  // synchronises: a block's threads run concurrently
+  };
+  EmulatedModule(std::shared_ptr<EmulatedDevice> device, std::vector<Kernel> kernels)
+      : device_(std::move(device)), kernels_(std::move(kernels)) {}
+
+  void launch(size_t kernel, int64_t grid, int64_t block, void** args) override {
+    if (kernel >= kernels_.size())
+      throw SheafError(fmt::format("internal: launch of kernel {} of a module of {}", kernel, kernels_.size()));
+    const Kernel& k = kernels_[kernel];
+    if (grid < 1 || grid > INT32_MAX || block < 1 || block > 1024)
+      throw SheafError(fmt::format("internal: launch of {} with {} blocks of {} threads", k.name, grid, block));
+    // the argument values, copied (a recorded launch outlives `args`)
+    std::vector<std::byte> values;
+    std::vector<size_t> offsets;
+    for (unsigned j = 0; j < k.code.sizes[0]; ++j) {
+      offsets.push_back(values.size());
+      auto* p = static_cast<const std::byte*>(args[j]);
+      values.insert(values.end(), p, p + k.code.sizes[j + 1]);
+      values.resize((values.size() + 7) / 8 * 8);
+    }
+    ++device_->counters.launches;
+    device_->submit([code = k.code, together = k.together, grid, block, values = std::move(values), offsets]() mutable {
+      std::vector<void*> a;
+      for (size_t o : offsets) a.push_back(values.data() + o);
+      run_kernel(code, grid, block, together, a.data());
+    });
+  }
+
+ private:
+  std::shared_ptr<EmulatedDevice> device_;
+  std::vector<Kernel> kernels_;
+};
+
+class EmulatedCapture : public cuda::Capture {
+ public:
+  EmulatedCapture(std::shared_ptr<EmulatedDevice> device, std::vector<std::function<void()>> work)
+      : device_(std::move(device)), work_(std::make_shared<const std::vector<std::function<void()>>>(std::move(work))) {}
+  void replay() override {
+    ++device_->counters.replays;
+    device_->submit([work = work_] {
+      for (const auto& w : *work) w();
+    });
+  }
+
+ private:
+  std::shared_ptr<EmulatedDevice> device_;
+  std::shared_ptr<const std::vector<std::function<void()>>> work_;
+};
+
+// The lowest and highest element offsets of a strided operand (dims of extent ≥ 1).
+std::pair<int64_t, int64_t> offset_range(std::initializer_list<std::pair<int64_t, int64_t>> extent_stride) {
+  int64_t lo = 0, hi = 0;
+  for (auto [extent, stride] : extent_stride) (stride < 0 ? lo : hi) += (extent - 1) * stride;
+  return {lo, hi};
+}
+
+// A strided operand of a product as f32 (row-major rows × cols).
+std::vector<float> widen(DType t, const uint16_t* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      uint16_t h = p[r * rs + c * cs];
+      out[static_cast<size_t>(r * cols + c)] = t == DType::F16 ? half_to_float(h) : bf16_to_float(h);
+    }
+  return out;
+}
+
+// Throws unless every element a product reads or writes lies inside a live allocation.
+void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c) {
+  if (g.m == 0 || g.n == 0 || g.batches == 0) return;
+  const auto es = static_cast<int64_t>(dtype_size(g.dtype));
+  auto check = [&](cuda::DevicePtr p, std::pair<int64_t, int64_t> range, const char* what) {
+    d.check_range(p + static_cast<uint64_t>(range.first * es), static_cast<size_t>((range.second - range.first + 1) * es), what);
+  };
+  check(c, {0, g.batches * g.m * g.n - 1}, "product output");
+  if (g.k == 0) return;
+  check(a, offset_range({{g.batches, g.a_bs}, {g.m, g.a_rs}, {g.k, g.a_cs}}), "product lhs");
+  check(b, offset_range({{g.batches, g.b_bs}, {g.k, g.b_rs}, {g.n, g.b_cs}}), "product rhs");
+}
+
+}  // namespace
+
+EmulatedDevice::~EmulatedDevice() {
+  for (auto& [p, bytes] : allocations_) std::free(reinterpret_cast<void*>(p));
+}
+
+cuda::DevicePtr EmulatedDevice::allocate(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded);
+  if (!p) throw SheafError(fmt::format("out of emulated device memory: {} bytes", bytes));
+  std::memset(p, 0xff, rounded);
+  std::lock_guard lock(mu_);
+  allocations_[reinterpret_cast<cuda::DevicePtr>(p)] = bytes;
+  ++counters.allocations;
+  counters.live_bytes += bytes;
+  return reinterpret_cast<cuda::DevicePtr>(p);
+}
+
+void EmulatedDevice::release(cuda::DevicePtr p) {
+  std::lock_guard lock(mu_);
+  auto it = allocations_.find(p);
+  if (it == allocations_.end()) throw SheafError(fmt::format("internal: release of 0x{:x}, which is not a live allocation", p));
+  ++counters.releases;
+  counters.live_bytes -= it->second;
+  allocations_.erase(it);
+  std::free(reinterpret_cast<void*>(p));
+}
+
+void EmulatedDevice::check_range(cuda::DevicePtr p, size_t bytes, const char* what) const {
+  if (bytes == 0) return;
+  std::lock_guard lock(mu_);
+  auto it = allocations_.upper_bound(p);
+  if (it != allocations_.begin() && p + bytes <= std::prev(it)->first + std::prev(it)->second && p + bytes > p) return;
+  throw SheafError(fmt::format("internal: {} of {} bytes at 0x{:x} is outside every live allocation", what, bytes, p));
+}
+
+void EmulatedDevice::submit(std::function<void()> work) {
+  if (recording_) recorded_.push_back(std::move(work));
+  else work();
+}
+
+void EmulatedDevice::upload(cuda::DevicePtr dst, const void* src, size_t bytes) {
+  if (recording_) throw SheafError(fmt::format("cannot upload/download while capturing: upload of {} bytes", bytes));
+  check_range(dst, bytes, "upload");
+  ++counters.uploads;
+  counters.upload_bytes += bytes;
+  if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+}
+
+void EmulatedDevice::download(void* dst, cuda::DevicePtr src, size_t bytes) {
+  if (recording_) throw SheafError(fmt::format("cannot upload/download while capturing: download of {} bytes", bytes));
+  check_range(src, bytes, "download");
+  ++counters.downloads;
+  counters.download_bytes += bytes;
+  if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+}
+
+void EmulatedDevice::copy(cuda::DevicePtr dst, cuda::DevicePtr src, size_t bytes) {
+  check_range(dst, bytes, "copy to");
+  check_range(src, bytes, "copy from");
+  ++counters.copies;
+  submit([this, dst, src, bytes] {
+    check_range(dst, bytes, "copy to");
+    check_range(src, bytes, "copy from");
+    if (bytes) std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  });
+}
+
+void EmulatedDevice::fill(cuda::DevicePtr dst, uint8_t byte, size_t bytes) {
+  check_range(dst, bytes, "fill");
+  ++counters.fills;
+  submit([this, dst, byte, bytes] {
+    check_range(dst, bytes, "fill");
+    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
+  });
+}
+
+std::unique_ptr<cuda::Module> EmulatedDevice::load(const std::string& source, const std::vector<std::string>& names,
+                                                   const std::string& /*cache_dir*/) {
+  if (!cpu::toolchain()) throw SheafError("no C++ compiler: the emulated device cannot load kernels");
+  std::string unit = std::string(kEmulationPrelude) + source + "\n";
+  std::vector<bool> together;
+  for (const std::string& n : names) {
+    together.push_back(synchronises(source, n));
+    unit += emulation_launcher("sheaf_emu_" + n, n);
+  }
+  static std::atomic<int> loads{0};  // dlopen knows a library by its path: each load gets a new one
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-emulated-device-{}-{}", getpid(), loads++);
+  std::filesystem::create_directories(dir);
+  EmulationLibrary lib = compile_emulation(unit, dir / "kernels");
+  std::filesystem::remove_all(dir);
+  if (!lib.handle) throw SheafError("the emulated kernels do not compile:\n" + lib.error);
+  std::vector<EmulatedModule::Kernel> kernels;
+  for (size_t i = 0; i < names.size(); ++i) kernels.push_back({names[i], emulated_kernel(lib, "sheaf_emu_" + names[i]), together[i]});
+  return std::make_unique<EmulatedModule>(shared_from_this(), std::move(kernels));
+}
+
+void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c) {
+  if (g.dtype != DType::F32 && g.dtype != DType::F16 && g.dtype != DType::BF16)
+    throw SheafError(fmt::format("internal: matrix product of {} on the emulated device", dtype_name(g.dtype)));
+  if (g.m < 0 || g.n < 0 || g.k < 0 || g.batches < 0)
+    throw SheafError(fmt::format("internal: matrix product of {}×{}·{}×{} in {} batches", g.m, g.k, g.k, g.n, g.batches));
+  auto check_all = [this, g, a, b, c] { check_gemm(*this, g, a, b, c); };
+  check_all();
+  ++counters.gemms;
+  submit([check_all, g, a, b, c] {
+    check_all();
+    if (g.m == 0 || g.n == 0) return;
+    for (int64_t i = 0; i < g.batches; ++i) {
+      if (g.dtype == DType::F32) {
+        auto* pa = reinterpret_cast<const float*>(a) + i * g.a_bs;
+        auto* pb = reinterpret_cast<const float*>(b) + i * g.b_bs;
+        auto* pc = reinterpret_cast<float*>(c) + i * g.m * g.n;
+        sheaf::gemm(MatView<const float>{pa, g.m, g.k, g.a_rs, g.a_cs}, MatView<const float>{pb, g.k, g.n, g.b_rs, g.b_cs},
+                    MatView<float>{pc, g.m, g.n, g.n, 1});
+        continue;
+      }
+      std::vector<float> wa = widen(g.dtype, reinterpret_cast<const uint16_t*>(a) + i * g.a_bs, g.m, g.k, g.a_rs, g.a_cs);
+      std::vector<float> wb = widen(g.dtype, reinterpret_cast<const uint16_t*>(b) + i * g.b_bs, g.k, g.n, g.b_rs, g.b_cs);
+      std::vector<float> wc(static_cast<size_t>(g.m * g.n));
+      sheaf::gemm(MatView<const float>{wa.data(), g.m, g.k, g.k, 1}, MatView<const float>{wb.data(), g.k, g.n, g.n, 1},
+                  MatView<float>{wc.data(), g.m, g.n, g.n, 1});
+      auto* pc = reinterpret_cast<uint16_t*>(c) + i * g.m * g.n;
+      for (size_t j = 0; j < wc.size(); ++j) pc[j] = g.dtype == DType::F16 ? float_to_half(wc[j]) : float_to_bf16(wc[j]);
+    }
+  });
+}
+
+std::unique_ptr<cuda::Capture> EmulatedDevice::capture(const std::function<void()>& record) {
+  if (recording_) throw SheafError("internal: capture while capturing");
+  recording_ = true;
+  try {
+    record();
+  } catch (...) {
+    recording_ = false;
+    recorded_.clear();
+    throw;
+  }
+  recording_ = false;
+  ++counters.captures;
+  return std::make_unique<EmulatedCapture>(shared_from_this(), std::exchange(recorded_, {}));
+}
+
+std::shared_ptr<EmulatedDevice> emulated_device() { return std::make_shared<EmulatedDevice>(); }
+
+}  // namespace sheaf::testing_support

@@ -1,0 +1,118 @@
+// tests/unit/cuda_emulator.hpp — an emulated CUDA device (cuda::Device of backend/cuda/device.hpp)
+// for tests on machines without a GPU, and the kernel emulation it shares with cuda_render_test.
+//   Kernels   CUDA C++ as cuda::render writes it (extern "C" __global__ kernels, no includes) is
+//             compiled by the system C++ compiler (cpu::toolchain) after kEmulationPrelude:
+//             __global__ and friends erased, threadIdx/blockIdx thread_local, blockDim/gridDim
+//             static (launches run one at a time), __shared__ as static, __syncthreads() as a
+//             std::barrier of the threads of a block.
+//             Each kernel gets a launcher taking cuLaunchKernel's arguments (args[j] points at the
+//             j-th parameter's value). run_kernel runs the threads of a launch: a block's threads
+//             together (one OS thread each; blocks one after another) when the kernel synchronises,
+//             else one thread at a time, the blocks spread over hardware_concurrency workers.
+//   Memory    a DevicePtr is a host address returned by allocate (256-byte aligned, filled with 0xff
+//             bytes so that reads of unwritten memory show). Every copy, fill and product checks that
+//             its bytes lie inside one live allocation; releasing an unknown pointer throws.
+//   Products  f32 by sheaf::gemm; f16 and bf16 widened to f32, multiplied with f32 accumulation and
+//             rounded back (tf32 is ignored: f32 products are exact f32).
+//   Capture   while `record` runs, launches, products, copies and fills are recorded (with copies of
+//             their arguments) instead of run; upload and download throw. replay() runs them in
+//             order, on the addresses used while recording.
+// Work runs when it is queued (synchronize has nothing to wait for). One caller at a time, as on
+// one stream; `counters` count the calls made by that caller (a recorded launch counts when it is
+// recorded; a replay counts as one replay, not as the work it runs).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/device.hpp"
+
+namespace sheaf::testing_support {
+
+// ---- kernel emulation -----------------------------------------------------------------------------
+
+// The text every emulation unit starts with (then renderings, then launchers).
+extern const char* const kEmulationPrelude;
+
+// `extern "C"` functions `{symbol}(void** args)`, calling `kernel` with cuLaunchKernel's arguments,
+// and `{symbol}_sizes()`, its parameter count then each parameter's size in bytes.
+std::string emulation_launcher(const std::string& symbol, const std::string& kernel);
+
+// A compiled and loaded emulation unit; `handle` is null when `error` says why.
+struct EmulationLibrary {
+  std::shared_ptr<void> handle;  // dlclose'd with its last owner
+  std::string error;             // the compiler's log (at most 4000 characters) or dlerror()
+};
+
+// Compiles `unit` (kEmulationPrelude first) at -O0 into `base`.so (next to `base`.cpp and
+// `base`.log; the caller removes them) and loads it. dlopen knows a library by its path: every
+// base must be new to the process.
+EmulationLibrary compile_emulation(const std::string& unit, const std::filesystem::path& base);
+
+// One kernel's launcher in a loaded unit.
+struct EmulatedKernel {
+  std::shared_ptr<void> library;                   // keeps the code loaded
+  void (*launch)(unsigned, unsigned) = nullptr;    // (gridDim, blockDim) of the library
+  void (*at)(unsigned, unsigned) = nullptr;        // (blockIdx, threadIdx) of the calling thread
+  void (*call)(void** args) = nullptr;
+  const unsigned* sizes = nullptr;  // parameter count, then the size of each
+};
+
+// The launcher `symbol` of `lib` (emulation_launcher's); throws SheafError when it is missing.
+EmulatedKernel emulated_kernel(const EmulationLibrary& lib, const std::string& symbol);
+
+// Runs grid × block threads of `k`. `together`: the threads of each block run concurrently, a
+// barrier for __syncthreads() (a kernel that synchronises needs it); else they may run one at a
+// time. grid ≥ 0, 1 ≤ block ≤ 1024. Launches (on any library) run one at a time.
+void run_kernel(const EmulatedKernel& k, int64_t grid, int64_t block, bool together, void** args);
+
+// ---- the device -----------------------------------------------------------------------------------
+
+class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<EmulatedDevice> {
+ public:
+  struct Counters {
+    size_t allocations = 0, releases = 0, live_bytes = 0;
+    size_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
+    size_t copies = 0, fills = 0, launches = 0, gemms = 0, captures = 0, replays = 0;
+  };
+  Counters counters;
+
+  ~EmulatedDevice() override;
+  std::string describe() const override { return "emulated GPU (sm_90)"; }
+  std::string arch() const override { return "sm_90"; }
+
+  cuda::DevicePtr allocate(size_t bytes) override;
+  void release(cuda::DevicePtr p) override;
+  void upload(cuda::DevicePtr dst, const void* src, size_t bytes) override;
+  void download(void* dst, cuda::DevicePtr src, size_t bytes) override;
+  void copy(cuda::DevicePtr dst, cuda::DevicePtr src, size_t bytes) override;
+  void fill(cuda::DevicePtr dst, uint8_t byte, size_t bytes) override;
+
+  // `cache_dir` is ignored: every load compiles.
+  std::unique_ptr<cuda::Module> load(const std::string& source, const std::vector<std::string>& names,
+                                     const std::string& cache_dir) override;
+  void gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c) override;
+  void synchronize() override {}
+  std::unique_ptr<cuda::Capture> capture(const std::function<void()>& record) override;
+
+  // Runs `work` now, or records it while capturing (the queue of one stream).
+  void submit(std::function<void()> work);
+  // Throws SheafError unless [p, p + bytes) lies inside one live allocation (`what` names the use).
+  void check_range(cuda::DevicePtr p, size_t bytes, const char* what) const;
+
+ private:
+  mutable std::mutex mu_;                   // guards allocations_
+  std::map<cuda::DevicePtr, size_t> allocations_;  // start → bytes asked for
+  bool recording_ = false;
+  std::vector<std::function<void()>> recorded_;
+};
+
+// A new emulated device (its own memory and counters).
+std::shared_ptr<EmulatedDevice> emulated_device();
+
+}  // namespace sheaf::testing_support
