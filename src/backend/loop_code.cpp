@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/error.hpp"
+#include "tensor/tensor.hpp"
 
 namespace sheaf::loop_code {
 
@@ -63,6 +64,40 @@ static inline i32 sh_f2i(float x) {
   double t = __builtin_trunc((double)x);
   return t < -2147483648.0 ? (i32)0x80000000u : t > 2147483647.0 ? 2147483647 : (i32)t;
 }
+// f16/bf16 ↔ f32 as tensor.cpp converts (round to nearest even; NaN stays NaN).
+union sh_pun { u32 u; float f; };
+static inline u32 sh_bits(float x) { sh_pun p; p.f = x; return p.u; }
+static inline float sh_float(u32 u) { sh_pun p; p.u = u; return p.f; }
+static inline float sh_b2f(u16 h) { return sh_float((u32)h << 16); }
+static inline u16 sh_f2b(float x) {
+  u32 u = sh_bits(x);
+  if (x != x) return (u16)((u >> 16) | 0x40);
+  return (u16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static inline float sh_h2f(u16 h) {
+  u32 sign = (u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) { float v = (float)m * 5.9604644775390625e-08f; return sign ? -v : v; }
+  if (e == 31) return sh_float(sign | 0x7f800000u | (m << 13));
+  return sh_float(sign | ((e + 112) << 23) | (m << 13));
+}
+static inline u16 sh_f2h(float x) {
+  u32 u = sh_bits(x);
+  u16 sign = (u16)((u >> 16) & 0x8000u);
+  float a = __builtin_fabsf(x);
+  if (x != x) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00;
+  if (a < 6.103515625e-05f) {  // subnormal: a·2²⁴ rounded to nearest even (exact below 2¹⁰)
+    float t = a * 16777216.0f, f = __builtin_floorf(t), r = t - f;
+    u32 q = (u32)f;
+    if (r > 0.5f || (r == 0.5f && (q & 1u))) ++q;
+    return sign | (u16)q;
+  }
+  u32 ax = sh_bits(a), h = (((ax >> 23) - 112) << 10) | ((ax & 0x7fffffu) >> 13), rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return sign | (u16)h;
+}
+static inline float sh_rb(float x) { return sh_b2f(sh_f2b(x)); }
+static inline float sh_rh(float x) { return sh_h2f(sh_f2h(x)); }
 static inline u32 sh_f2u(float x) {
   if (!(x - x == 0)) return 0;
   double t = __builtin_trunc((double)x);
@@ -70,18 +105,39 @@ static inline u32 sh_f2u(float x) {
 }
 )";
 
+namespace {
+bool is_half(DType d) { return d == DType::F16 || d == DType::BF16; }
+DType compute_type(DType d) { return is_half(d) ? DType::F32 : d; }  // what ops on d compute in
+// An f32 expression rounded to d (f16/bf16); other types as they are.
+std::string rounded(DType d, const std::string& e) {
+  return d == DType::BF16 ? "sh_rb(" + e + ")" : d == DType::F16 ? "sh_rh(" + e + ")" : e;
+}
+}  // namespace
+
 const char* ctype(DType d) {
   switch (d) {
     case DType::F32: return "float";
     case DType::I32: return "i32";
     case DType::U32: return "u32";
     case DType::Bool: return "b8";
-    case DType::F16: case DType::BF16: return "u16";  // only moved by Copy steps, never computed on
+    case DType::F16: case DType::BF16: return "u16";
   }
   return "";
 }
 
+const char* vtype(DType d) { return is_half(d) ? "float" : ctype(d); }
+
+std::string load_expr(DType d, const std::string& element) {
+  return d == DType::BF16 ? "sh_b2f(" + element + ")" : d == DType::F16 ? "sh_h2f(" + element + ")" : element;
+}
+
+std::string store_expr(DType d, const std::string& value) {
+  return d == DType::BF16 ? "sh_f2b(" + value + ")" : d == DType::F16 ? "sh_f2h(" + value + ")" : value;
+}
+
 std::string literal(DType d, double v) {
+  if (d == DType::BF16) return literal(DType::F32, bf16_to_float(float_to_bf16(static_cast<float>(v))));
+  if (d == DType::F16) return literal(DType::F32, half_to_float(float_to_half(static_cast<float>(v))));
   switch (d) {
     case DType::F32: {
       float f = static_cast<float>(v);
@@ -94,7 +150,7 @@ std::string literal(DType d, double v) {
     case DType::I32: return fmt::format("((i32){})", static_cast<int64_t>(v));
     case DType::U32: return fmt::format("{}u", static_cast<uint64_t>(v));
     case DType::Bool: return v != 0 ? "((b8)1)" : "((b8)0)";
-    default: throw SheafError("internal: literal of a 16-bit float");
+    default: return "";
   }
 }
 
@@ -210,6 +266,7 @@ double reduce_identity(Reduce r, DType d) {
 
 // The kernels of reduce.cpp: NaN wins max/min; bool max/min = any/all.
 std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x) {
+  d = compute_type(d);  // f16/bf16 accumulate in f32
   if (d == DType::Bool) return fmt::format("((b8)({} {} {}))", acc, r == Reduce::Max ? "||" : "&&", x);
   switch (r) {
     case Reduce::Sum: return d == DType::F32 ? fmt::format("({} + {})", acc, x) : fmt::format("sh_add({}, {})", acc, x);
@@ -294,6 +351,12 @@ class BodyBuilder {
       if (n.op == Op::Pad)  // a padded dim keeps its own loop index for the bounds test
         for (size_t d = 0; d < rank; ++d)
           if (n.attrs.lo[d] || n.attrs.hi[d]) accesses.push_back(axis_vector(static_cast<int64_t>(d)));
+      if (n.op == Op::Concatenate) accesses.push_back(axis_vector(n.attrs.axis));  // the axis keeps its own loop index
+      if (n.op == Op::Gather) {
+        accesses.push_back(gather_strides(n, 0));
+        if (!internal(n.in[1])) accesses.push_back(gather_strides(n, 1));
+        continue;
+      }
       for (int32_t u : n.in)
         if (!internal(u) && !literal_of(u)) accesses.push_back(at(u).strides);
     }
@@ -315,23 +378,30 @@ class BodyBuilder {
       const DType d = g_.type(v).dtype;
       if (n.op == Op::Reduce) {
         b_.reductions.push_back(v);
-        b_.identities.push_back(literal(d, reduce_identity(n.attrs.reduce, d)));
+        b_.identities.push_back(literal(compute_type(d), reduce_identity(n.attrs.reduce, compute_type(d))));
+        if (!b_.scalar_acc && is_half(d)) throw SheafError("internal: an f16/bf16 reduction accumulating in its output");
         std::string acc = b_.scalar_acc ? fmt::format("a{}", v) : fmt::format("{}[{}]", pointer_(v), nest.index(b_.kept, 0));
-        b_.stmts.push_back(fmt::format("{} = {};", acc, combine_expr(n.attrs.reduce, d, acc, operand(n.in[0]))));
+        b_.stmts.push_back(fmt::format("{} = {};", acc, combine_expr(n.attrs.reduce, compute_type(d), acc, operand(n.in[0]))));
         continue;
       }
+      const DType c = compute_type(d), in = n.in.empty() ? d : compute_type(g_.type(n.in[0]).dtype);
       std::string e;
-      switch (n.op) {
-        case Op::Unary: e = unary_expr(n.attrs.unary, d, operand(n.in[0])); break;
-        case Op::Binary: e = binary_expr(n.attrs.binary, g_.type(n.in[0]).dtype, operand(n.in[0]), operand(n.in[1])); break;
-        case Op::Convert: e = convert_expr(g_.type(n.in[0]).dtype, d, operand(n.in[0])); break;
+      switch (n.op) {  // f16/bf16 operands are floats already; f16/bf16 results are rounded
+        case Op::Unary: e = rounded(d, unary_expr(n.attrs.unary, c, operand(n.in[0]))); break;
+        case Op::Binary: e = rounded(d, binary_expr(n.attrs.binary, in, operand(n.in[0]), operand(n.in[1]))); break;
+        case Op::Convert:
+          e = g_.type(n.in[0]).dtype == d ? operand(n.in[0]) : rounded(d, convert_expr(in, c, operand(n.in[0])));
+          break;
         case Op::Select: e = fmt::format("({} ? {} : {})", operand(n.in[0]), operand(n.in[1]), operand(n.in[2])); break;
-        case Op::Iota: e = fmt::format("(({}){})", ctype(d), nest.index(axis_vector(n.attrs.axis), 0)); break;
+        case Op::Iota: e = rounded(d, fmt::format("(({}){})", vtype(d), nest.index(axis_vector(n.attrs.axis), 0))); break;
         case Op::Pad: e = pad_expr(n); break;
+        case Op::Concatenate: e = concatenate_expr(n); break;
+        case Op::Gather: e = gather_expr(n); break;
         default: throw SheafError(fmt::format("internal: {} in a loop", ir::op_name(n.op)));
       }
-      b_.stmts.push_back(fmt::format("const {} v{} = {};", ctype(d), v, e));
-      if (s_.has_buffer[v]) b_.stmts.push_back(fmt::format("{}[{}] = v{};", pointer_(v), nest.index(full, 0), v));
+      b_.stmts.push_back(fmt::format("const {} v{} = {};", vtype(d), v, e));
+      if (s_.has_buffer[v])
+        b_.stmts.push_back(fmt::format("{}[{}] = {};", pointer_(v), nest.index(full, 0), store_expr(d, fmt::format("v{}", v))));
     }
     return std::move(b_);
   }
@@ -367,11 +437,62 @@ class BodyBuilder {
   std::string load(int32_t u, const std::function<std::string(size_t)>& at_group) {
     if (auto lit = literal_of(u)) return *lit;
     const View& w = at(u);
+    return load_at(u, b_.nest.index(w.strides, w.offset, at_group));
+  }
+  // u's element at `index` (elements from its buffer's start).
+  std::string load_at(int32_t u, const std::string& index) {
+    const View& w = at(u);
     declare(w.buffer, false);
     std::string name = fmt::format("l{}", loads_++);
-    b_.stmts.push_back(fmt::format("const {} {} = {}[{}];", ctype(g_.type(u).dtype), name, pointer_(w.buffer),
-                                   b_.nest.index(w.strides, w.offset, at_group)));
+    const DType d = g_.type(u).dtype;
+    b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));
     return name;
+  }
+
+  // gather (take along axis a): out = x.shape[:a] + idx.shape + x.shape[a+1:]. The strides over
+  // the output space of operand k: x (k = 0) walks its own dims around the index dims (its axis
+  // a is added from the index value), idx (k = 1) walks the index dims only.
+  std::vector<int64_t> gather_strides(const ir::Node& n, int k) const {
+    const int64_t a = n.attrs.axis;
+    const auto xr = static_cast<int64_t>(g_.type(n.in[0]).shape.size()), ir = static_cast<int64_t>(g_.type(n.in[1]).shape.size());
+    const std::vector<int64_t>& w = at(n.in[static_cast<size_t>(k)]).strides;
+    std::vector<int64_t> out(static_cast<size_t>(xr - 1 + ir), 0);
+    for (int64_t d = 0; d < xr - 1 + ir; ++d) {
+      if (k == 1) out[static_cast<size_t>(d)] = d >= a && d < a + ir ? w[static_cast<size_t>(d - a)] : 0;
+      else out[static_cast<size_t>(d)] = d < a ? w[static_cast<size_t>(d)] : d >= a + ir ? w[static_cast<size_t>(d - ir + 1)] : 0;
+    }
+    return out;
+  }
+  // x at (pre, clamp(idx[point]), post): indices are clamped into [0, n) like take.
+  std::string gather_expr(const ir::Node& n) {
+    const int32_t x = n.in[0], idx = n.in[1];
+    const int64_t size = g_.type(x).shape[static_cast<size_t>(n.attrs.axis)];
+    std::string i = internal(idx) ? fmt::format("v{}", idx) : load_at(idx, b_.nest.index(gather_strides(n, 1), at(idx).offset));
+    std::string clamped = g_.type(idx).dtype == DType::U32 ? fmt::format("((i64)({0} >= {1}u ? {1}u - 1 : {0}))", i, size)
+                                                            : fmt::format("((i64)({0} < 0 ? 0 : {0} >= {1} ? {1} - 1 : {0}))", i, size);
+    int64_t stride = at(x).strides[static_cast<size_t>(n.attrs.axis)];
+    return load_at(x, fmt::format("{} + {} * {}", b_.nest.index(gather_strides(n, 0), at(x).offset), clamped, stride));
+  }
+
+  // concatenate along a: operand j covers [off_j, off_j + size_j) of the axis; each operand is read
+  // at its clamped position (always a valid load) and the axis index picks one.
+  std::string concatenate_expr(const ir::Node& n) {
+    const auto a = static_cast<size_t>(n.attrs.axis);
+    const std::string i = b_.nest.axis_index(a);
+    std::vector<std::string> values;
+    std::vector<int64_t> ends;
+    int64_t off = 0;
+    for (int32_t u : n.in) {
+      const int64_t size = g_.type(u).shape[a];
+      std::string shifted = fmt::format("({0} < {1} ? 0 : {0} >= {2} ? {3} : {0} - {1})", i, off, off + size, size - 1);
+      values.push_back(literal_of(u) ? *literal_of(u) : load(u, [&](size_t k) {
+        return b_.nest.groups[k].size() == 1 && b_.nest.groups[k][0] == a ? shifted : fmt::format("i{}", k);
+      }));
+      ends.push_back(off += size);
+    }
+    std::string e = values.back();
+    for (size_t j = values.size() - 1; j-- > 0;) e = fmt::format("({} < {} ? {} : {})", i, ends[j], values[j], e);
+    return e;
   }
   std::string operand(int32_t u) { return internal(u) ? fmt::format("v{}", u) : load(u, nullptr); }
 

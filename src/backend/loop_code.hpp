@@ -4,6 +4,9 @@
 // functions). Element semantics follow the host kernels of src/tensor (elementwise.hpp,
 // reduce.cpp): NaN-propagating max/min, wrapping integer arithmetic, Python-style integer
 // division and remainder, saturating float→int conversion; kScalarHelpers spells them once.
+// f16/bf16 elements are stored as 16-bit patterns and computed on as floats: a load widens, every
+// op on them rounds its f32 result to the type (the host kernels compute each op in f32 and round),
+// a store narrows; reductions of them accumulate in f32 and round once, when stored.
 // A Loop or Copy step becomes a LoopBody: the statements computed at every point of its
 // iteration space (dims merged where every access allows it), over loop indices i0, i1, ...;
 // the backend wraps them in its loops (CPU) or threads (CUDA).
@@ -21,8 +24,11 @@ namespace sheaf::loop_code {
 // compiler builtins __builtin_fabsf, __builtin_sqrtf, ... (GCC/Clang; the CUDA prelude maps them).
 extern const char* const kScalarHelpers;
 
-const char* ctype(DType d);                       // "float", "i32", "u32", "b8", "u16"
-std::string literal(DType d, double v);           // a constant of type d
+const char* ctype(DType d);                       // storage: "float", "i32", "u32", "b8", "u16"
+const char* vtype(DType d);                       // values in loops: as ctype, "float" for f16/bf16
+std::string literal(DType d, double v);           // a constant of type d (a vtype value)
+std::string load_expr(DType d, const std::string& element);  // storage element → value
+std::string store_expr(DType d, const std::string& value);   // value → storage element
 std::string unary_expr(Unary u, DType d, const std::string& x);
 std::string binary_expr(Binary op, DType d, const std::string& x, const std::string& y);
 std::string convert_expr(DType from, DType to, const std::string& x);

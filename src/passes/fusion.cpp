@@ -27,8 +27,6 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 
 namespace {
 
-bool loop_dtype(DType d) { return d == DType::F32 || d == DType::I32 || d == DType::U32 || d == DType::Bool; }
-
 bool is_view_op(Op op) {
   return op == Op::BroadcastInDim || op == Op::Transpose || op == Op::Reshape || op == Op::Slice || op == Op::Reverse;
 }
@@ -239,6 +237,21 @@ class Fuser {
     internal_[n.out] = true;
   }
 
+  // A gather reads its table at other points than its own: a loop of its own, after the step
+  // writing the table (later elementwise ops may join it); the indices may be computed in it.
+  void place_gather(int32_t i, const ir::Node& n) {
+    const int32_t x = n.in[0], idx = n.in[1];
+    view_of(x);
+    int32_t loop = internal_[idx] && shape(idx) == shape(n.out) ? s_.step_of[idx] : -1;
+    if (loop < 0 || s_.step_of[x] == loop || !readable_in(loop, x)) {
+      view_of(idx);
+      loop = push(Step{.kind = StepKind::Loop, .space = shape(n.out)});
+    }
+    step(loop).nodes.push_back(i);
+    s_.step_of[n.out] = loop;
+    internal_[n.out] = true;
+  }
+
   void place_reduce(int32_t i, const ir::Node& n) {
     int32_t x = n.in[0];
     int32_t loop = -1;
@@ -301,7 +314,7 @@ class Fuser {
   bool place_dot(int32_t i, const ir::Node& n) {
     int32_t l = n.in[0], r = n.in[1];
     DType t = g_.type(l).dtype;
-    if ((t != DType::F32 && !(o_.half_dots && (t == DType::F16 || t == DType::BF16))) || g_.type(n.out).dtype != t || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
+    if ((t != DType::F32 && !(o_.gpu && (t == DType::F16 || t == DType::BF16))) || g_.type(n.out).dtype != t || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
         shape_numel(shape(r)) == 0)
       return false;
     auto layout = dot_layout(shape(l), view_of(l), shape(r), view_of(r), n.attrs.dot);
@@ -313,6 +326,16 @@ class Fuser {
     }
     int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i}, .dot = *layout});
     give_buffer(n.out, st);
+    return true;
+  }
+
+  bool place_scatter(int32_t i, const ir::Node& n) {
+    if (!o_.gpu || n.attrs.scatter != ScatterMode::Add || g_.type(n.out).dtype != DType::F32 || shape_numel(shape(n.out)) == 0)
+      return false;
+    contiguous(n.in[0]);  // copied byte for byte into the result
+    view_of(n.in[1]);
+    view_of(n.in[2]);
+    give_buffer(n.out, push(Step{.kind = StepKind::Scatter, .nodes = {i}, .space = shape(n.in[2])}));
     return true;
   }
 
@@ -338,14 +361,17 @@ class Fuser {
       give_buffer(n.out, -1);
     } else if (is_view_op(n.op)) {
       place_view(n);
-    } else if (n.op == Op::Reduce && loop_supported(g_, n)) {
+    } else if (n.op == Op::Reduce && loop_supported(g_, n, o_)) {
       place_reduce(i, n);
-    } else if (loop_supported(g_, n)) {
+    } else if (n.op == Op::Gather && loop_supported(g_, n, o_)) {
+      place_gather(i, n);
+    } else if (loop_supported(g_, n, o_)) {
       place_elementwise(i, n);
     } else if (n.op == Op::While) {
       place_while(i, n);
     } else if (n.op == Op::OptimizationBarrier) {  // its results are its operands, read where they are
       for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
+    } else if (n.op == Op::Scatter && place_scatter(i, n)) {
     } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
       place_host(i, n);
     }
@@ -354,21 +380,24 @@ class Fuser {
 
 }  // namespace
 
-bool loop_supported(const ir::Graph& g, const ir::Node& n) {
-  for (int32_t u : n.in)
-    if (!loop_dtype(g.type(u).dtype)) return false;
+bool loop_supported(const ir::Graph& g, const ir::Node& n, const FuseOptions& o) {
   DType out = g.type(n.out).dtype;
-  if (!loop_dtype(out)) return false;
   switch (n.op) {
     case Op::Iota: case Op::Convert: case Op::Select: case Op::Pad: return true;
+    case Op::Gather: return true;
+    case Op::Concatenate:  // an operand empty along the axis would leave another the output's shape (not read in place)
+      for (int32_t u : n.in)
+        if (g.type(u).shape[static_cast<size_t>(n.attrs.axis)] == 0) return false;
+      return true;
     case Op::Binary:  // bitwise ops and shifts on floats are not elementwise math: the host kernel says what they do
       return !is_float(g.type(n.in[0]).dtype) || n.attrs.binary <= Binary::Ge;
     case Op::Unary:
-      if (out == DType::F32) return n.attrs.unary != Unary::Not;
+      if (is_float(out)) return n.attrs.unary != Unary::Not;
       return n.attrs.unary == Unary::Neg || n.attrs.unary == Unary::Abs || n.attrs.unary == Unary::Sign ||
              n.attrs.unary == Unary::Not || n.attrs.unary == Unary::Floor || n.attrs.unary == Unary::Ceil ||
              n.attrs.unary == Unary::Round;
     case Op::Reduce:
+      if (out == DType::F16 || out == DType::BF16) return o.gpu;
       return out != DType::Bool || n.attrs.reduce == Reduce::Max || n.attrs.reduce == Reduce::Min;
     default: return false;
   }

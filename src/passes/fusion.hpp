@@ -31,7 +31,10 @@ struct View {
   std::vector<int64_t> strides;
 };
 
-enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host };
+// Scatter (GPU schedules only): out = x with updates added at their indices — x copied into out's
+// buffer, then the updates added one thread per update point (atomically). `space` is the
+// updates' shape.
+enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter };
 
 // dot_general as products of matrices: for every batch index b (row-major over `batch`),
 // out[b] (m×n, contiguous) = A_b (m×k) · B_b (k×n), where A_b's element (r, c) is at
@@ -65,9 +68,11 @@ struct Schedule {
 const View& read_view(const Schedule& s, int32_t v, int32_t reader);
 
 struct FuseOptions {
-  // Dot steps for f16/bf16 operands too (a GPU's products accumulate them in f32); otherwise
-  // only f32 products are Dot steps and the others Host steps.
-  bool half_dots = false;
+  // A GPU schedule: f16/bf16 products are Dot steps too (a GPU's products accumulate them in f32)
+  // and f16/bf16 reductions are loops (its kernels always accumulate in f32 registers); otherwise
+  // both are Host steps. Elementwise f16/bf16 ops are loops in both. f32 scatter-adds (gradients
+  // of gathers) are Scatter steps.
+  bool gpu = false;
 };
 
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
@@ -81,6 +86,6 @@ bool loop_invariant(const ir::Node& n, size_t k);
 std::vector<int64_t> contiguous_strides(const Shape& shape);
 
 // Can a Loop compute node `n` (op and dtypes supported by loop code generation)?
-bool loop_supported(const ir::Graph& g, const ir::Node& n);
+bool loop_supported(const ir::Graph& g, const ir::Node& n, const FuseOptions& o = {});
 
 }  // namespace sheaf::fusion

@@ -78,7 +78,7 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
   struct Counters {
     size_t allocations = 0, releases = 0, live_bytes = 0;
     size_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
-    size_t copies = 0, fills = 0, launches = 0, gemms = 0, captures = 0, replays = 0;
+    size_t copies = 0, fills = 0, launches = 0, gemms = 0, captures = 0, replays = 0, collectives = 0;
   };
   Counters counters;
 
@@ -99,6 +99,8 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
   void gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c) override;
   void synchronize() override {}
   std::unique_ptr<cuda::Capture> capture(const std::function<void()>& record) override;
+  // A job of one: the sum over ranks is a copy (f32, i32, u32, as NCCL's types); counted in `collectives`.
+  bool all_reduce_sum(cuda::DevicePtr in, cuda::DevicePtr out, int64_t count, DType dtype) override;
 
   // Runs `work` now, or records it while capturing (the queue of one stream).
   void submit(std::function<void()> work);

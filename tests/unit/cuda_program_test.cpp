@@ -236,6 +236,62 @@ TEST(CudaResidency, SteadyLoopAllocatesNothing) {
   EXPECT_EQ(allocations(30), allocations(10));
 }
 
+// A language-model step (embedding gather + positions, bf16 products, a split and re-joined
+// activation, a tied head, cross-entropy, SGD) runs entirely in kernels and products: no host
+// step (the embedding's gradient is a scatter-add kernel), so repeated steps are captured and
+// replayed. The loss curve matches the reference executor.
+constexpr const char* kLanguageModelStep = R"(
+(def tok (random-randint 1 [4 6] 0 16))
+(def tgt (random-randint 2 [4 6] 0 16))
+(def p0 {:wte (* 0.3 (random-normal 3 [16 8])) :wpe (* 0.1 (random-normal 4 [6 8])) :W (* 0.3 (random-normal 5 [8 8]))})
+(defn loss [p tok tgt]
+  (let [x (+ (get (get p :wte) tok) (get p :wpe))
+        h (cast (@ (cast x :bf16) (cast (get p :W) :bf16)) :f32)
+        q (concat (tanh (slice h 0 3 :axis 2)) (slice h 3 8 :axis 2) :axis 2)]
+    (sparse-cross-entropy (reshape (@ q (transpose (get p :wte))) -1 16) (reshape tgt -1))))
+(defn step [p tok tgt]
+  (let [[l g] ((value-and-grad loss) p tok tgt)]
+    [l (tree-map (fn [a b] (- a (* 0.5 b))) p g)]))
+(def losses (first (repeat [i 12] [[ls p] [[] p0]] (let [[l p] (step p tok tgt)] [(concat ls [l]) p]))))
+(print "{}" (map (fn [l] (round (* 1000 (float l)))) losses))
+)";
+
+TEST(CudaResidency, LanguageModelStepHasNoHostStep) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  std::ostringstream out, want;
+  Interp in{out}, ref{want};
+  use_gpu(in, testing_support::emulated_device());
+  ref.jit->device = Device::Ref;
+  in.run_text(kLanguageModelStep, "lm.shf");
+  ref.run_text(kLanguageModelStep, "lm.shf");
+  const cuda::ProgramStats& s = in.jit->stats().gpu;
+  EXPECT_EQ(s.calls, 12u);
+  EXPECT_EQ(s.host_steps, 0u) << "a gather, scatter-add, concatenate, bf16 product or reduction ran on the host";
+  EXPECT_GE(s.replayed, 6u);
+  EXPECT_EQ(out.str(), want.str());
+}
+
+// The all-reduce of a data-parallel step sums device buffers (NCCL on a GPU; a copy in this job of
+// one) instead of going through host memory.
+TEST(CudaResidency, AllReduceRunsOnTheDevice) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  auto device = testing_support::emulated_device();
+  std::ostringstream out;
+  Interp in{out};
+  use_gpu(in, device);
+  in.run_text(R"(
+(defn loss [w x] (mean (tanh (@ x w))))
+(defn step [w x] (- w (* 0.1 (all-reduce ((grad loss) w x) :mean))))
+(def w (repeat [i 5] [w (random-normal 1 [6 3])] (step w (random-normal 2 [5 6]))))
+)",
+              "dp.shf");
+  const cuda::ProgramStats& s = in.jit->stats().gpu;
+  EXPECT_EQ(s.calls, 5u);
+  EXPECT_EQ(s.collectives, 5u);
+  EXPECT_EQ(s.host_steps, 0u);
+  EXPECT_EQ(device->counters.collectives, 5u);
+}
+
 TEST(CudaResidency, ReuseIsByIdentityAndBoundedPerPosition) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   auto device = testing_support::emulated_device();

@@ -4,7 +4,8 @@
 // every call that reaches the JIT is traced and optimised once more here (one graph per function
 // and argument key, with the tensors of its first call). Each graph goes through fusion and the
 // memory plan, then, per table (one test each, so that ctest's process per test builds one table):
-//   Nvrtc     rendered with the default options and compiled by NVRTC to PTX for sm_90: every
+//   Nvrtc     the GPU schedule (FuseOptions::gpu: f16/bf16 reductions and products, scatter-adds, as
+//             cuda::Program fuses) rendered with the default options and compiled by NVRTC to PTX for sm_90: every
 //             kernel of the launch table must be an .entry (skipped without NVRTC). Distinct
 //             renderings compile in batches sharing the prelude, kernels renamed apart; those of
 //             a failing batch compile alone, so an error names its rendering.
@@ -107,9 +108,9 @@ struct Function {
   std::string name;
   ir::Graph graph;
   std::vector<Tensor> inputs;
-  fusion::Schedule schedule;
-  cpu::MemoryPlan memory;
-  cuda::Kernels nvrtc, emulated, forced;
+  fusion::Schedule schedule, gpu_schedule;  // gpu_schedule: as cuda::Program fuses (FuseOptions::gpu)
+  cpu::MemoryPlan memory, gpu_memory;
+  cuda::Kernels nvrtc, emulated, forced;   // nvrtc: of the GPU schedule
 };
 
 struct CaseGraphs {
@@ -155,7 +156,9 @@ CaseGraphs graphs_of(const Case& c) {
   for (Function& f : out.functions) {
     f.schedule = fusion::fuse(f.graph);
     f.memory = cpu::plan_memory(f.graph, f.schedule);
-    f.nvrtc = cuda::render(f.graph, f.schedule, f.memory);
+    f.gpu_schedule = fusion::fuse(f.graph, {.gpu = true});
+    f.gpu_memory = cpu::plan_memory(f.graph, f.gpu_schedule);
+    f.nvrtc = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory);
     f.emulated = cuda::render(f.graph, f.schedule, f.memory, kEmulated);
     f.forced = cuda::render(f.graph, f.schedule, f.memory, kForced);
   }

@@ -21,6 +21,8 @@ using fusion::StepKind;
 using fusion::View;
 using ir::Op;
 using loop_code::ctype;
+using loop_code::store_expr;
+using loop_code::vtype;
 using loop_code::LoopBody;
 using loop_code::Nest;
 
@@ -88,6 +90,7 @@ class Renderer {
                                    ir::type_str(type(n.out)));
           break;
         }
+        case StepKind::Scatter: throw SheafError("internal: a Scatter step in a CPU schedule");
       }
     }
     out.entry += "}\n";
@@ -164,7 +167,7 @@ class Renderer {
                          body.identities[r]));
     for (size_t k = 0; k < outer; ++k) open(k);
     if (body.scalar_acc)
-      for (size_t r = 0; r < reductions.size(); ++r) line(fmt::format("{} a{} = {};", ctype(type(reductions[r]).dtype), reductions[r], body.identities[r]));
+      for (size_t r = 0; r < reductions.size(); ++r) line(fmt::format("{} a{} = {};", vtype(type(reductions[r]).dtype), reductions[r], body.identities[r]));
     for (size_t k = outer; k < depth; ++k) {
       if (k + 1 == depth) code += simd_pragma(reductions, indent);
       open(k);
@@ -172,7 +175,8 @@ class Renderer {
     for (const std::string& s : body.stmts) line(s);
     for (size_t k = outer; k < depth; ++k) close();
     if (body.scalar_acc)
-      for (int32_t r : reductions) line(fmt::format("{}[{}] = a{};", pointer(r), nest.index(body.kept, 0), r));
+      for (int32_t r : reductions)
+        line(fmt::format("{}[{}] = {};", pointer(r), nest.index(body.kept, 0), store_expr(type(r).dtype, fmt::format("a{}", r))));
     for (size_t k = 0; k < outer; ++k) close();
     // noinline: each nest keeps its own restrict scope (GCC 12 mis-vectorised an accumulation
     // once two nests over one buffer were inlined into the entry).

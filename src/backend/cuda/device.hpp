@@ -77,6 +77,14 @@ class Device {
   // Waits for every queued operation.
   virtual void synchronize() = 0;
 
+  // Queues out = Σ over the ranks of the data-parallel job (dist/comm.hpp) of `count` elements of
+  // `dtype` at `in` (out may equal in), every rank calling with the same count and dtype; false
+  // when this device has no collective library for it (the caller then sums on the host).
+  virtual bool all_reduce_sum(DevicePtr in, DevicePtr out, int64_t count, DType dtype) {
+    (void)in, (void)out, (void)count, (void)dtype;
+    return false;
+  }
+
   // Records the work `record` queues (launches, products, device copies; no upload or download)
   // into a Capture; nullptr when this device cannot capture (record then has run normally).
   virtual std::unique_ptr<Capture> capture(const std::function<void()>& record) = 0;

@@ -72,12 +72,13 @@ struct Program::Impl {
   void enqueue(const Kernels& k);
   void dot(const Launch& l);
   void host(const Launch& l, ProgramStats& stats);
+  bool device_all_reduce(const Launch& l, const ir::Node& n, ProgramStats& stats);
 };
 
 Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o)
     : impl_(std::make_unique<Impl>(g, std::move(allocator), o)) {
   Impl& p = *impl_;
-  p.schedule = fusion::fuse(g, {.half_dots = true});
+  p.schedule = fusion::fuse(g, {.gpu = true});
   p.memory = cpu::plan_memory(g, p.schedule);
   kernels_ = render(g, p.schedule, p.memory);
   std::vector<std::string> names;
@@ -198,11 +199,34 @@ void Program::Impl::dot(const Launch& l) {
   }
 }
 
+// An all_reduce node summed on the device (NCCL) into fresh buffers; false (nothing done) when
+// the device cannot sum one of its operand types.
+bool Program::Impl::device_all_reduce(const Launch& l, const ir::Node& n, ProgramStats& stats) {
+  for (int32_t u : n.in)
+    if (DType t = g.type(u).dtype; t != DType::F32 && t != DType::I32 && t != DType::U32) return false;
+  for (int32_t k = 0; k < n.nout; ++k) {
+    const ir::Type& t = g.type(n.out + k);
+    auto b = std::make_shared<Buffer>(alloc, bytes_of(t));
+    const auto j = static_cast<size_t>(k);
+    DevicePtr in = at(l.slots[j], fusion::read_view(schedule, n.in[j], static_cast<int32_t>(l.step)).offset, t.dtype);
+    if (!alloc->device().all_reduce_sum(in, b->ptr(), shape_numel(t.shape), t.dtype)) {
+      if (k == 0) return false;  // the same answer for every operand type it accepts
+      throw SheafError("internal: the device summed some operands of an all_reduce and not the others");
+    }
+    buffers[static_cast<size_t>(l.slots[n.in.size() + j])] = b->ptr();
+    host_results.emplace_back(n.out + k, Tensor::on_device(t.dtype, t.shape, std::make_shared<DeviceTensor>(b)));
+    held.push_back(std::move(b));
+  }
+  ++stats.collectives;
+  return true;
+}
+
 // A Host (or While) step: operands downloaded, the reference kernels run, results uploaded into
-// buffers held for the call.
+// buffers held for the call. An all_reduce is summed on the device where it can be.
 void Program::Impl::host(const Launch& l, ProgramStats& stats) {
-  ++stats.host_steps;
   const ir::Node& n = g.nodes[static_cast<size_t>(schedule.steps[l.step].nodes[0])];
+  if (n.op == ir::Op::AllReduce && device_all_reduce(l, n, stats)) return;
+  ++stats.host_steps;
   Device& d = alloc->device();
   std::vector<Tensor> in;
   for (size_t j = 0; j < n.in.size(); ++j) {
@@ -226,6 +250,9 @@ void Program::Impl::host(const Launch& l, ProgramStats& stats) {
 
 void Program::Impl::launch(const Launch& l, size_t index) {
   if (l.kind == Launch::Kind::Dot) return dot(l);
+  if (l.kind == Launch::Kind::Copy)
+    return alloc->device().copy(buffers[static_cast<size_t>(l.slots[1])], buffers[static_cast<size_t>(l.slots[0])] + static_cast<uint64_t>(l.offset),
+                                static_cast<size_t>(l.bytes));
   values.resize(l.slots.size());
   args.resize(l.slots.size());
   for (size_t j = 0; j < l.slots.size(); ++j) values[j] = buffers[static_cast<size_t>(l.slots[j])], args[j] = &values[j];

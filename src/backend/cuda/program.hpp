@@ -7,7 +7,8 @@
 //            is reused (up to kReuse per position, most recently used first);
 //   steps    the launch table in order: kernels, products on Device::gemm, and Host steps (and
 //            While steps, for now) on the reference kernels over downloaded operands, their
-//            outputs uploaded again;
+//            outputs uploaded again — but an all_reduce sums on the device when it can
+//            (Device::all_reduce_sum: NCCL);
 //   results  fresh buffers from the caching allocator, returned as device tensors (a host copy
 //            happens only when a value is read); results that are parameters or constants are
 //            those tensors.
@@ -33,6 +34,7 @@ struct ProgramStats {
   uint64_t reused = 0, uploaded = 0, resident = 0;  // inputs: reused upload, fresh upload, already on the GPU
   uint64_t captured = 0, replayed = 0;               // whole-call captures made and replayed
   uint64_t host_steps = 0;                           // Host steps run (each downloads and uploads)
+  uint64_t collectives = 0;                          // all_reduce nodes summed on the device (NCCL)
 };
 
 struct ProgramOptions {

@@ -60,6 +60,16 @@ class Renderer {
           l.kind = Launch::Kind::Dot;
           l.slots = {slot(read(n.in[0], i)), slot(read(n.in[1], i)), slot(n.out)};
           break;
+        case StepKind::Scatter: {
+          Launch copy{.kind = Launch::Kind::Copy, .step = i};
+          const fusion::View& x = fusion::read_view(s_, n.in[0], static_cast<int32_t>(i));
+          copy.slots = {slot(x.buffer), slot(n.out)};
+          copy.offset = x.offset * static_cast<int64_t>(dtype_size(g_.type(n.out).dtype));
+          copy.bytes = shape_numel(g_.type(n.out).shape) * static_cast<int64_t>(dtype_size(g_.type(n.out).dtype));
+          k.launches.push_back(std::move(copy));
+          if (!scatter_kernel(i, l, k.source)) continue;
+          break;
+        }
         case StepKind::While:  // runs on the host (the reference executor) for now
         case StepKind::Host:
           l.kind = Launch::Kind::Host;
@@ -103,6 +113,47 @@ class Renderer {
     line("const i64 i{} = {};", groups[0], groups.size() > 1 ? rest : linear);
   }
 
+  // Scatter step `index` (x already copied into the result): one thread per update point t,
+  // split into the updates' dims [pre (axis dims), index dims, post]; the result's element is
+  // (pre, idx[index dims], post). False when there is no update.
+  bool scatter_kernel(size_t index, Launch& l, std::string& out) {
+    const ir::Node& n = g_.nodes[static_cast<size_t>(s_.steps[index].nodes[0])];
+    const int32_t res = n.out, idx = n.in[1], upd = n.in[2];
+    const Shape& us = g_.type(upd).shape;
+    const int64_t points = shape_numel(us), axis = n.attrs.axis, ir = static_cast<int64_t>(g_.type(idx).shape.size());
+    const int64_t size = g_.type(res).shape[static_cast<size_t>(axis)];
+    if (points == 0) return false;
+    const fusion::View &wi = fusion::read_view(s_, idx, static_cast<int32_t>(index)), &wu = fusion::read_view(s_, upd, static_cast<int32_t>(index));
+    const std::vector<int64_t> rs = fusion::contiguous_strides(g_.type(res).shape);
+    l.kernel = fmt::format("s{}", index);
+    l.block = std::min(o_.block, points);
+    l.grid = (points + l.block - 1) / l.block;
+    l.slots = {slot(res), slot(wi.buffer), slot(wu.buffer)};
+    code_.clear();
+    indent_ = 0;
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}(float* __restrict__ r, const {}* __restrict__ ix, const float* __restrict__ u) {{",
+         l.block, l.kernel, ctype(g_.type(idx).dtype));
+    indent_ = 2;
+    line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
+    line("if (t >= {}) return;", points);
+    line("i64 q = t;");
+    std::string at_idx = std::to_string(wi.offset), at_upd = std::to_string(wu.offset), at_res;
+    for (size_t d = us.size(); d-- > 0;) {
+      line("const i64 d{0} = q % {1}; q /= {1};", d, us[d]);
+      const auto k = static_cast<int64_t>(d);
+      at_upd += fmt::format(" + d{} * {}", d, wu.strides[d]);
+      if (k >= axis && k < axis + ir) at_idx += fmt::format(" + d{} * {}", d, wi.strides[static_cast<size_t>(k - axis)]);
+      else at_res += fmt::format(" + d{} * {}", d, rs[static_cast<size_t>(k < axis ? k : k - ir + 1)]);
+    }
+    line("const i64 j = (i64)ix[{}];", at_idx);
+    line("if (j < 0 || j >= {}) return;", size);
+    line("atomicAdd(&r[j * {}{}], u[{}]);", rs[static_cast<size_t>(axis)], at_res, at_upd);
+    indent_ = 0;
+    line("}}");
+    out += code_;
+    return true;
+  }
+
   // Appends the kernel of Loop/Copy step `index` to `out` and describes its launch in `l`;
   // false when the step has no kept point.
   bool kernel(size_t index, Launch& l, std::string& out) {
@@ -141,7 +192,7 @@ class Renderer {
     line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", l.block, l.kernel, params);
     indent_ = 2;
     const std::vector<int32_t>& reductions = body.reductions;
-    auto type_of = [&](int32_t v) { return ctype(g_.type(v).dtype); };
+    auto type_of = [&](int32_t v) { return loop_code::vtype(g_.type(v).dtype); };
     if (per_block) {
       line("const i64 t = (i64)blockIdx.x;");
     } else {
@@ -182,10 +233,10 @@ class Renderer {
       close();
       line("if (threadIdx.x == 0) {{");
       indent_ += 2;
-      for (int32_t v : reductions) line("{}[{}] = h{}[0];", pointer(v), result, v);
+      for (int32_t v : reductions) line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("h{}[0]", v)));
       close();
     } else {
-      for (int32_t v : reductions) line("{}[{}] = a{};", pointer(v), result, v);
+      for (int32_t v : reductions) line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("a{}", v)));
     }
     indent_ = 0;
     line("}}");

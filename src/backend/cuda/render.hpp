@@ -6,7 +6,10 @@
 //   extern "C" __global__ void __launch_bounds__(block) s{step}(T* __restrict__ p{slot}, ...)
 // with one parameter per buffer the step touches (loop_code::LoopBody::buffers order; const
 // when only read); the launch table lists, in step order, each kernel with its grid, block and
-// argument slots, and every Dot and Host step (run by the caller: cuBLASLt, host copies).
+// argument slots, and every Dot and Host step (run by the caller: cuBLASLt, host copies). A
+// Scatter step is a Copy (x into the result, by the caller) and a kernel of one thread per update
+// point adding it at its index with atomicAdd (indices outside [0, n) are skipped, as the host
+// kernel does).
 // Two strategies, per step:
 //   thread per point  one thread per kept point: the linear thread index is split into the kept
 //                     loop indices (i64, innermost fastest); reduced dims, wherever they sit in
@@ -30,14 +33,16 @@
 namespace sheaf::cuda {
 
 struct Launch {
-  enum class Kind { Kernel, Dot, Host } kind = Kind::Kernel;
+  enum class Kind { Kernel, Dot, Host, Copy } kind = Kind::Kernel;
   size_t step = 0;
   std::string kernel;              // Kernel: "s{step}"
   int64_t grid = 0, block = 0;     // Kernel: blocks and threads per block (x only)
   bool block_reduce = false;       // Kernel: block per point (threads of a block cooperate)
   std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out
                                    // buffers; Host: the operands' buffers, then the outputs
-                                   // (-1: a loop invariant of a while, a view of its operand)
+                                   // (-1: a loop invariant of a while, a view of its operand);
+                                   // Copy: source, destination (a Scatter step's x → its result)
+  int64_t offset = 0, bytes = 0;   // Copy: where in the source (bytes), how many
 };
 
 struct Kernels {
