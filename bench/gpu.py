@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""bench/gpu.py — the GPT-2-small bf16 training-step benchmark on a GPU: sheaf beside PyTorch and JAX.
+
+Builds nothing. In one run, on a machine with an NVIDIA GPU, it runs
+  sheaf          bench/gpt2_gpu.shf with --device cuda (from a fresh temporary directory, so no
+                 __sheaf__/ cache is reused and the first step includes tracing and compilation)
+  torch          bench/twins/gpt2_torch_gpu.py --device cuda, eager (explicit bf16 casts as the
+                 Sheaf program, fused AdamW where available)
+  torch compile  the same with --compile (torch.compile; only with torch ≥ 2)
+  jax            bench/twins/gpt2_jax_gpu.py --device cuda (jax.jit of the step), if jax imports
+each --rounds times (each figure keeps its best round), and prints one table: first and second
+step, ms/step, tokens/s and MFU of every column, and the ratio of sheaf to each peer (> 1: sheaf
+better). It writes the table to bench/gpu_results.md with the GPU (nvidia-smi), date and versions.
+Model: GPT-2 small (vocab 50304, d 768, 12 layers, 12 heads, T 1024), batch --B (default 8);
+MFU against --peak-tflops (default: from the GPU name, 989 for H100 SXM / H200, else 989).
+A missing peer prints `-` and the run goes on; nothing fails on a slow result.
+`--tiny` validates everything on the CPU instead: d 64, 2 layers, 2 heads, T 64, B 2, vocab 512,
+2 steps, every column with --device cpu (torch.compile skipped), and writes no file unless --out.
+usage: python3 bench/gpu.py [--sheaf build/sheaf] [--B 8] [--steps 10] [--rounds 1]
+                            [--peak-tflops X] [--no-compile] [--out bench/gpu_results.md]
+       python3 bench/gpu.py --tiny --sheaf build/sheaf
+"""
+import argparse
+import datetime
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from run import keep_best, lower_is_better, machine_line, python_with, version  # bench/ is on sys.path
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.path.join(HERE, "gpt2_gpu.shf")
+TORCH_TWIN = os.path.join(HERE, "twins", "gpt2_torch_gpu.py")
+JAX_TWIN = os.path.join(HERE, "twins", "gpt2_jax_gpu.py")
+COLUMNS = ["sheaf", "torch", "torch compile", "jax"]
+FIGURES = ["gpt2_first_step_s", "gpt2_second_step_s", "gpt2_ms_per_step", "gpt2_tokens_per_s", "gpt2_mfu"]
+TINY = ["--d", "64", "--layers", "2", "--heads", "2", "--T", "64", "--B", "2", "--vocab", "512", "--steps", "2"]
+# dense bf16 tensor-core peak, TFLOP/s (without sparsity), by a substring of nvidia-smi's name; first match wins
+PEAKS = [("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0), ("H200", 989.0), ("H800", 989.0),
+         ("GH200", 989.0), ("B200", 2250.0), ("A100", 312.0), ("L40S", 362.0), ("A10G", 70.0)]
+TIMEOUT = 1800
+
+
+def gpu_name():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=60)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def results(cmd, column, losses, cwd=None):
+    """{name: (value, unit)} from the RESULT lines of a command ({} if it fails or times out, its
+    stderr's end printed); the `loss X after N step(s)` lines go to losses[column]."""
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("  %s: %s" % (" ".join(cmd), e), file=sys.stderr)
+        return {}
+    if out.returncode != 0:
+        print("  %s failed (%d): %s" % (" ".join(cmd), out.returncode, (out.stderr or "").strip()[-2000:]), file=sys.stderr)
+    found = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "RESULT":
+            found[parts[1]] = (float(parts[2]), parts[3])
+        elif len(parts) >= 5 and parts[0] == "loss" and parts[2] == "after":
+            losses.setdefault(column, {})["after %s" % ("1 step" if parts[3] == "1" else "%s steps" % parts[3])] = parts[1]
+    return found
+
+
+def run_sheaf(sheaf, device, model_args, losses):
+    with tempfile.TemporaryDirectory() as work:  # no __sheaf__/ cache from an earlier run
+        copy = os.path.join(work, os.path.basename(PROGRAM))
+        shutil.copy(PROGRAM, copy)
+        return results([sheaf, copy, "--device", device, "--"] + model_args, "sheaf", losses, cwd=work)
+
+
+def fmt(cell):
+    if cell is None:
+        return "-"
+    value = cell[0]
+    return ("%.3f" % value) if value < 100 else ("%.1f" % value)
+
+
+def render(table, losses, title, vocab):
+    lines = ["### " + title, "",
+             "| figure | " + " | ".join(COLUMNS) + " | " + " | ".join("sheaf vs " + c for c in COLUMNS[1:]) + " |",
+             "|---|" + "---|" * (2 * len(COLUMNS) - 1)]
+    for fig in FIGURES:
+        row = table.get(fig)
+        if row is None:
+            lines.append("| %s | " % fig + " | ".join(["-"] * (2 * len(COLUMNS) - 1)) + " |")
+            continue
+        unit = row["unit"]
+        mine = row.get("sheaf")
+        ratios = []
+        for c in COLUMNS[1:]:
+            peer = row.get(c)
+            if mine is None or peer is None or mine[0] <= 0 or peer[0] <= 0:
+                ratios.append("-")
+            else:
+                ratios.append("%.2f×" % (peer[0] / mine[0] if lower_is_better(unit) else mine[0] / peer[0]))
+        better = "lower is better" if lower_is_better(unit) else "higher is better"
+        lines.append("| %s (%s, %s) | " % (fig, unit, better) + " | ".join(fmt(row.get(c)) for c in COLUMNS)
+                     + " | " + " | ".join(ratios) + " |")
+    for which in sorted({w for col in losses.values() for w in col}, key=lambda w: (len(w), w)):
+        lines.append("| loss %s (last round; ln vocab = %.4f) | " % (which, math.log(vocab))
+                     + " | ".join(losses.get(c, {}).get(which, "-") for c in COLUMNS)
+                     + " | " + " | ".join(["-"] * (len(COLUMNS) - 1)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sheaf", default=os.path.join(HERE, "..", "build", "sheaf"))
+    ap.add_argument("--tiny", action="store_true", help="the tiny config on the CPU (validation)")
+    ap.add_argument("--B", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1, help="rounds; each figure keeps its best round")
+    ap.add_argument("--peak-tflops", type=float, default=None, help="bf16 dense peak (default: from the GPU name)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    ap.add_argument("--out", default=None, help="default bench/gpu_results.md (none with --tiny)")
+    args = ap.parse_args()
+    args.sheaf = os.path.abspath(args.sheaf)
+    if not os.path.exists(args.sheaf):
+        print("gpu.py: no sheaf binary at %s (run 'make build' first)" % args.sheaf, file=sys.stderr)
+        return 2
+    device = "cpu" if args.tiny else "cuda"
+    gpu = None if args.tiny else gpu_name()
+    if not args.tiny and gpu is None:
+        print("gpu.py: nvidia-smi finds no GPU (use --tiny for the CPU check)", file=sys.stderr)
+    peak = args.peak_tflops
+    if peak is None:
+        peak = next((p for key, p in PEAKS if gpu and key in gpu), 989.0)
+    model_args = TINY if args.tiny else ["--B", str(args.B), "--steps", str(args.steps)]
+    model_args = model_args + ["--peak-tflops", "%g" % peak]
+    out = args.out or (None if args.tiny else os.path.join(HERE, "gpu_results.md"))
+
+    py_torch, py_jax = python_with("torch"), python_with("jax")
+    compile_ok = False
+    if py_torch and not args.tiny and not args.no_compile:
+        compile_ok = subprocess.run([py_torch, "-c", "import torch, sys; sys.exit(0 if hasattr(torch, 'compile') else 1)"],
+                                    capture_output=True).returncode == 0
+    torch_ver = version([py_torch, "-c", "import torch; print(torch.__version__, 'CUDA', torch.version.cuda)"]) if py_torch else "absent"
+    jax_ver = version([py_jax, "-c", "import jax, jaxlib; print(jax.__version__, 'jaxlib', jaxlib.__version__)"]) if py_jax else "absent"
+    head = [machine_line(),
+            "- GPU: %s" % (gpu or ("none (--tiny: every column on the CPU)" if args.tiny else "not found")),
+            "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "- sheaf: %s (%s, --device %s)" % (version([args.sheaf, "--version"]), args.sheaf, device),
+            "- torch %s (%s), jax %s (%s)" % (torch_ver, py_torch or "-", jax_ver, py_jax or "-"),
+            "- model args: %s" % " ".join(model_args)]
+    print("\n".join(head) + "\n")
+    sys.stdout.flush()
+
+    table, losses = {}, {}
+    for r in range(args.rounds):
+        print("round %d of %d: sheaf" % (r + 1, args.rounds), file=sys.stderr)
+        keep_best(table, "sheaf", run_sheaf(args.sheaf, device, model_args, losses))
+        if py_torch:
+            print("round %d of %d: torch" % (r + 1, args.rounds), file=sys.stderr)
+            keep_best(table, "torch", results([py_torch, TORCH_TWIN, "--device", device] + model_args, "torch", losses))
+            if compile_ok:
+                print("round %d of %d: torch compile" % (r + 1, args.rounds), file=sys.stderr)
+                keep_best(table, "torch compile",
+                          results([py_torch, TORCH_TWIN, "--device", device, "--compile"] + model_args,
+                                  "torch compile", losses))
+        if py_jax:
+            print("round %d of %d: jax" % (r + 1, args.rounds), file=sys.stderr)
+            keep_best(table, "jax", results([py_jax, JAX_TWIN, "--device", device] + model_args, "jax", losses))
+
+    title = ("GPT-2 small bf16 training step (vocab 50304, d 768, 12 layers, 12 heads, T 1024, B %d), peak %g TFLOP/s"
+             % (args.B, peak)) if not args.tiny else "tiny GPT-2 config on the CPU (validation only; MFU meaningless)"
+    section = render(table, losses, title, 512 if args.tiny else 50304)
+    print(section)
+    notes = ("Best of %d rounds. Each program reads its own clock around its steps and reads the last loss on "
+             "the host before the clock stops (torch also synchronizes). first step = trace/compile + one "
+             "step; ms/step = the mean of the steps after the second. MFU = (6·N + 12·layers·T·d)·tokens / "
+             "step time / peak, N = parameters without the position embedding (tied head once). "
+             "torch: explicit bf16 casts as the Sheaf program, fused AdamW on CUDA; `torch compile` = "
+             "torch.compile of forward + loss. `-`: peer absent or failed (its stderr is printed above)."
+             % args.rounds)
+    if out:
+        with open(out, "w") as f:
+            f.write("# GPT-2 small bf16 training step on a GPU (bench/gpu.py)\n\n" + "\n".join(head) + "\n\n"
+                    + notes + "\n\n" + section)
+        print("wrote " + out)
+    else:
+        print("(--tiny: no results file written; --out FILE writes one)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
