@@ -271,6 +271,29 @@ TEST(CudaResidency, LanguageModelStepHasNoHostStep) {
   EXPECT_EQ(out.str(), want.str());
 }
 
+// A training loop compiled into one function (a `while` of 50 trips) keeps its state on the GPU:
+// the body is a program of its own, called per iteration on the previous iteration's buffers
+// (and replayed as a capture), with no host step; a data-dependent `loop` reads one bool per
+// iteration. Both match the reference executor.
+TEST(CudaResidency, CompiledLoopsRunOnTheDevice) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  constexpr const char* kLoops = R"(
+(defn loss [w x] (mean (** (tanh (@ x w)) 2)))
+(defn train [w x] (repeat [i 50] [w w] (- w (* 0.3 ((grad loss) w x)))))
+(defn halve [v] (loop [v v n 0] (if (> (sum (abs v)) 1.0) (recur (* v 0.5) (+ n 1)) [v n])))
+(print "{:.5f} {}" (loss (train (random-normal 1 [6 3]) (random-normal 2 [5 6])) (random-normal 2 [5 6])) (halve (random-normal 3 [8])))
+)";
+  std::ostringstream out, want;
+  Interp in{out}, ref{want};
+  use_gpu(in, testing_support::emulated_device());
+  ref.jit->device = Device::Ref;
+  in.run_text(kLoops, "loops.shf");
+  ref.run_text(kLoops, "loops.shf");
+  const cuda::ProgramStats& s = in.jit->stats().gpu;
+  EXPECT_EQ(s.host_steps, 0u) << "a while ran on the host";
+  EXPECT_EQ(out.str(), want.str());
+}
+
 // The all-reduce of a data-parallel step sums device buffers (NCCL on a GPU; a copy in this job of
 // one) instead of going through host memory.
 TEST(CudaResidency, AllReduceRunsOnTheDevice) {

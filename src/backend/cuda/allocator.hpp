@@ -44,11 +44,16 @@ class Allocator {
   AllocatorStats stats_;
 };
 
-// One block of an Allocator, released when the last owner lets go.
+// One block of an Allocator, released when the last owner lets go; or (borrowed) memory owned by
+// someone else that must outlive it.
 class Buffer {
  public:
   Buffer(std::shared_ptr<Allocator> a, size_t bytes) : a_(std::move(a)), bytes_(bytes), ptr_(a_->allocate(bytes)) {}
-  ~Buffer() { a_->release(ptr_, bytes_); }
+  struct Borrowed {};
+  Buffer(std::shared_ptr<Allocator> a, DevicePtr p, size_t bytes, Borrowed) : a_(std::move(a)), bytes_(bytes), ptr_(p), owned_(false) {}
+  ~Buffer() {
+    if (owned_) a_->release(ptr_, bytes_);
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
@@ -60,6 +65,7 @@ class Buffer {
   std::shared_ptr<Allocator> a_;
   size_t bytes_;
   DevicePtr ptr_;
+  bool owned_ = true;
 };
 
 // The elements of one tensor in a Buffer (a tensor's DeviceStorage): downloaded on the first host

@@ -53,6 +53,13 @@ struct Program::Impl {
   static constexpr size_t kGenerations = 3;
   std::vector<std::vector<std::shared_ptr<Buffer>>> spare;
 
+  // While steps (by launch index): their condition and body, programs of their own over the same
+  // allocator; the carried values stay on the device between iterations.
+  struct Loop {
+    std::unique_ptr<Program> cond, body;
+  };
+  std::vector<std::pair<size_t, Loop>> loops;
+
   // The running call.
   std::vector<DevicePtr> buffers;
   std::vector<std::shared_ptr<Buffer>> held;    // Host step outputs and inputs uploaded for this call only
@@ -71,8 +78,10 @@ struct Program::Impl {
   void launch(const Launch& l, size_t index);  // queues launch `index` of the table (not a Host step)
   void enqueue(const Kernels& k);
   void dot(const Launch& l);
-  void host(const Launch& l, ProgramStats& stats);
+  void host(const Launch& l, size_t index, ProgramStats& stats);  // launch `index` of the table
   bool device_all_reduce(const Launch& l, const ir::Node& n, ProgramStats& stats);
+  void run_while(const Launch& l, const ir::Node& n, const Loop& loop, ProgramStats& stats);
+  DevicePtr on_device(const Tensor& t);  // t's device address (uploaded into a held buffer if it is on the host)
 };
 
 Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o)
@@ -89,6 +98,13 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
   }
   Device& d = p.alloc->device();
   if (!names.empty()) p.module = d.load(kernels_.source, names, o.cache_dir);
+  for (size_t i = 0; i < kernels_.launches.size(); ++i) {
+    const fusion::Step& st = p.schedule.steps[kernels_.launches[i].step];
+    if (st.kind != StepKind::While) continue;
+    const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
+    p.loops.emplace_back(i, Impl::Loop{std::make_unique<Program>(*n.attrs.regions[0], p.alloc, o),
+                                       std::make_unique<Program>(*n.attrs.regions[1], p.alloc, o)});
+  }
   p.table.assign(static_cast<size_t>(p.memory.slots), 0);
   if (p.memory.arena_bytes > 0) {
     auto arena = std::make_shared<Buffer>(p.alloc, static_cast<size_t>(p.memory.arena_bytes));
@@ -221,11 +237,58 @@ bool Program::Impl::device_all_reduce(const Launch& l, const ir::Node& n, Progra
   return true;
 }
 
-// A Host (or While) step: operands downloaded, the reference kernels run, results uploaded into
-// buffers held for the call. An all_reduce is summed on the device where it can be.
-void Program::Impl::host(const Launch& l, ProgramStats& stats) {
+DevicePtr Program::Impl::on_device(const Tensor& t) {
+  if (auto* d = dynamic_cast<const DeviceTensor*>(t.device().get()); d && &d->buffer().allocator() == alloc.get())
+    return d->buffer().ptr();
+  auto b = std::make_shared<Buffer>(alloc, t.nbytes());
+  if (t.nbytes()) alloc->device().upload(b->ptr(), t.bytes(), t.nbytes());
+  held.push_back(b);
+  return b->ptr();
+}
+
+// A while: the carried values start as views of the operands' buffers; each iteration runs the
+// condition (its bool downloaded; skipped for a loop with a trip count) and the body on them.
+// Results that are still an operand's memory are copied (the table's buffers are reused).
+void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& loop, ProgramStats& stats) {
+  std::vector<Tensor> state, start;
+  for (size_t j = 0; j < n.in.size(); ++j) {
+    const ir::Type& t = g.type(n.in[j]);
+    DevicePtr p = at(l.slots[j], fusion::read_view(schedule, n.in[j], static_cast<int32_t>(l.step)).offset, t.dtype);
+    auto view = std::make_shared<Buffer>(alloc, p, bytes_of(t), Buffer::Borrowed{});
+    state.push_back(Tensor::on_device(t.dtype, t.shape, std::make_shared<DeviceTensor>(std::move(view))));
+  }
+  start = state;
+  ProgramStats inner;
+  for (int64_t i = 0; n.attrs.k > 0 ? i < n.attrs.k : true; ++i) {
+    if (n.attrs.k <= 0 && loop.cond->run(state, inner)[0].get(0) == 0) break;
+    state = loop.body->run(state, inner);
+  }
+  stats.host_steps += inner.host_steps;
+  stats.collectives += inner.collectives;
+  stats.uploaded += inner.uploaded;
+  Device& d = alloc->device();
+  for (int32_t k = 0; k < n.nout; ++k) {
+    const auto j = static_cast<size_t>(k);
+    const int32_t slot = l.slots[n.in.size() + j];
+    if (slot < 0) continue;  // a loop invariant: a view of its operand
+    Tensor r = state[j];
+    if (std::any_of(start.begin(), start.end(), [&](const Tensor& s) { return s.device() == r.device(); })) {
+      auto b = std::make_shared<Buffer>(alloc, r.nbytes());
+      d.copy(b->ptr(), on_device(r), r.nbytes());
+      r = Tensor::on_device(r.dtype(), r.shape(), std::make_shared<DeviceTensor>(std::move(b)));
+    }
+    buffers[static_cast<size_t>(slot)] = on_device(r);
+    host_results.emplace_back(n.out + k, std::move(r));
+  }
+}
+
+// A Host step: operands downloaded, the reference kernels run, results uploaded into buffers held
+// for the call. An all_reduce is summed on the device where it can be; a while runs its regions.
+void Program::Impl::host(const Launch& l, size_t index, ProgramStats& stats) {
   const ir::Node& n = g.nodes[static_cast<size_t>(schedule.steps[l.step].nodes[0])];
   if (n.op == ir::Op::AllReduce && device_all_reduce(l, n, stats)) return;
+  for (const auto& [i, loop] : loops)
+    if (i == index) return run_while(l, n, loop, stats);
   ++stats.host_steps;
   Device& d = alloc->device();
   std::vector<Tensor> in;
@@ -281,7 +344,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   if (p.has_host) {  // launches in order, the host steps in between
     for (size_t i = 0; i < kernels_.launches.size(); ++i) {
       const Launch& l = kernels_.launches[i];
-      if (l.kind == Launch::Kind::Host) p.host(l, stats);
+      if (l.kind == Launch::Kind::Host) p.host(l, i, stats);
       else p.launch(l, i);
     }
   } else {

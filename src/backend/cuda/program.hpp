@@ -5,10 +5,12 @@
 //            tensor is uploaded, and the upload is kept for its argument position: when the same
 //            tensor (the same storage, still alive) comes again at that position its device copy
 //            is reused (up to kReuse per position, most recently used first);
-//   steps    the launch table in order: kernels, products on Device::gemm, and Host steps (and
-//            While steps, for now) on the reference kernels over downloaded operands, their
-//            outputs uploaded again — but an all_reduce sums on the device when it can
-//            (Device::all_reduce_sum: NCCL);
+//   steps    the launch table in order: kernels, products on Device::gemm, Host steps on the
+//            reference kernels over downloaded operands (their outputs uploaded again), except
+//            that an all_reduce sums on the device when it can (Device::all_reduce_sum: NCCL)
+//            and a while runs its condition and body as programs of their own on the carried
+//            device buffers (the condition's bool downloaded per iteration; not at all with a
+//            trip count);
 //   results  fresh buffers from the caching allocator, returned as device tensors (a host copy
 //            happens only when a value is read); results that are parameters or constants are
 //            those tensors.

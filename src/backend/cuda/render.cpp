@@ -70,7 +70,7 @@ class Renderer {
           if (!scatter_kernel(i, l, k.source)) continue;
           break;
         }
-        case StepKind::While:  // runs on the host (the reference executor) for now
+        case StepKind::While:  // cuda::Program runs its regions as programs of their own
         case StepKind::Host:
           l.kind = Launch::Kind::Host;
           for (int32_t u : n.in) l.slots.push_back(slot(read(u, i)));
