@@ -15,8 +15,6 @@ class DeviceStorage {
   virtual ~DeviceStorage() = default;
   // The elements (`bytes` of them) in host memory, downloaded on the first call.
   const std::shared_ptr<std::byte>& host(size_t bytes) const;
-  // Whether host() has been called (the host copy exists).
-  bool on_host() const;
 
  protected:
   // Copies the device bytes to `dst` (waiting for the work that writes them).

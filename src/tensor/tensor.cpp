@@ -69,14 +69,19 @@ static std::shared_ptr<std::byte> allocate(size_t nbytes) {
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* b) { std::free(b); });
 }
 
-Tensor Tensor::empty(DType dtype, Shape shape) {
-  int64_t n = shape_numel(shape);
-  if (n < 0 || n > g_max_elements)
-    throw SheafError(fmt::format("cannot allocate a tensor of {} elements (limit {})", n, g_max_elements.load()));
+Tensor Tensor::of_type(DType dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.numel_ = shape_numel(t.shape_);
+  return t;
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  int64_t n = shape_numel(shape);
+  if (n < 0 || n > g_max_elements)
+    throw SheafError(fmt::format("cannot allocate a tensor of {} elements (limit {})", n, g_max_elements.load()));
+  Tensor t = of_type(dtype, std::move(shape));
   t.data_ = allocate(t.nbytes());
   return t;
 }
@@ -92,19 +97,13 @@ Tensor Tensor::scalar(DType dtype, double v) {
 }
 
 Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.numel_ = shape_numel(t.shape_);
+  Tensor t = of_type(dtype, std::move(shape));
   t.data_ = std::move(data);
   return t;
 }
 
 Tensor Tensor::on_device(DType dtype, Shape shape, std::shared_ptr<DeviceStorage> device) {
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.numel_ = shape_numel(t.shape_);
+  Tensor t = of_type(dtype, std::move(shape));
   t.device_ = std::move(device);
   return t;
 }
@@ -117,13 +116,8 @@ const std::shared_ptr<std::byte>& DeviceStorage::host(size_t bytes) const {
   return host_;
 }
 
-bool DeviceStorage::on_host() const { return host_ != nullptr; }
-
 Tensor Tensor::symbolic(DType dtype, Shape shape, int32_t id, bool weak, uint32_t trace) {
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.numel_ = shape_numel(t.shape_);
+  Tensor t = of_type(dtype, std::move(shape));
   t.sym_ = id;
   t.trace_ = trace;
   t.weak_ = weak;

@@ -106,6 +106,7 @@ class Tensor {
     return concrete();
   }
   [[noreturn]] void needs_elements() const;
+  static Tensor of_type(DType dtype, Shape shape);  // no elements yet
 };
 
 // f16/bf16 bit conversions (round to nearest even).

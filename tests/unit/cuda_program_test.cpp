@@ -236,6 +236,22 @@ TEST(CudaResidency, SteadyLoopAllocatesNothing) {
   EXPECT_EQ(allocations(30), allocations(10));
 }
 
+// `program` run on an emulated GPU and on the reference executor: what each printed, and what the
+// GPU's programs did.
+struct EmulatedAndReference {
+  std::string got, want;
+  cuda::ProgramStats stats;
+  explicit EmulatedAndReference(const char* program) {
+    std::ostringstream out, ref_out;
+    Interp in{out}, ref{ref_out};
+    use_gpu(in, testing_support::emulated_device());
+    ref.jit->device = Device::Ref;
+    in.run_text(program, "program.shf");
+    ref.run_text(program, "program.shf");
+    got = out.str(), want = ref_out.str(), stats = in.jit->stats().gpu;
+  }
+};
+
 // A language-model step (embedding gather + positions, bf16 products, a split and re-joined
 // activation, a tied head, cross-entropy, SGD) runs entirely in kernels and products: no host
 // step (the embedding's gradient is a scatter-add kernel), so repeated steps are captured and
@@ -258,17 +274,12 @@ constexpr const char* kLanguageModelStep = R"(
 
 TEST(CudaResidency, LanguageModelStepHasNoHostStep) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
-  std::ostringstream out, want;
-  Interp in{out}, ref{want};
-  use_gpu(in, testing_support::emulated_device());
-  ref.jit->device = Device::Ref;
-  in.run_text(kLanguageModelStep, "lm.shf");
-  ref.run_text(kLanguageModelStep, "lm.shf");
-  const cuda::ProgramStats& s = in.jit->stats().gpu;
+  EmulatedAndReference r(kLanguageModelStep);
+  const cuda::ProgramStats& s = r.stats;
   EXPECT_EQ(s.calls, 12u);
   EXPECT_EQ(s.host_steps, 0u) << "a gather, scatter-add, concatenate, bf16 product or reduction ran on the host";
   EXPECT_GE(s.replayed, 6u);
-  EXPECT_EQ(out.str(), want.str());
+  EXPECT_EQ(r.got, r.want);
 }
 
 // A training loop compiled into one function (a `while` of 50 trips) keeps its state on the GPU:
@@ -283,15 +294,9 @@ TEST(CudaResidency, CompiledLoopsRunOnTheDevice) {
 (defn halve [v] (loop [v v n 0] (if (> (sum (abs v)) 1.0) (recur (* v 0.5) (+ n 1)) [v n])))
 (print "{:.5f} {}" (loss (train (random-normal 1 [6 3]) (random-normal 2 [5 6])) (random-normal 2 [5 6])) (halve (random-normal 3 [8])))
 )";
-  std::ostringstream out, want;
-  Interp in{out}, ref{want};
-  use_gpu(in, testing_support::emulated_device());
-  ref.jit->device = Device::Ref;
-  in.run_text(kLoops, "loops.shf");
-  ref.run_text(kLoops, "loops.shf");
-  const cuda::ProgramStats& s = in.jit->stats().gpu;
-  EXPECT_EQ(s.host_steps, 0u) << "a while ran on the host";
-  EXPECT_EQ(out.str(), want.str());
+  EmulatedAndReference r(kLoops);
+  EXPECT_EQ(r.stats.host_steps, 0u) << "a while ran on the host";
+  EXPECT_EQ(r.got, r.want);
 }
 
 // The all-reduce of a data-parallel step sums device buffers (NCCL on a GPU; a copy in this job of

@@ -7,9 +7,12 @@
 // with every entry point (skipped where it is not installed); Gemms become cuBLASLt plans that a
 // column-major interpreter of the plan (what cuBLASLt computes) agrees with, and operands without
 // a unit stride are left to the fallback kernel, whose source compiles for sm_90; the kernel
-// cache's names and files round-trip and damaged files are rejected.
+// cache's names and files round-trip and damaged files are rejected; NCCL loads with every entry
+// point (skipped where it is not installed), its version codes and dtypes are read as nccl.h says;
+// the local rank comes from the launchers' variables and picks the rank's GPU.
 // On a GPU machine CudaGpu.* also run memory, kernels, the cache, products of every layout and
-// dtype (cuBLASLt and the fallback kernel) and capture on device 0; they skip without one.
+// dtype (cuBLASLt and the fallback kernel), capture and the all-reduce of a job of one on the
+// process's GPU; they skip without one.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,8 +28,10 @@
 #include "backend/cuda/device.hpp"
 #include "backend/cuda/driver.hpp"
 #include "backend/cuda/driver_device.hpp"
+#include "backend/cuda/nccl.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
+#include "dist/comm.hpp"
 
 namespace sheaf::cuda {
 namespace {
@@ -435,6 +440,97 @@ TEST(CudaCache, WritesAtomicallyAndReadsBack) {
   fs::remove_all(dir);
 }
 
+// ---------------------------------------------------------------- NCCL and the rank's GPU
+
+TEST(Nccl, LoadsWithEveryEntryPoint) {
+  std::string why;
+  const Nccl* n = nccl(&why);
+  if (!n) {
+    if (why.rfind("NCCL was not found", 0) == 0) GTEST_SKIP() << why;
+    FAIL() << why;  // found but unusable
+  }
+  const void* fns[] = {
+      reinterpret_cast<const void*>(n->ncclGetVersion),   reinterpret_cast<const void*>(n->ncclGetUniqueId),
+      reinterpret_cast<const void*>(n->ncclCommInitRank), reinterpret_cast<const void*>(n->ncclAllReduce),
+      reinterpret_cast<const void*>(n->ncclCommDestroy),  reinterpret_cast<const void*>(n->ncclCommAbort),
+      reinterpret_cast<const void*>(n->ncclGetErrorString),
+  };
+  static_assert(sizeof fns == sizeof(Nccl), "every entry point is listed");
+  for (const void* f : fns) EXPECT_NE(f, nullptr);
+  const std::string version = nccl_version();
+  EXPECT_EQ(version.rfind("NCCL 2.", 0), 0u) << version;
+  std::printf("%s\n", version.c_str());
+  EXPECT_EQ(nccl_error(*n, 4), std::string(n->ncclGetErrorString(4)) + " (4)");  // ncclInvalidArgument
+  EXPECT_NE(nccl_error(*n, 4).find("invalid"), std::string::npos) << nccl_error(*n, 4);
+}
+
+TEST(Nccl, VersionCodesAndElementTypes) {
+  EXPECT_EQ(nccl_version_name(22809), "NCCL 2.28.9");  // 2.9 and later: major·10000 + minor·100 + patch
+  EXPECT_EQ(nccl_version_name(21003), "NCCL 2.10.3");
+  EXPECT_EQ(nccl_version_name(2708), "NCCL 2.7.8");  // before 2.9: major·1000 + minor·100 + patch
+  EXPECT_EQ(nccl_type(DType::F32), std::optional<ncclDataType_t>(7));  // ncclFloat32
+  EXPECT_EQ(nccl_type(DType::I32), std::optional<ncclDataType_t>(2));  // ncclInt32
+  EXPECT_EQ(nccl_type(DType::U32), std::optional<ncclDataType_t>(3));  // ncclUint32
+  for (DType t : {DType::F16, DType::BF16, DType::Bool}) EXPECT_FALSE(nccl_type(t)) << dtype_name(t);
+}
+
+// Sets (value non-null) or unsets the launchers' local-rank variables for the test's lifetime.
+class LocalRankEnv {
+ public:
+  static constexpr const char* kVars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+  LocalRankEnv() {
+    for (const char* v : kVars) {
+      const char* was = std::getenv(v);
+      saved_.emplace_back(v, was ? std::optional<std::string>(was) : std::nullopt);
+      unsetenv(v);
+    }
+  }
+  ~LocalRankEnv() {
+    for (const auto& [v, was] : saved_) {
+      if (was)
+        setenv(v, was->c_str(), 1);
+      else
+        unsetenv(v);
+    }
+  }
+  void set(const char* var, const char* value) {
+    if (value)
+      setenv(var, value, 1);
+    else
+      unsetenv(var);
+  }
+
+ private:
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
+};
+
+TEST(CudaGpuChoice, LocalRankFromTheLaunchersVariables) {
+  LocalRankEnv env;
+  EXPECT_EQ(local_rank(), 0);  // no launcher
+  env.set("SLURM_LOCALID", "3");
+  EXPECT_EQ(local_rank(), 3);
+  env.set("MPI_LOCALRANKID", "5");  // Hydra's before srun's
+  EXPECT_EQ(local_rank(), 5);
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "6");  // OpenMPI's before both
+  EXPECT_EQ(local_rank(), 6);
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "seven");  // not an integer: the next variable
+  EXPECT_EQ(local_rank(), 5);
+  env.set("MPI_LOCALRANKID", "-1");  // negative: the next
+  EXPECT_EQ(local_rank(), 3);
+  env.set("SLURM_LOCALID", "");
+  EXPECT_EQ(local_rank(), 0);
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "12");
+  EXPECT_EQ(local_rank(), 12);
+}
+
+TEST(CudaGpuChoice, OneGpuPerLocalRank) {
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(gpu_ordinal(r, 8), r);  // mpirun -np 8 on an 8-GPU node
+  EXPECT_EQ(gpu_ordinal(9, 8), 1);                               // more ranks than GPUs: shared
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(gpu_ordinal(r, 1), 0);   // srun --gpus-per-task=1: one visible
+  EXPECT_EQ(gpu_ordinal(3, 0), 0);
+  EXPECT_EQ(gpu_ordinal(-2, 4), 0);
+}
+
 // ---------------------------------------------------------------- on a GPU (skipped without one)
 
 // Small integers as f16 / bf16 bit patterns and back (exact for them; normals only).
@@ -647,6 +743,29 @@ TEST(CudaGpu, ProductsOfEveryLayoutAndDtype) {
   dev->gemm(g, dc, dc, dc);
   EXPECT_EQ(download_as(*dev, dc, 12, DType::F32), std::vector<double>(12, 0.0));
   dev->release(dc);
+}
+
+TEST(CudaGpu, AllReduceInAJobOfOneCopies) {
+  std::shared_ptr<Device> dev = the_gpu();
+  if (!dev) GTEST_SKIP() << "no GPU";
+  if (dist::world_size() != 1) GTEST_SKIP() << "run as a job of one";
+  const int64_t n = 1000;
+  std::vector<float> x(n), y(n, -1.0f);
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * float(i) - 7;
+  DevicePtr dx = dev->allocate(n * 4), dy = dev->allocate(n * 4);
+  dev->upload(dx, x.data(), n * 4);
+  dev->fill(dy, 0xff, n * 4);
+  for (DType t : {DType::F32, DType::I32, DType::U32, DType::F16}) {  // any dtype: the sum of one rank
+    const int64_t count = n * 4 / static_cast<int64_t>(dtype_size(t));
+    dev->fill(dy, 0xff, n * 4);
+    ASSERT_TRUE(dev->all_reduce_sum(dx, dy, count, t)) << dtype_name(t);
+    dev->download(y.data(), dy, n * 4);
+    EXPECT_EQ(y, x) << dtype_name(t);
+  }
+  ASSERT_TRUE(dev->all_reduce_sum(dx, dx, n, DType::F32));  // in place: unchanged
+  dev->download(y.data(), dx, n * 4);
+  EXPECT_EQ(y, x);
+  for (DevicePtr p : {dx, dy}) dev->release(p);
 }
 
 }  // namespace

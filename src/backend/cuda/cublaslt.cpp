@@ -2,11 +2,11 @@
 // per-shape descriptors and algorithms, and the fallback kernel's source (see cublaslt.hpp).
 #include "backend/cuda/cublaslt.hpp"
 
-#include <dlfcn.h>
+#include "backend/cuda/dynlib.hpp"
+
 #include <fmt/format.h>
 
 #include <climits>
-#include <cstdlib>
 #include <vector>
 
 #include "base/error.hpp"
@@ -37,47 +37,11 @@ constexpr int kPrefAlignC = 7;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BY
 constexpr int kPrefAlignD = 8;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES [uint32_t]
 constexpr cublasStatus_t kStatusNotSupported = 15;  // cublasStatus_t: CUBLAS_STATUS_NOT_SUPPORTED
 
-void* open_first(const std::vector<std::string>& names, std::string& why) {
-  for (const std::string& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-    const char* e = dlerror();
-    if (why.empty()) why = e ? e : n + ": cannot be loaded";
-  }
-  return nullptr;
-}
-
-template <typename F>
-bool resolve(void* lib, const char* name, F& fn, std::string& why) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (!fn) why = fmt::format("it lacks {}", name);
-  return fn != nullptr;
-}
-
-struct Loaded {
-  CublasLt fns{};
-  bool ok = false;
-  std::string why;
-};
-
-Loaded& loaded() {
-  static Loaded l;
+Loaded<CublasLt>& loaded() {
+  static Loaded<CublasLt> l;
   static std::once_flag once;
-  std::call_once(once, [] {
-    std::vector<std::string> names = {"libcublasLt.so.13", "libcublasLt.so"};
-    const char* home = std::getenv("CUDA_HOME");
-    for (std::string dir : {std::string(home ? home : "") + "/lib64", std::string("/usr/local/cuda/lib64")})
-      if (dir != "/lib64") {
-        names.push_back(dir + "/libcublasLt.so.13");
-        names.push_back(dir + "/libcublasLt.so");
-      }
-    void* lib = open_first(names, l.why);
-    if (!lib) {
-      l.why = "cuBLASLt was not found: " + l.why;
-      return;
-    }
-    CublasLt& f = l.fns;
-    bool ok = true;
-    auto need = [&](const char* name, auto& fn) { ok = ok && resolve(lib, name, fn, l.why); };
+  return load_once<CublasLt>(l, once, {"libcublasLt.so.13", "libcublasLt.so"}, true, "cuBLASLt was not found",
+                             "cuBLASLt is too old", [](Resolver& need, CublasLt& f, std::string&) {
     need("cublasLtCreate", f.cublasLtCreate);
     need("cublasLtDestroy", f.cublasLtDestroy);
     need("cublasLtGetVersion", f.cublasLtGetVersion);
@@ -92,10 +56,8 @@ Loaded& loaded() {
     need("cublasLtMatmulPreferenceSetAttribute", f.cublasLtMatmulPreferenceSetAttribute);
     need("cublasLtMatmulAlgoGetHeuristic", f.cublasLtMatmulAlgoGetHeuristic);
     need("cublasLtMatmul", f.cublasLtMatmul);
-    if (!ok) l.why = "cuBLASLt is too old: " + l.why;
-    l.ok = ok;
+    return true;
   });
-  return l;
 }
 
 void check(cublasStatus_t s, const char* function) {
@@ -127,9 +89,7 @@ bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 }  // namespace
 
 const CublasLt* cublaslt(std::string* why) {
-  Loaded& l = loaded();
-  if (!l.ok && why) *why = l.why;
-  return l.ok ? &l.fns : nullptr;
+  return loaded().get(why);
 }
 
 std::string cublas_status_name(cublasStatus_t s) {

@@ -90,7 +90,8 @@ class Device {
   virtual std::unique_ptr<Capture> capture(const std::function<void()>& record) = 0;
 };
 
-// The GPU (device 0) through the CUDA driver, or null with `why` ("no GPU was found: ...").
+// The GPU of this process (GPU <local rank mod GPUs>, see driver_device.hpp) through the CUDA
+// driver, or null with `why` ("no GPU was found: ...").
 // One per process, created on first use.
 std::shared_ptr<Device> gpu(std::string* why = nullptr);
 

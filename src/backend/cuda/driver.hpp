@@ -97,15 +97,19 @@ struct Nvrtc {
 const Driver* driver(std::string* why = nullptr);
 const Nvrtc* nvrtc(std::string* why = nullptr);
 
-// Device 0 of the driver: what kernels are compiled for and what --jit-profile reports.
+// Device `ordinal` of the driver: what kernels are compiled for and what --jit-profile reports.
 struct DeviceInfo {
+  int ordinal = 0;           // cuDeviceGet's ordinal (among the devices CUDA_VISIBLE_DEVICES shows)
   std::string name;
   int major = 0, minor = 0;  // compute capability (9.0 for H100/H200)
   int multiprocessors = 0;
   size_t memory = 0;         // bytes
   int driver_version = 0;    // 13000 = CUDA 13.0
 };
-std::optional<DeviceInfo> device_info(std::string* why = nullptr);
+// Null with `why` when there is no driver or no such device.
+std::optional<DeviceInfo> device_info(std::string* why = nullptr, int ordinal = 0);
+// How many devices the driver sees (0 without a driver).
+int device_count();
 
 // "CUDA_ERROR_NO_DEVICE (100)" for a driver result.
 std::string error_name(CUresult r);

@@ -1,9 +1,13 @@
 // backend/cuda/driver_device.cpp — the real GPU behind cuda::gpu() (device.hpp): DriverDevice runs
-// everything on one non-blocking stream of device 0's primary context through the CUDA driver
+// everything on one non-blocking stream of its GPU's primary context through the CUDA driver
 // API (driver.hpp), loads kernels compiled by NVRTC to a cubin for the GPU's own architecture
 // (cached on disk, driver_device.hpp), multiplies matrices with cuBLASLt (cublaslt.hpp; a strided
-// kernel takes what cuBLASLt cannot, and everything when cuBLASLt is absent) and captures work as
-// CUDA graphs.
+// kernel takes what cuBLASLt cannot, and everything when cuBLASLt is absent), captures work as
+// CUDA graphs and sums over the ranks of a data-parallel job with NCCL (nccl.hpp).
+// Its GPU is device gpu_ordinal(local_rank(), device count): one per rank of a multi-GPU node.
+// The job's NCCL communicator is made on the first all-reduce of a job of several ranks, after the
+// ranks agree (one all-gather) that every one of them has NCCL; otherwise no rank uses it and
+// all-reduces go through host memory, so the ranks always take the same path.
 // Invariants: every public entry (the device's, a module's, a capture's) first makes the primary
 // context current on the calling thread (cuCtxSetCurrent is cheap), so any thread may call; every
 // CUresult is checked and a failure throws SheafError("CUDA: <what> failed with <error>").
@@ -16,7 +20,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -25,8 +32,10 @@
 
 #include "backend/cuda/cublaslt.hpp"
 #include "backend/cuda/device.hpp"
+#include "backend/cuda/nccl.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
+#include "dist/comm.hpp"
 
 namespace sheaf::cuda {
 
@@ -141,6 +150,23 @@ std::string describe_device(const DeviceInfo& info) {
                      format_bytes(info.memory));
 }
 
+int local_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    errno = 0;
+    const long r = std::strtol(v, &end, 10);
+    if (errno == 0 && *end == '\0' && r >= 0 && r <= INT_MAX) return static_cast<int>(r);
+  }
+  return 0;
+}
+
+int gpu_ordinal(int local_rank, int device_count) {
+  if (device_count <= 0 || local_rank < 0) return 0;
+  return local_rank % device_count;
+}
+
 // ---------------------------------------------------------------- DriverDevice
 
 namespace {
@@ -186,7 +212,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
  public:
   DriverDevice(const Driver& d, DeviceInfo info) : d_(d), info_(std::move(info)) {
     try {
-      check(d_.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+      check(d_.cuDeviceGet(&dev_, info_.ordinal), "cuDeviceGet");
       check(d_.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
       retained_ = true;
       bind();
@@ -339,6 +365,22 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
+  bool all_reduce_sum(DevicePtr in, DevicePtr out, int64_t count, DType dtype) override {
+    if (count < 0) throw SheafError(fmt::format("CUDA: all-reduce of {} elements", count));
+    if (dist::world_size() <= 1) {  // a job of one: the sum is the operand
+      if (in != out) copy(out, in, static_cast<size_t>(count) * dtype_size(dtype));
+      return true;
+    }
+    const std::optional<ncclDataType_t> type = nccl_type(dtype);
+    if (!type) return false;  // decided by the dtype alone: the same on every rank
+    NcclComm* comm = job_comm();
+    if (!comm) return false;
+    if (count == 0) return true;
+    bind();
+    comm->all_reduce_sum(in, out, static_cast<size_t>(count), *type, stream_);
+    return true;
+  }
+
   std::unique_ptr<Capture> capture(const std::function<void()>& record) override {
     bind();
     // Whatever stops the capture, `record` then runs again uncaptured (device.hpp's contract);
@@ -370,6 +412,35 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   }
 
  private:
+  // The job's communicator, decided on the first call (collectives over MPI and ncclCommInitRank:
+  // that call must not be one recorded by capture()); null when NCCL is not used.
+  NcclComm* job_comm() {
+    std::lock_guard lock(comm_mutex_);
+    if (!comm_decided_) {
+      comm_decided_ = true;
+      std::string why;
+      const Nccl* n = nccl(&why);
+      // Every rank must take the same path (a rank on NCCL and another on MPI would wait for each
+      // other forever): NCCL only when all of them have it.
+      const std::vector<uint64_t> have = dist::all_gather(n ? 1 : 0, "the NCCL check");
+      const auto lacking = std::find(have.begin(), have.end(), 0u);
+      if (lacking != have.end()) {
+        if (n) why = fmt::format("rank {} of {} cannot load it", lacking - have.begin(), have.size());
+        notice_once(nccl_notice_,
+                    fmt::format("NCCL unavailable ({}): collectives on GPU tensors go through host memory", why));
+        return nullptr;
+      }
+      try {
+        bind();
+        comm_ = NcclComm::join(*n);
+      } catch (const SheafError& e) {
+        comm_failure_ = e.what();
+      }
+    }
+    if (!comm_failure_.empty()) throw SheafError(comm_failure_);
+    return comm_.get();
+  }
+
   // The strided kernel (cublaslt.hpp), compiled on first use and kept.
   void fallback_gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c) {
     {
@@ -399,7 +470,13 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   DevicePtr workspace_ = 0;     // kLtWorkspaceBytes for cuBLASLt
   std::mutex fallback_mutex_;
   std::unique_ptr<Module> fallback_;
-  std::atomic<bool> lt_notice_{false}, capture_notice_{false};
+  std::atomic<bool> lt_notice_{false}, capture_notice_{false}, nccl_notice_{false};
+  // The job's NCCL communicator: decided on the first all-reduce of a job of several ranks (a
+  // collective, so every rank decides at the same call); null when some rank lacks NCCL.
+  std::mutex comm_mutex_;
+  bool comm_decided_ = false;
+  std::string comm_failure_;  // the error of joining, repeated by later calls
+  std::unique_ptr<NcclComm> comm_;
 };
 
 DriverModule::~DriverModule() {
@@ -447,14 +524,16 @@ std::shared_ptr<Device> gpu(std::string* why) {
     device = new std::shared_ptr<Device>();
     std::string w;
     const Driver* d = driver(&w);
-    std::optional<DeviceInfo> info = d ? device_info(&w) : std::nullopt;
+    // One GPU per rank of the machine (a job of one: local rank 0, GPU 0).
+    const int ordinal = d ? gpu_ordinal(local_rank(), device_count()) : 0;
+    std::optional<DeviceInfo> info = d ? device_info(&w, ordinal) : std::nullopt;
     if (!info) {
       failure = w;
     } else {
       try {
         *device = std::make_shared<DriverDevice>(*d, *info);
       } catch (const SheafError& e) {
-        failure = fmt::format("GPU 0 ({}) cannot be used: {}", describe_device(*info), e.what());
+        failure = fmt::format("GPU {} ({}) cannot be used: {}", ordinal, describe_device(*info), e.what());
       }
     }
   }

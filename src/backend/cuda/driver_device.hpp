@@ -1,6 +1,7 @@
 // backend/cuda/driver_device.hpp — the pure parts of DriverDevice (driver_device.cpp, the real
 // GPU behind cuda::gpu()), declared apart so that they are tested without a GPU: the kernel
-// cache's file names and format, and how sizes and the device are written in messages.
+// cache's file names and format, how sizes and the device are written in messages, and which GPU
+// a rank of a data-parallel job uses.
 //
 // Cache files (one per rendering and GPU architecture, in the cache_dir given to Device::load):
 //   name     cuda-<16 hex digits>.<arch>.cubin, the digits the FNV-1a 64 hash of the CUDA source,
@@ -47,5 +48,15 @@ std::string format_bytes(size_t bytes);
 std::string arch_name(const DeviceInfo& info);
 // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)"
 std::string describe_device(const DeviceInfo& info);
+
+// The process's rank among the ranks on its machine, as the launcher says: the first of
+// OMPI_COMM_WORLD_LOCAL_RANK (OpenMPI), MPI_LOCALRANKID (MPICH's Hydra), SLURM_LOCALID (srun)
+// that holds a non-negative integer; 0 when none does (a job of one).
+int local_rank();
+// The GPU of the rank `local_rank` of its machine, which sees `device_count` GPUs: local_rank mod
+// device_count, so the ranks of a node use distinct GPUs while there are enough (mpirun -np 8 on an
+// 8-GPU node), and a launcher that shows each rank one GPU (srun --gpus-per-task=1) gets 0.
+// 0 when device_count ≤ 0.
+int gpu_ordinal(int local_rank, int device_count);
 
 }  // namespace sheaf::cuda
