@@ -14,6 +14,8 @@
 //             its bytes lie inside one live allocation; releasing an unknown pointer throws.
 //   Products  f32 by sheaf::gemm; f16 and bf16 widened to f32, multiplied with f32 accumulation and
 //             rounded back (tf32 is ignored: f32 products are exact f32).
+//   atomicAdd (the scatter kernels') is a compare-and-swap loop; all_reduce_sum is the copy of a
+//             job of one.
 //   Capture   while `record` runs, launches, products, copies and fills are recorded (with copies of
 //             their arguments) instead of run; upload and download throw. replay() runs them in
 //             order, on the addresses used while recording.

@@ -4,9 +4,10 @@
 // every call that reaches the JIT is traced and optimised once more here (one graph per function
 // and argument key, with the tensors of its first call). Each graph goes through fusion and the
 // memory plan, then, per table (one test each, so that ctest's process per test builds one table):
-//   Nvrtc     the GPU schedule (FuseOptions::gpu: f16/bf16 reductions and products, scatter-adds, as
-//             cuda::Program fuses) rendered with the default options and compiled by NVRTC to PTX for sm_90: every
-//             kernel of the launch table must be an .entry (skipped without NVRTC). Distinct
+//   Nvrtc     the GPU schedule (FuseOptions::gpu: f16/bf16 reductions and products, scatter-adds,
+//             as cuda::Program fuses) rendered with the default options and compiled by NVRTC to
+//             PTX for sm_90: every kernel of the launch table must be an .entry (skipped without
+//             NVRTC). Distinct
 //             renderings compile in batches sharing the prelude, kernels renamed apart; those of
 //             a failing batch compile alone, so an error names its rendering.
 //   Emulated  rendered twice — default thresholds with 32-thread blocks, and every reducing step
