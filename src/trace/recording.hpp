@@ -1,0 +1,133 @@
+// trace/recording.hpp — the recorder behind tracing (internal to src/trace): Tracer, an
+// ir::Recorder that builds one graph, and Scope, which makes a Tracer the thread's active recorder.
+// tracer.cpp traces functions with it; regions.cpp traces the regions of loops, checkpoints and
+// custom-vjp calls (a Tracer whose `parent` is the enclosing trace; values of the parent it reads
+// become its extra parameters, `captures`).
+// Every primitive that meets a symbolic operand appends a node (typed by the shape rule) and
+// returns symbolic results. Concrete tensors that meet symbolic ones (closure captures, literals,
+// constants of builtins) become constant nodes, shared per storage.
+#pragma once
+#include <cstring>
+#include <map>
+
+#include "base/error.hpp"
+#include "ir/recorder.hpp"
+#include "trace/tracer.hpp"
+
+namespace sheaf::trace::detail {
+
+inline constexpr size_t kMaxNodes = 200000;  // a bigger trace is almost surely an unrolled loop gone wrong
+
+extern thread_local int g_depth;     // active traces on this thread
+extern thread_local SrcLoc g_site;    // the source location recorded nodes get
+
+// Traces get distinct serials, so a symbolic tensor knows which graph its id belongs to.
+uint32_t next_serial();
+
+class Tracer final : public ir::Recorder {
+ public:
+  ir::Graph g;
+  const uint32_t serial = next_serial();
+  // A region (loop body, condition) reads values of its enclosing trace as extra parameters.
+  Tracer* parent = nullptr;
+  bool discovering = false;         // first pass over a region: captures become parameters anywhere
+  std::vector<Tensor> captures;     // enclosing-trace tensors read by this region, in order
+  std::map<std::pair<uint32_t, int32_t>, int32_t> captured;  // (trace, id) → parameter id here
+  std::vector<int32_t> no_gradient;  // value ids marked by stop_gradient
+  std::vector<Tensor> guards;        // rank-0 bools recorded by record_guard
+
+  std::vector<Tensor> record(ir::Op op, const std::vector<Tensor>& operands, const ir::Attrs& attrs,
+                             const ir::Type* declared) override {
+    if (g.nodes.size() > kMaxNodes) throw TraceAbort(fmt::format("the trace grew past {} IR nodes", kMaxNodes));
+    std::vector<int32_t> ids;
+    std::vector<ir::Type> types;
+    bool weak = true;
+    for (const Tensor& t : operands) {
+      Tensor s = lift(t);
+      ids.push_back(s.symbol_id());
+      types.push_back(g.type(s.symbol_id()));
+      weak = weak && t.rank() == 0 && (t.weak() || !t.is_symbolic());
+    }
+    std::vector<ir::Type> out = ir::infer_types(op, types, attrs, declared);
+    int32_t first = g.add(op, std::move(ids), attrs, out, g_site);
+    std::vector<Tensor> r;
+    for (size_t i = 0; i < out.size(); ++i)
+      r.push_back(symbolic(out[i], first + static_cast<int32_t>(i), weak && out[i].shape.empty()));
+    return r;
+  }
+
+  Tensor lift(const Tensor& t) override {
+    if (t.is_symbolic()) return t.trace_id() == serial ? t : capture(t);
+    auto key = std::make_tuple(t.storage().get(), t.dtype(), t.shape());
+    auto it = constants_.find(key);
+    int32_t id = it != constants_.end() ? it->second : (constants_[key] = constant(t));
+    return symbolic(ir::Type{t.dtype(), t.shape()}, id, false);
+  }
+
+  // A constant node; a tensor whose elements are all the same (zeros or ones made by a VJP rule)
+  // is a rank-0 constant broadcast, never materialised in the graph.
+  int32_t constant(const Tensor& t) {
+    const size_t w = dtype_size(t.dtype());
+    const std::byte* b = t.bytes();
+    bool splat = t.numel() > 1;
+    for (int64_t i = 1; splat && i < t.numel(); ++i) splat = std::memcmp(b, b + static_cast<size_t>(i) * w, w) == 0;
+    if (!splat) return g.emit_constant(t, g_site);
+    pinned_.push_back(t);  // constants_ is keyed by storage address: it must not be reused while tracing
+    Tensor first = Tensor::empty(t.dtype(), {});
+    std::memcpy(first.mutable_bytes(), b, w);
+    ir::Attrs a;
+    a.dims = {};
+    return g.add(ir::Op::BroadcastInDim, {g.emit_constant(first, g_site)}, a, {ir::Type{t.dtype(), t.shape()}}, g_site);
+  }
+
+  Tensor parameter(DType dtype, Shape shape, bool weak) {
+    ir::Attrs a;
+    a.index = static_cast<int64_t>(g.params.size());
+    int32_t id = g.add(ir::Op::Parameter, {}, a, {ir::Type{dtype, shape}});
+    return symbolic(ir::Type{dtype, std::move(shape)}, id, weak);
+  }
+
+  Tensor symbolic(const ir::Type& t, int32_t id, bool weak) const { return Tensor::symbolic(t.dtype, t.shape, id, weak, serial); }
+
+  // Declares `outer` (a tensor of an enclosing trace) as the next parameter of this region.
+  void declare_capture(const Tensor& outer) {
+    Tensor p = parameter(outer.dtype(), outer.shape(), outer.weak());
+    captured[{outer.trace_id(), outer.symbol_id()}] = p.symbol_id();
+    captures.push_back(outer);
+  }
+
+ private:
+  std::map<std::tuple<const std::byte*, DType, Shape>, int32_t> constants_;
+  std::vector<Tensor> pinned_;  // splats lifted as broadcast scalars (see constant)
+
+  Tensor capture(const Tensor& t) {
+    if (!parent) throw TraceAbort("a traced value was used outside of its trace");
+    if (auto it = captured.find({t.trace_id(), t.symbol_id()}); it != captured.end())
+      return symbolic(g.type(it->second), it->second, t.weak());
+    if (!discovering) throw TraceAbort("internal: a loop region read a value that was not declared");
+    declare_capture(t);
+    return symbolic(g.type(captured[{t.trace_id(), t.symbol_id()}]), captured[{t.trace_id(), t.symbol_id()}], t.weak());
+  }
+};
+
+extern thread_local Tracer* g_tracer;  // the innermost active trace
+
+// Active-trace scope: installs the recorder and marks the thread as tracing.
+struct Scope {
+  ir::Recorder* saved;
+  Tracer* saved_tracer;
+  SrcLoc saved_site;
+  explicit Scope(Tracer& t) : saved(ir::active_recorder()), saved_tracer(g_tracer), saved_site(g_site) {
+    ir::set_active_recorder(&t);
+    g_tracer = &t;
+    ++g_depth;
+  }
+  ~Scope() {
+    ir::set_active_recorder(saved);
+    g_tracer = saved_tracer;
+    g_site = saved_site;
+    --g_depth;
+  }
+};
+
+}  // namespace sheaf::trace::detail
