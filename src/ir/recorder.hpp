@@ -1,6 +1,6 @@
 // ir/recorder.hpp — how the tensor primitives become IR while a function is traced.
 // The primitives of src/tensor are the IR ops. Each checks its operands first: when any is
-// symbolic, it hands the op to the active Recorder (src/trace/tracer.cpp), which appends a node
+// symbolic, it hands the op to the active Recorder (src/trace/recording.hpp), which appends a node
 // and returns symbolic results, instead of running the kernel. Concrete operands become
 // constants. With no trace active the check is one branch per primitive call.
 #pragma once
