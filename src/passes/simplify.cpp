@@ -146,6 +146,11 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
     case Op::Select: {
       if (in[1] == in[2]) return in[1];
       if (auto c = splat_scalar(g, in[0])) return c->get(0) != 0 ? in[1] : in[2];
+      if (t.dtype == DType::Bool) {  // select(c, true, false) = c; select(c, false, true) = not c
+        auto x = splat_scalar(g, in[1]), y = splat_scalar(g, in[2]);
+        if (x && y && (x->get(0) != 0) != (y->get(0) != 0))
+          return x->get(0) != 0 ? Simplified(in[0]) : rw.add(Op::Unary, {in[0]}, {.unary = Unary::Not}, {t}, n.loc);
+      }
       return std::nullopt;
     }
     case Op::DynamicSlice: return simplify_dynamic_slice(rw, n, in, t);

@@ -375,6 +375,23 @@ TEST(Simplify, SelectOfEqualBranchesOrAKnownPredicate) {
   EXPECT_EQ(count(out, Op::Select), 1u);
 }
 
+// A bool select between the two constants is its predicate (or its negation): a loop's decision
+// select(c, true, false) is c.
+TEST(Simplify, BoolSelectOfConstantsIsThePredicate) {
+  Graph g;
+  Type b{DType::Bool, {2, 3}};
+  int32_t c = param(g, b), other = param(g, b);
+  g.results = {g.emit(Op::Select, {c, splat(g, b, 1), full(g, b, 0)}, {}), g.emit(Op::Select, {c, full(g, b, 0), splat(g, b, 1)}, {}),
+               g.emit(Op::Select, {c, splat(g, b, 1), other}, {})};
+  Graph out = run_checked(simplify, g);
+  EXPECT_EQ(out.results[0], c);
+  const ir::Node& negated = out.nodes[out.def[static_cast<size_t>(out.results[1])]];
+  EXPECT_EQ(negated.op, Op::Unary);
+  EXPECT_EQ(negated.attrs.unary, Unary::Not);
+  EXPECT_EQ(negated.in, std::vector<int32_t>{c});
+  EXPECT_EQ(count(out, Op::Select), 1u);  // a select with one unknown branch stays
+}
+
 TEST(Simplify, DynamicSlicesWithKnownStartsBecomeStatic) {
   Graph g;
   Type t{DType::F32, {4, 3}};
