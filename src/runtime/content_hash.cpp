@@ -1,6 +1,8 @@
 // runtime/content_hash.cpp — canonical serialization of functions and constants, FNV-1a-64 ×2.
 #include "runtime/content_hash.hpp"
 
+#include "base/hash.hpp"
+
 #include <cstring>
 #include <set>
 
@@ -115,15 +117,6 @@ class Serializer {
   }
 };
 
-uint64_t fnv1a(const std::string& s, uint64_t basis) {
-  uint64_t h = basis;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 }  // namespace
 
 std::string content_hash(const Interp& in, const Value& fn) {
@@ -131,7 +124,7 @@ std::string content_hash(const Interp& in, const Value& fn) {
   s.out = std::string("sheaf ") + SHEAF_VERSION + "|" + std::string(kRandomVersion) + "|";
   s.function(fn.as<FnObj>());
   s.dependencies();
-  return fmt::format("{:016x}{:016x}", fnv1a(s.out, 0xcbf29ce484222325ull), fnv1a(s.out, 0x84222325cbf29ce4ull));
+  return fmt::format("{:016x}{:016x}", fnv1a64(s.out), fnv1a64(s.out, 0x84222325cbf29ce4ull));
 }
 
 }  // namespace sheaf

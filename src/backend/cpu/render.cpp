@@ -3,6 +3,8 @@
 // steps as rt->host calls.
 #include "backend/cpu/render.hpp"
 
+#include "base/hash.hpp"
+
 #include <cmath>
 #include <algorithm>
 #include <cstdio>
@@ -26,14 +28,7 @@ using loop_code::vtype;
 using loop_code::LoopBody;
 using loop_code::Nest;
 
-std::string digest_of(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
-}
+std::string digest_of(std::string_view text) { return fmt::format("{:016x}", fnv1a64(text)); }
 
 namespace {
 

@@ -16,7 +16,6 @@
 #include "backend/cuda/driver_device.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,7 +25,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 #include <sstream>
 
@@ -36,6 +34,7 @@
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
 #include "dist/comm.hpp"
+#include "io/atomic_write.hpp"
 
 namespace sheaf::cuda {
 
@@ -53,14 +52,6 @@ uint64_t get_u64(const std::string& in, size_t at) {
   return v;
 }
 }  // namespace
-
-uint64_t fnv1a64(std::string_view bytes, uint64_t h) {
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc_version) {
   uint64_t h = kFnvOffset;
@@ -108,27 +99,12 @@ std::optional<std::string> read_cached_cubin(const std::string& path, std::strin
 }
 
 bool write_cached_cubin(const std::string& path, const std::string& cubin) {
-  namespace fs = std::filesystem;
-  static std::atomic<unsigned> counter{0};
-  std::error_code ec;
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  // Same directory (rename is atomic only within one file system), a name no other writer uses.
-  const std::string temp = fmt::format("{}.tmp-{}-{}", path, getpid(), counter++);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    const std::string bytes = pack_cubin(cubin);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      fs::remove(temp, ec);
-      return false;
-    }
+  try {
+    write_file_atomic(path, pack_cubin(cubin));
+    return true;
+  } catch (const std::exception&) {  // a read-only or blocked directory: only the cache is lost
+    return false;
   }
-  fs::rename(temp, target, ec);
-  if (ec) fs::remove(temp, ec);
-  return !ec;
 }
 
 std::string format_bytes(size_t bytes) {

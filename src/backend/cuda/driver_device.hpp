@@ -18,12 +18,9 @@
 #include <string_view>
 
 #include "backend/cuda/driver.hpp"
+#include "base/hash.hpp"
 
 namespace sheaf::cuda {
-
-constexpr uint64_t kFnvOffset = 14695981039346656037ull;
-// FNV-1a 64 of `bytes`, continuing from `h`.
-uint64_t fnv1a64(std::string_view bytes, uint64_t h = kFnvOffset);
 
 // "cuda-0123456789abcdef.sm_90.cubin"
 std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc_version);
