@@ -87,7 +87,7 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 }  // namespace
 
 Program::Program(const ir::Graph& g, Prepared p, Loaded lib)
-    : g_(g), p_(std::move(p)), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena) {
+    : g_(g), p_(std::move(p)), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g.results.size(), 3) {
   rt_ = Runtime{sgemm, host_step, this};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
@@ -151,23 +151,10 @@ void Program::run_host_step(int32_t unit_index, int32_t step, void** buffers) {
 }
 
 Tensor Program::result_buffer(size_t position, const ir::Type& t) {
-  constexpr size_t kRecycleBytes = 64 * 1024, kGenerations = 3;
-  if (spare_.size() <= position) spare_.resize(g_.results.size());
-  std::vector<Tensor>& spare = spare_[position];
-  for (Tensor& old : spare)
-    if (old.storage().use_count() == 1) {
-      Tensor fresh = Tensor::wrap(t.dtype, t.shape, old.storage());
-      std::swap(old, spare.back());
-      spare.pop_back();
-      spare.insert(spare.begin(), fresh);
-      return fresh;
-    }
-  Tensor fresh = Tensor::empty(t.dtype, t.shape);
-  if (fresh.nbytes() >= kRecycleBytes) {
-    spare.insert(spare.begin(), fresh);
-    if (spare.size() > kGenerations) spare.pop_back();
-  }
-  return fresh;
+  constexpr size_t kRecycleBytes = 64 * 1024;  // smaller ones come from malloc's fast path
+  const auto bytes = static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype);
+  return Tensor::wrap(t.dtype, t.shape,
+                      spare_.take(position, [&] { return Tensor::empty(t.dtype, t.shape).storage(); }, bytes >= kRecycleBytes));
 }
 
 std::vector<Tensor> Program::run(std::span<const Tensor> args) {

@@ -14,6 +14,7 @@
 #include "backend/cpu/memory.hpp"
 #include "backend/cpu/render.hpp"
 #include "backend/cpu/toolchain.hpp"
+#include "backend/recycled_buffers.hpp"
 
 namespace sheaf::cpu {
 
@@ -53,10 +54,7 @@ class Program {
     Tensor t;
   };
   std::vector<Held> held_;  // host step outputs of the running call (a loop's: of its last iteration)
-  // Large result buffers of earlier calls, per result position: reused once nothing else holds
-  // them (a training loop drops the previous step's parameters), which saves the allocation
-  // and the page faults of fresh memory.
-  std::vector<std::vector<Tensor>> spare_;
+  RecycledBuffers<std::byte> spare_;  // large result buffers of earlier calls
   Tensor result_buffer(size_t position, const ir::Type& t);
   Runtime rt_;
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "backend/recycled_buffers.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 
@@ -47,11 +48,9 @@ struct Program::Impl {
   std::vector<std::vector<Upload>> uploads;     // per parameter, most recently used first
   std::vector<Captured> captures;               // most recently used first
   std::vector<std::vector<DevicePtr>> seen;     // tables run once without capture, most recent first
-  // Result buffers of the last kGenerations calls per result position, reused once no tensor holds
-  // them: a loop feeding results back alternates between two buffer sets, so its calls repeat the
-  // same tables (and replay their captures).
-  static constexpr size_t kGenerations = 3;
-  std::vector<std::vector<std::shared_ptr<Buffer>>> spare;
+  // Result buffers of the last 3 calls per result position: a loop feeding results back cycles
+  // through a few buffer sets, so its calls repeat the same tables (and replay their captures).
+  RecycledBuffers<Buffer> spare;
 
   // While steps (by launch index): their condition and body, programs of their own over the same
   // allocator; the carried values stay on the device between iterations.
@@ -67,20 +66,21 @@ struct Program::Impl {
   std::vector<DevicePtr> values;                // a launch's arguments (cuLaunchKernel copies them)
   std::vector<void*> args;
 
-  Impl(const ir::Graph& graph, std::shared_ptr<Allocator> a, const ProgramOptions& o) : g(graph), alloc(std::move(a)), options(o) {}
+  Impl(const ir::Graph& graph, std::shared_ptr<Allocator> a, const ProgramOptions& o)
+      : g(graph), alloc(std::move(a)), options(o), spare(graph.results.size(), 3) {}
 
   DevicePtr at(int32_t slot, int64_t offset_elements, DType t) const {
     return buffers[static_cast<size_t>(slot)] + static_cast<uint64_t>(offset_elements) * dtype_size(t);
   }
 
   DevicePtr input(size_t position, const Tensor& t, ProgramStats& stats);
-  std::shared_ptr<Buffer> result_buffer(size_t position, size_t bytes);
   void launch(const Launch& l, size_t index);  // queues launch `index` of the table (not a Host step)
   void enqueue(const Kernels& k);
   void dot(const Launch& l);
   void host(const Launch& l, size_t index, ProgramStats& stats);  // launch `index` of the table
   bool device_all_reduce(const Launch& l, const ir::Node& n, ProgramStats& stats);
   void run_while(const Launch& l, const ir::Node& n, const Loop& loop, ProgramStats& stats);
+  const Buffer* resident(const Tensor& t) const;  // t's buffer when it lives on this GPU, else null
   DevicePtr on_device(const Tensor& t);  // t's device address (uploaded into a held buffer if it is on the host)
 };
 
@@ -128,7 +128,6 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
                         s.steps[static_cast<size_t>(st)].kind != StepKind::While);
   }
   p.uploads.resize(g.params.size());
-  p.spare.resize(g.results.size());
 }
 
 Program::~Program() = default;
@@ -136,9 +135,9 @@ Program::~Program() = default;
 // The device address of argument `position`: its own buffer when it is on this GPU, else an upload
 // (reused while the same host tensor comes again at this position).
 DevicePtr Program::Impl::input(size_t position, const Tensor& t, ProgramStats& stats) {
-  if (auto* d = dynamic_cast<const DeviceTensor*>(t.device().get()); d && &d->buffer().allocator() == alloc.get()) {
+  if (const Buffer* b = resident(t)) {
     ++stats.resident;
-    return d->buffer().ptr();
+    return b->ptr();
   }
   const std::shared_ptr<std::byte>& host = t.storage();
   std::vector<Upload>& list = uploads[position];
@@ -157,18 +156,6 @@ DevicePtr Program::Impl::input(size_t position, const Tensor& t, ProgramStats& s
   list.insert(list.begin(), Upload{host.get(), host, b});
   if (list.size() > kReuse) list.pop_back();
   return b->ptr();
-}
-
-std::shared_ptr<Buffer> Program::Impl::result_buffer(size_t position, size_t bytes) {
-  std::vector<std::shared_ptr<Buffer>>& list = spare[position];
-  auto free = std::find_if(list.begin(), list.end(), [](const std::shared_ptr<Buffer>& b) { return b.use_count() == 1; });
-  if (free != list.end()) {
-    std::rotate(list.begin(), free, free + 1);
-    return list.front();
-  }
-  list.insert(list.begin(), std::make_shared<Buffer>(alloc, bytes));
-  if (list.size() > kGenerations) list.pop_back();
-  return list.front();
 }
 
 // c = a · b for a Dot step: the batch dims that are evenly spaced in both operands (innermost
@@ -237,9 +224,13 @@ bool Program::Impl::device_all_reduce(const Launch& l, const ir::Node& n, Progra
   return true;
 }
 
+const Buffer* Program::Impl::resident(const Tensor& t) const {
+  auto* d = dynamic_cast<const DeviceTensor*>(t.device().get());
+  return d && &d->buffer().allocator() == alloc.get() ? &d->buffer() : nullptr;
+}
+
 DevicePtr Program::Impl::on_device(const Tensor& t) {
-  if (auto* d = dynamic_cast<const DeviceTensor*>(t.device().get()); d && &d->buffer().allocator() == alloc.get())
-    return d->buffer().ptr();
+  if (const Buffer* b = resident(t)) return b->ptr();
   auto b = std::make_shared<Buffer>(alloc, t.nbytes());
   if (t.nbytes()) alloc->device().upload(b->ptr(), t.bytes(), t.nbytes());
   held.push_back(b);
@@ -302,12 +293,8 @@ void Program::Impl::host(const Launch& l, size_t index, ProgramStats& stats) {
   for (int32_t k = 0; k < n.nout; ++k) {
     int32_t slot = l.slots[n.in.size() + static_cast<size_t>(k)];
     if (slot < 0) continue;  // a loop invariant: a view of its operand
-    const Tensor& r = out[static_cast<size_t>(k)];
-    auto b = std::make_shared<Buffer>(alloc, r.nbytes());
-    if (r.nbytes()) d.upload(b->ptr(), r.bytes(), r.nbytes());
-    buffers[static_cast<size_t>(slot)] = b->ptr();
-    held.push_back(std::move(b));
-    host_results.emplace_back(n.out + k, r);
+    buffers[static_cast<size_t>(slot)] = on_device(out[static_cast<size_t>(k)]);
+    host_results.emplace_back(n.out + k, out[static_cast<size_t>(k)]);
   }
 }
 
@@ -337,7 +324,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   for (size_t i = 0; i < g.results.size(); ++i) {
     if (!p.written[i] || p.first[i] != i) continue;
     const ir::Type& t = g.type(g.results[i]);
-    std::shared_ptr<Buffer> b = p.result_buffer(i, bytes_of(t));
+    std::shared_ptr<Buffer> b = p.spare.take(i, [&] { return std::make_shared<Buffer>(p.alloc, bytes_of(t)); });
     p.buffers[m.slot[g.results[i]]] = b->ptr();
     results[i] = Tensor::on_device(t.dtype, t.shape, std::make_shared<DeviceTensor>(std::move(b)));
   }
