@@ -24,12 +24,10 @@ import argparse
 import datetime
 import math
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
-from run import keep_best, lower_is_better, machine_line, python_with, version  # bench/ is on sys.path
+from run import keep_best, lower_is_better, machine_line, python_with, results, run_sheaf, version  # bench/ is on sys.path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "gpt2_gpu.shf")
@@ -53,31 +51,16 @@ def gpu_name():
         return None
 
 
-def results(cmd, column, losses, cwd=None):
-    """{name: (value, unit)} from the RESULT lines of a command ({} if it fails or times out, its
-    stderr's end printed); the `loss X after N step(s)` lines go to losses[column]."""
-    try:
-        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        print("  %s: %s" % (" ".join(cmd), e), file=sys.stderr)
-        return {}
-    if out.returncode != 0:
-        print("  %s failed (%d): %s" % (" ".join(cmd), out.returncode, (out.stderr or "").strip()[-2000:]), file=sys.stderr)
-    found = {}
-    for line in out.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "RESULT":
-            found[parts[1]] = (float(parts[2]), parts[3])
-        elif len(parts) >= 5 and parts[0] == "loss" and parts[2] == "after":
+def loss_lines(column, losses):
+    """An on_line for run.results: `loss X after N step(s)` lines go to losses[column]."""
+    def take(parts):
+        if len(parts) >= 5 and parts[0] == "loss" and parts[2] == "after":
             losses.setdefault(column, {})["after %s" % ("1 step" if parts[3] == "1" else "%s steps" % parts[3])] = parts[1]
-    return found
+    return take
 
 
-def run_sheaf(sheaf, device, model_args, losses):
-    with tempfile.TemporaryDirectory() as work:  # no __sheaf__/ cache from an earlier run
-        copy = os.path.join(work, os.path.basename(PROGRAM))
-        shutil.copy(PROGRAM, copy)
-        return results([sheaf, copy, "--device", device, "--"] + model_args, "sheaf", losses, cwd=work)
+def peer(cmd, column, losses):
+    return results(cmd, timeout=TIMEOUT, on_line=loss_lines(column, losses))
 
 
 def fmt(cell):
@@ -160,18 +143,19 @@ def main():
     table, losses = {}, {}
     for r in range(args.rounds):
         print("round %d of %d: sheaf" % (r + 1, args.rounds), file=sys.stderr)
-        keep_best(table, "sheaf", run_sheaf(args.sheaf, device, model_args, losses))
+        keep_best(table, "sheaf", run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args, timeout=TIMEOUT,
+                                            on_line=loss_lines("sheaf", losses)))
         if py_torch:
             print("round %d of %d: torch" % (r + 1, args.rounds), file=sys.stderr)
-            keep_best(table, "torch", results([py_torch, TORCH_TWIN, "--device", device] + model_args, "torch", losses))
+            keep_best(table, "torch", peer([py_torch, TORCH_TWIN, "--device", device] + model_args, "torch", losses))
             if compile_ok:
                 print("round %d of %d: torch compile" % (r + 1, args.rounds), file=sys.stderr)
                 keep_best(table, "torch compile",
-                          results([py_torch, TORCH_TWIN, "--device", device, "--compile"] + model_args,
-                                  "torch compile", losses))
+                          peer([py_torch, TORCH_TWIN, "--device", device, "--compile"] + model_args,
+                               "torch compile", losses))
         if py_jax:
             print("round %d of %d: jax" % (r + 1, args.rounds), file=sys.stderr)
-            keep_best(table, "jax", results([py_jax, JAX_TWIN, "--device", device] + model_args, "jax", losses))
+            keep_best(table, "jax", peer([py_jax, JAX_TWIN, "--device", device] + model_args, "jax", losses))
 
     title = ("GPT-2 small bf16 training step (vocab 50304, d 768, 12 layers, 12 heads, T 1024, B %d), peak %g TFLOP/s"
              % (args.B, peak)) if not args.tiny else "tiny GPT-2 config on the CPU (validation only; MFU meaningless)"

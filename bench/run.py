@@ -54,9 +54,10 @@ def python_with(module):
     return None
 
 
-def results(cmd, env=None, cwd=None, stderr=subprocess.PIPE, timeout=TIMEOUT):
+def results(cmd, env=None, cwd=None, stderr=subprocess.PIPE, timeout=TIMEOUT, on_line=None):
     """{name: (value, unit)} from the RESULT lines of a command; {} if it fails or times out.
-    stderr=subprocess.DEVNULL drops a large stderr (bench/obs_overhead.py's --trace column)."""
+    stderr=subprocess.DEVNULL drops a large stderr (bench/obs_overhead.py's --trace column);
+    on_line(words) sees every other line of the output."""
     try:
         out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=cwd, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -69,6 +70,8 @@ def results(cmd, env=None, cwd=None, stderr=subprocess.PIPE, timeout=TIMEOUT):
         parts = line.split()
         if len(parts) == 4 and parts[0] == "RESULT":
             found[parts[1]] = (float(parts[2]), parts[3])
+        elif on_line:
+            on_line(parts)
     return found
 
 
