@@ -485,7 +485,7 @@ class BodyBuilder {
     for (int32_t u : n.in) {
       const int64_t size = g_.type(u).shape[a];
       std::string shifted = fmt::format("({0} < {1} ? 0 : {0} >= {2} ? {3} : {0} - {1})", i, off, off + size, size - 1);
-      values.push_back(literal_of(u) ? *literal_of(u) : load(u, [&](size_t k) {
+      values.push_back(load(u, [&](size_t k) {  // a literal when u is a broadcast constant
         return b_.nest.groups[k].size() == 1 && b_.nest.groups[k][0] == a ? shifted : fmt::format("i{}", k);
       }));
       ends.push_back(off += size);
