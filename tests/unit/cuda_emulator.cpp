@@ -400,6 +400,7 @@ void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePt
   auto check_all = [this, g, a, b, c] { check_gemm(*this, g, a, b, c); };
   check_all();
   ++counters.gemms;
+  counters.tf32_gemms += g.tf32;
   submit([check_all, g, a, b, c] {
     check_all();
     if (g.m == 0 || g.n == 0) return;

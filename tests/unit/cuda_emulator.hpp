@@ -81,6 +81,7 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
     size_t allocations = 0, releases = 0, live_bytes = 0;
     size_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
     size_t copies = 0, fills = 0, launches = 0, gemms = 0, captures = 0, replays = 0, collectives = 0;
+    size_t tf32_gemms = 0;  // products that were allowed TF32
   };
   Counters counters;
 

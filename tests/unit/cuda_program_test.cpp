@@ -321,6 +321,23 @@ TEST(CudaResidency, AllReduceRunsOnTheDevice) {
   EXPECT_EQ(gpu.device->counters.collectives, 5u);
 }
 
+// --tf32 (ProgramOptions::tf32) reaches the f32 products and only them; without it no product may
+// round to TF32.
+TEST(CudaResidency, Tf32OnlyWhenAskedAndOnlyForF32) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  constexpr const char* kProducts = R"(
+(defn f [a b] (list (@ a b) (@ (cast a :bf16) (cast b :bf16))))
+(def r (f (random-normal 1 [40 50]) (random-normal 2 [50 30])))
+)";
+  for (bool tf32 : {false, true}) {
+    OnEmulatedGpu gpu;
+    gpu.in.jit->gpu_options.tf32 = tf32;
+    gpu.in.run_text(kProducts, "products.shf");
+    EXPECT_EQ(gpu.device->counters.gemms, 2u);
+    EXPECT_EQ(gpu.device->counters.tf32_gemms, tf32 ? 1u : 0u) << "tf32 " << tf32;
+  }
+}
+
 TEST(CudaResidency, ReuseIsByIdentityAndBoundedPerPosition) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   OnEmulatedGpu gpu;

@@ -179,7 +179,7 @@ void Program::Impl::dot(const Launch& l) {
     c_stride *= d.batch[j];
   }
   Gemm gm{.dtype = t, .m = d.m, .n = d.n, .k = d.k, .a_rs = d.a_rs, .a_cs = d.a_cs, .b_rs = d.b_rs, .b_cs = d.b_cs,
-          .tf32 = options.tf32};
+          .tf32 = options.tf32 && t == DType::F32};
   size_t inner = dims.size();  // dims[inner..] form the strided batch (c's innermost batch stride is m·n)
   if (!dims.empty()) {
     --inner;
