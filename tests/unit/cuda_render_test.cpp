@@ -6,7 +6,8 @@
 // memory plan, then, per table (one test each, so that ctest's process per test builds one table):
 //   Nvrtc     the GPU schedule (FuseOptions::gpu: f16/bf16 reductions and products, scatter-adds,
 //             as cuda::Program fuses) rendered with the default options and compiled by NVRTC to
-//             PTX for sm_90: every kernel of the launch table must be an .entry (skipped without
+//             a cubin for sm_90 (PTX assembled by ptxas, as DriverDevice loads kernels): an ELF
+//             for the CUDA machine naming every kernel of the launch table (skipped without
 //             NVRTC). Distinct
 //             renderings compile in batches sharing the prelude, kernels renamed apart; those of
 //             a failing batch compile alone, so an error names its rendering.
@@ -325,8 +326,8 @@ void build_emulation(Emulation& e, const std::vector<const cuda::Kernels*>& rend
 // of kBatch after the shared head, each kernel renamed n{i}_{kernel} (one extern "C" namespace);
 // the renderings of a batch that fails compile alone, under their own names.
 struct NvrtcResult {
-  std::shared_ptr<const std::string> ptx;
-  std::string prefix;  // of the kernel names in ptx
+  std::shared_ptr<const std::string> cubin;
+  std::string prefix;  // of the kernel names in cubin
   std::string error;
 };
 struct NvrtcResults {
@@ -382,11 +383,11 @@ const NvrtcResults& nvrtc_of(const std::string& table) {
       text += body;
     }
     try {
-      auto ptx = std::make_shared<const std::string>(cuda::compile_cuda(text, fmt::format("cuda-render-batch{}.cu", b), 9, 0, false).ptx);
-      for (size_t i = b * kBatch; i < std::min(n, (b + 1) * kBatch); ++i) r.result[i] = {ptx, fmt::format("n{}_", i), ""};
+      auto cubin = std::make_shared<const std::string>(cuda::compile_cuda(text, fmt::format("cuda-render-batch{}.cu", b), 9, 0, true).cubin);
+      for (size_t i = b * kBatch; i < std::min(n, (b + 1) * kBatch); ++i) r.result[i] = {cubin, fmt::format("n{}_", i), ""};
     } catch (const SheafError&) {
       for (size_t i = b * kBatch; i < std::min(n, (b + 1) * kBatch); ++i) try {
-          r.result[i].ptx = std::make_shared<const std::string>(cuda::compile_cuda(*r.sources.texts[i], "cuda-render.cu", 9, 0, false).ptx);
+          r.result[i].cubin = std::make_shared<const std::string>(cuda::compile_cuda(*r.sources.texts[i], "cuda-render.cu", 9, 0, true).cubin);
         } catch (const SheafError& e) {
           r.result[i].error = e.what();
         }
@@ -412,10 +413,13 @@ TEST_P(CudaRender, NvrtcCompilesEveryKernel) {
         ADD_FAILURE() << name << " " << f.name << ": " << got.error << "\n" << f.nvrtc.source;
         continue;
       }
-      EXPECT_NE(got.ptx->find(".target sm_90"), std::string::npos);
+      // An ELF for the CUDA machine (e_machine 190, EM_CUDA) with each kernel in its symbol names.
+      ASSERT_GE(got.cubin->size(), 20u);
+      EXPECT_EQ(got.cubin->substr(0, 4), "\x7f" "ELF");
+      EXPECT_EQ(static_cast<uint8_t>((*got.cubin)[18]) | static_cast<uint8_t>((*got.cubin)[19]) << 8, 190);
       for (const Launch& l : f.nvrtc.launches) {
         if (l.kind != Launch::Kind::Kernel) continue;
-        EXPECT_NE(got.ptx->find(".entry " + got.prefix + l.kernel + "("), std::string::npos) << name << " " << f.name << ": no .entry " << l.kernel;
+        EXPECT_NE(got.cubin->find(std::string(1, '\0') + got.prefix + l.kernel + '\0'), std::string::npos) << name << " " << f.name << ": no kernel " << l.kernel;
         EXPECT_TRUE(l.grid > 0 && l.block > 0 && l.block <= 256) << name << " " << f.name << " " << l.kernel;
       }
     }

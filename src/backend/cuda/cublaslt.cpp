@@ -14,48 +14,12 @@
 namespace sheaf::cuda {
 namespace {
 
-// Enum values of cublas_api.h, cublasLt.h and library_types.h used here (attribute values' C
-// types in brackets).
-constexpr int kComputeF32 = 68;          // cublasComputeType_t: CUBLAS_COMPUTE_32F
-constexpr int kComputeF32FastTf32 = 77;  // cublasComputeType_t: CUBLAS_COMPUTE_32F_FAST_TF32
-constexpr int kDataF32 = 0;              // cudaDataType: CUDA_R_32F
-constexpr int kDataF16 = 2;              // cudaDataType: CUDA_R_16F
-constexpr int kDataBF16 = 14;            // cudaDataType: CUDA_R_16BF
-constexpr int32_t kOpN = 0;              // cublasOperation_t: CUBLAS_OP_N
-constexpr int32_t kOpT = 1;              // cublasOperation_t: CUBLAS_OP_T
-// cublasLtMatmulDescAttributes_t
-constexpr int kDescTransA = 3;  // CUBLASLT_MATMUL_DESC_TRANSA [int32_t]
-constexpr int kDescTransB = 4;  // CUBLASLT_MATMUL_DESC_TRANSB [int32_t]
-// cublasLtMatrixLayoutAttribute_t
-constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT [int32_t]
-constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET [int64_t]
-// cublasLtMatmulPreferenceAttributes_t
-constexpr int kPrefMaxWorkspace = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES [uint64_t]
-constexpr int kPrefAlignA = 5;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES [uint32_t]
-constexpr int kPrefAlignB = 6;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES [uint32_t]
-constexpr int kPrefAlignC = 7;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES [uint32_t]
-constexpr int kPrefAlignD = 8;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES [uint32_t]
-constexpr cublasStatus_t kStatusNotSupported = 15;  // cublasStatus_t: CUBLAS_STATUS_NOT_SUPPORTED
-
 Loaded<CublasLt>& loaded() {
   static Loaded<CublasLt> l;
   static std::once_flag once;
   return load_once<CublasLt>(l, once, {"libcublasLt.so.13", "libcublasLt.so"}, true, "cuBLASLt was not found",
-                             "cuBLASLt is too old", [](Resolver& need, CublasLt& f, std::string&) {
-    need("cublasLtCreate", f.cublasLtCreate);
-    need("cublasLtDestroy", f.cublasLtDestroy);
-    need("cublasLtGetVersion", f.cublasLtGetVersion);
-    need("cublasLtMatmulDescCreate", f.cublasLtMatmulDescCreate);
-    need("cublasLtMatmulDescDestroy", f.cublasLtMatmulDescDestroy);
-    need("cublasLtMatmulDescSetAttribute", f.cublasLtMatmulDescSetAttribute);
-    need("cublasLtMatrixLayoutCreate", f.cublasLtMatrixLayoutCreate);
-    need("cublasLtMatrixLayoutDestroy", f.cublasLtMatrixLayoutDestroy);
-    need("cublasLtMatrixLayoutSetAttribute", f.cublasLtMatrixLayoutSetAttribute);
-    need("cublasLtMatmulPreferenceCreate", f.cublasLtMatmulPreferenceCreate);
-    need("cublasLtMatmulPreferenceDestroy", f.cublasLtMatmulPreferenceDestroy);
-    need("cublasLtMatmulPreferenceSetAttribute", f.cublasLtMatmulPreferenceSetAttribute);
-    need("cublasLtMatmulAlgoGetHeuristic", f.cublasLtMatmulAlgoGetHeuristic);
-    need("cublasLtMatmul", f.cublasLtMatmul);
+                             "cuBLASLt is too old", [](Resolver& need, CublasLt& fns, std::string&) {
+    SHEAF_CUDA_CUBLASLT_ENTRY_POINTS(SHEAF_CUDA_RESOLVE)
     return true;
   });
 }

@@ -46,7 +46,9 @@ struct LtHeuristicResult {
 };
 static_assert(sizeof(LtHeuristicResult) == 96, "cublasLtMatmulHeuristicResult_t is 96 bytes");
 
-// The entry points used (cublasLt.h). Enum-typed parameters are C enums, passed as int.
+// The entry points used (cublasLt.h), listed by SHEAF_CUDA_CUBLASLT_ENTRY_POINTS (cublaslt.cpp
+// resolves them; tests/unit/cuda_abi_test.cpp checks them against cublasLt.h). Enum-typed
+// parameters are C enums, passed as int.
 struct CublasLt {
   cublasStatus_t (*cublasLtCreate)(cublasLtHandle_t* handle);
   cublasStatus_t (*cublasLtDestroy)(cublasLtHandle_t handle);
@@ -75,6 +77,34 @@ struct CublasLt {
                                    const LtMatmulAlgo* algo, void* workspace, size_t workspace_bytes,
                                    CUstream stream);
 };
+#define SHEAF_CUDA_CUBLASLT_ENTRY_POINTS(X) X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute) \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) \
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+
+// Enum values of cublas_api.h, cublasLt.h and library_types.h used by cublaslt.cpp (attribute values' C
+// types in brackets).
+constexpr int kComputeF32 = 68;          // cublasComputeType_t: CUBLAS_COMPUTE_32F
+constexpr int kComputeF32FastTf32 = 77;  // cublasComputeType_t: CUBLAS_COMPUTE_32F_FAST_TF32
+constexpr int kDataF32 = 0;              // cudaDataType: CUDA_R_32F
+constexpr int kDataF16 = 2;              // cudaDataType: CUDA_R_16F
+constexpr int kDataBF16 = 14;            // cudaDataType: CUDA_R_16BF
+constexpr int32_t kOpN = 0;              // cublasOperation_t: CUBLAS_OP_N
+constexpr int32_t kOpT = 1;              // cublasOperation_t: CUBLAS_OP_T
+// cublasLtMatmulDescAttributes_t
+constexpr int kDescTransA = 3;  // CUBLASLT_MATMUL_DESC_TRANSA [int32_t]
+constexpr int kDescTransB = 4;  // CUBLASLT_MATMUL_DESC_TRANSB [int32_t]
+// cublasLtMatrixLayoutAttribute_t
+constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT [int32_t]
+constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET [int64_t]
+// cublasLtMatmulPreferenceAttributes_t
+constexpr int kPrefMaxWorkspace = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES [uint64_t]
+constexpr int kPrefAlignA = 5;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES [uint32_t]
+constexpr int kPrefAlignB = 6;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES [uint32_t]
+constexpr int kPrefAlignC = 7;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES [uint32_t]
+constexpr int kPrefAlignD = 8;        // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES [uint32_t]
+constexpr cublasStatus_t kStatusNotSupported = 15;  // cublasStatus_t: CUBLAS_STATUS_NOT_SUPPORTED
 
 // The loaded library with every entry point, or null; `why` (if given) then says what is missing.
 const CublasLt* cublaslt(std::string* why = nullptr);

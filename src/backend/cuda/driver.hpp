@@ -26,6 +26,11 @@ using CUgraphExec = struct CUgraphExec_st*;
 using nvrtcResult = int;  // 0 = NVRTC_SUCCESS
 using nvrtcProgram = struct _nvrtcProgram*;
 
+// The entry points used. Each field is named by the exact symbol of its ABI, which is what dlsym
+// resolves: cuda.h's macros map cuMemAlloc to cuMemAlloc_v2 and so on (the unsuffixed symbols are
+// older ABIs kept for old binaries); the per-thread-default-stream variants (_ptsz/_ptds) are not
+// used, the one stream is an explicit non-blocking one. SHEAF_CUDA_DRIVER_ENTRY_POINTS lists the
+// fields (driver.cpp resolves them; tests/unit/cuda_abi_test.cpp checks them against cuda.h).
 struct Driver {
   CUresult (*cuInit)(unsigned flags);
   CUresult (*cuDriverGetVersion)(int* version);
@@ -33,27 +38,24 @@ struct Driver {
   CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);
   CUresult (*cuDeviceGetName)(char* name, int len, CUdevice device);
   CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device);
-  CUresult (*cuDeviceTotalMem)(size_t* bytes, CUdevice device);  // cuDeviceTotalMem_v2
+  CUresult (*cuDeviceTotalMem_v2)(size_t* bytes, CUdevice device);
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
 
-  // Contexts and streams. Entry points whose name in cuda.h is a macro are resolved by the
-  // symbol the macro names (noted as "= symbol"): the per-thread-default-stream variants
-  // (_ptsz/_ptds) are not used, the one stream is an explicit non-blocking one.
+  // Contexts and streams.
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice device);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device);  // = cuDevicePrimaryCtxRelease_v2
+  CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice device);
   CUresult (*cuCtxSetCurrent)(CUcontext ctx);
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags);
-  CUresult (*cuStreamDestroy)(CUstream stream);  // = cuStreamDestroy_v2
+  CUresult (*cuStreamDestroy_v2)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);
 
   // Memory (sizes in bytes).
-  CUresult (*cuMemGetInfo)(size_t* free, size_t* total);                // = cuMemGetInfo_v2
-  CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes);               // = cuMemAlloc_v2
-  CUresult (*cuMemFree)(CUdeviceptr ptr);                               // = cuMemFree_v2
-  // = cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2, cuMemcpyDtoDAsync_v2
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
-  CUresult (*cuMemcpyDtoHAsync)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemGetInfo_v2)(size_t* free, size_t* total);
+  CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t bytes);
+  CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
+  CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
+  CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream);
 
   // Modules and launches.
@@ -65,7 +67,7 @@ struct Driver {
                              void** extra);
 
   // Graphs: stream capture (mode: a CUstreamCaptureMode) and replay.
-  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);  // = cuStreamBeginCapture_v2
+  CUresult (*cuStreamBeginCapture_v2)(CUstream stream, int mode);
   CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph);
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
@@ -73,11 +75,23 @@ struct Driver {
   CUresult (*cuGraphDestroy)(CUgraph graph);
 };
 
+#define SHEAF_CUDA_DRIVER_ENTRY_POINTS(X) X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) \
+  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuGetErrorName) X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) \
+  X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) \
+  X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
+  X(cuLaunchKernel) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
+  X(cuGraphExecDestroy) X(cuGraphDestroy)
+
 // Enum values of cuda.h used with these entry points.
 constexpr unsigned kStreamNonBlocking = 1;  // CUstream_flags: CU_STREAM_NON_BLOCKING
 constexpr int kCaptureModeThreadLocal = 1;  // CUstreamCaptureMode: CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr CUresult kErrorOutOfMemory = 2;   // cudaError_enum: CUDA_ERROR_OUT_OF_MEMORY
+constexpr int kAttrMultiprocessors = 16;    // CUdevice_attribute: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int kAttrMajor = 75;              // CUdevice_attribute: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrMinor = 76;              // CUdevice_attribute: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 
+// NVRTC's entry points (nvrtc.h), listed by SHEAF_CUDA_NVRTC_ENTRY_POINTS like the driver's.
 struct Nvrtc {
   nvrtcResult (*nvrtcVersion)(int* major, int* minor);
   const char* (*nvrtcGetErrorString)(nvrtcResult result);
@@ -92,6 +106,9 @@ struct Nvrtc {
   nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram prog, char* log);
   nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram* prog);
 };
+#define SHEAF_CUDA_NVRTC_ENTRY_POINTS(X) X(nvrtcVersion) X(nvrtcGetErrorString) X(nvrtcCreateProgram) \
+  X(nvrtcCompileProgram) X(nvrtcGetPTXSize) X(nvrtcGetPTX) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) \
+  X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcDestroyProgram)
 
 // The loaded driver with at least one device, or null; `why` (if given) then says what is missing.
 const Driver* driver(std::string* why = nullptr);

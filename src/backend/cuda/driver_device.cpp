@@ -220,10 +220,10 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
       if (stream_) d_.cuStreamSynchronize(stream_);
       lt_.reset();
       fallback_.reset();
-      if (workspace_) d_.cuMemFree(workspace_);
-      if (stream_) d_.cuStreamDestroy(stream_);
+      if (workspace_) d_.cuMemFree_v2(workspace_);
+      if (stream_) d_.cuStreamDestroy_v2(stream_);
     }
-    if (retained_) d_.cuDevicePrimaryCtxRelease(dev_);
+    if (retained_) d_.cuDevicePrimaryCtxRelease_v2(dev_);
   }
 
   // Makes the context current on this thread.
@@ -242,10 +242,10 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   DevicePtr allocate(size_t bytes) override {
     bind();
     CUdeviceptr p = 0;
-    CUresult r = d_.cuMemAlloc(&p, bytes == 0 ? 1 : bytes);  // 0 bytes is an error: a distinct pointer anyway
+    CUresult r = d_.cuMemAlloc_v2(&p, bytes == 0 ? 1 : bytes);  // 0 bytes is an error: a distinct pointer anyway
     if (r == kErrorOutOfMemory) {
       size_t free = 0, total = 0;
-      if (d_.cuMemGetInfo(&free, &total) == 0)
+      if (d_.cuMemGetInfo_v2(&free, &total) == 0)
         throw SheafError(fmt::format("CUDA: cuMemAlloc of {} failed with {} ({} of {} free)", format_bytes(bytes),
                                      error_name(r), format_bytes(free), format_bytes(total)));
     }
@@ -256,27 +256,27 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   void release(DevicePtr p) override {
     if (p == 0) return;
     bind();
-    check(d_.cuMemFree(p), "cuMemFree");
+    check(d_.cuMemFree_v2(p), "cuMemFree");
   }
 
   void upload(DevicePtr dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
     bind();
-    check(d_.cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync of " + format_bytes(bytes));
+    check(d_.cuMemcpyHtoDAsync_v2(dst, src, bytes, stream_), "cuMemcpyHtoDAsync of " + format_bytes(bytes));
     check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize after an upload");  // `src` may be reused
   }
 
   void download(void* dst, DevicePtr src, size_t bytes) override {
     if (bytes == 0) return;
     bind();
-    check(d_.cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync of " + format_bytes(bytes));
+    check(d_.cuMemcpyDtoHAsync_v2(dst, src, bytes, stream_), "cuMemcpyDtoHAsync of " + format_bytes(bytes));
     check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize after a download");
   }
 
   void copy(DevicePtr dst, DevicePtr src, size_t bytes) override {
     if (bytes == 0) return;
     bind();
-    check(d_.cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync of " + format_bytes(bytes));
+    check(d_.cuMemcpyDtoDAsync_v2(dst, src, bytes, stream_), "cuMemcpyDtoDAsync of " + format_bytes(bytes));
   }
 
   void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
@@ -366,7 +366,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
       record();
       return nullptr;
     };
-    CUresult r = d_.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal);
+    CUresult r = d_.cuStreamBeginCapture_v2(stream_, kCaptureModeThreadLocal);
     if (r != 0) return uncaptured("cuStreamBeginCapture: " + error_name(r));
     CUgraph graph = nullptr;
     try {

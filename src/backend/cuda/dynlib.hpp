@@ -50,6 +50,11 @@ class Resolver {
   bool ok_ = true;
 };
 
+// need(#name, fns.name) for one entry point whose field is named by its symbol: the bind of
+// load_once applies it to a library's entry-point list, e.g.
+// SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_CUDA_RESOLVE) with its struct named `fns`.
+#define SHEAF_CUDA_RESOLVE(name) need(#name, fns.name);
+
 // Loads a library once: opens `names`, then `bind(need, fns, why)` resolves the entry points with
 // need(name, fns.field) and may check more (returning false with `why` set). Failures read
 // "<not_found>: <dlerror>" or "<too_old>: it lacks <name>".

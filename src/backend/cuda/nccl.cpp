@@ -18,14 +18,8 @@ Loaded<Nccl>& loaded() {
   static Loaded<Nccl> l;
   static std::once_flag once;
   return load_once<Nccl>(l, once, {"libnccl.so.2", "libnccl.so"}, true, "NCCL was not found", "NCCL is too old",
-                         [](Resolver& need, Nccl& n, std::string&) {
-    need("ncclGetVersion", n.ncclGetVersion);
-    need("ncclGetUniqueId", n.ncclGetUniqueId);
-    need("ncclCommInitRank", n.ncclCommInitRank);
-    need("ncclAllReduce", n.ncclAllReduce);
-    need("ncclCommDestroy", n.ncclCommDestroy);
-    need("ncclCommAbort", n.ncclCommAbort);
-    need("ncclGetErrorString", n.ncclGetErrorString);
+                         [](Resolver& need, Nccl& fns, std::string&) {
+    SHEAF_CUDA_NCCL_ENTRY_POINTS(SHEAF_CUDA_RESOLVE)
     return true;
   });
 }

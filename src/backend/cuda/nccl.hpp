@@ -37,6 +37,8 @@ constexpr ncclDataType_t kNcclInt32 = 2;     // ncclDataType_t: ncclInt32
 constexpr ncclDataType_t kNcclUint32 = 3;    // ncclDataType_t: ncclUint32
 constexpr ncclDataType_t kNcclFloat32 = 7;   // ncclDataType_t: ncclFloat32
 
+// The entry points used, listed by SHEAF_CUDA_NCCL_ENTRY_POINTS (nccl.cpp resolves them;
+// tests/unit/cuda_abi_test.cpp checks them against nccl.h).
 struct Nccl {
   ncclResult_t (*ncclGetVersion)(int* version);
   ncclResult_t (*ncclGetUniqueId)(ncclUniqueId* id);
@@ -49,6 +51,8 @@ struct Nccl {
   ncclResult_t (*ncclCommAbort)(ncclComm_t comm);
   const char* (*ncclGetErrorString)(ncclResult_t result);
 };
+#define SHEAF_CUDA_NCCL_ENTRY_POINTS(X) X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclAllReduce) \
+  X(ncclCommDestroy) X(ncclCommAbort) X(ncclGetErrorString)
 
 // The loaded library, or null; `why` (if given) then says what is missing.
 const Nccl* nccl(std::string* why = nullptr);
