@@ -30,6 +30,7 @@ static inline float sh_powf(float x, float y) {
 }
 static inline float sh_rem(float x, float y) { float r = __builtin_fmodf(x, y); return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r; }
 template <class T> static inline T sh_imax(T x, T y) { return x > y ? x : y; }
+static inline i64 sh_clamp_start(i64 s, i64 hi) { return s < 0 ? 0 : s > hi ? hi : s; }
 template <class T> static inline T sh_imin(T x, T y) { return x < y ? x : y; }
 static inline i32 sh_add(i32 x, i32 y) { return (i32)((u32)x + (u32)y); }
 static inline i32 sh_sub(i32 x, i32 y) { return (i32)((u32)x - (u32)y); }
@@ -352,6 +353,15 @@ class BodyBuilder {
         for (size_t d = 0; d < rank; ++d)
           if (n.attrs.lo[d] || n.attrs.hi[d]) accesses.push_back(axis_vector(static_cast<int64_t>(d)));
       if (n.op == Op::Concatenate) accesses.push_back(axis_vector(n.attrs.axis));  // the axis keeps its own loop index
+      if (st.kind == StepKind::Update) {  // the update read and the result written at its points
+        if (!literal_of(n.in[1])) accesses.push_back(at(n.in[1]).strides);
+        accesses.push_back(fusion::contiguous_strides(g_.type(n.out).shape));
+        break;
+      }
+      if (n.op == Op::DynamicSlice) {  // the starts are scalars
+        accesses.push_back(at(n.in[0]).strides);
+        continue;
+      }
       if (n.op == Op::Gather) {
         accesses.push_back(gather_strides(n, 0));
         if (!internal(n.in[1])) accesses.push_back(gather_strides(n, 1));
@@ -370,6 +380,14 @@ class BodyBuilder {
       declare(st.source.buffer, false);
       b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(v), nest.index(full, 0), pointer_(st.source.buffer),
                                      nest.index(st.source.strides, st.source.offset)));
+      return std::move(b_);
+    }
+    if (st.kind == StepKind::Update) {  // out[starts + i] = u[i] (x is in out already)
+      const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
+      const std::string value = load(n.in[1], nullptr);
+      const std::vector<int64_t> out = fusion::contiguous_strides(g_.type(n.out).shape);
+      b_.stmts.push_back(fmt::format("{}[{}{}] = {};", pointer_(n.out), nest.index(out, 0), start_offsets(n, 2, g_.type(n.in[1]).shape, out),
+                                     store_expr(g_.type(n.out).dtype, value)));
       return std::move(b_);
     }
     for (int32_t ni : st.nodes) {
@@ -397,6 +415,11 @@ class BodyBuilder {
         case Op::Pad: e = pad_expr(n); break;
         case Op::Concatenate: e = concatenate_expr(n); break;
         case Op::Gather: e = gather_expr(n); break;
+        case Op::DynamicSlice: {
+          const View& w = at(n.in[0]);
+          e = load_at(n.in[0], b_.nest.index(w.strides, w.offset) + start_offsets(n, 1, g_.type(n.out).shape, w.strides));
+          break;
+        }
         default: throw SheafError(fmt::format("internal: {} in a loop", ir::op_name(n.op)));
       }
       b_.stmts.push_back(fmt::format("const {} v{} = {};", vtype(d), v, e));
@@ -472,6 +495,21 @@ class BodyBuilder {
                                                             : fmt::format("((i64)({0} < 0 ? 0 : {0} >= {1} ? {1} - 1 : {0}))", i, size);
     int64_t stride = at(x).strides[static_cast<size_t>(n.attrs.axis)];
     return load_at(x, fmt::format("{} + {} * {}", b_.nest.index(gather_strides(n, 0), at(x).offset), clamped, stride));
+  }
+
+  // " + s_d * stride_d" for each axis d of a window of shape `window` in x = n.in[0], s_d read
+  // from operand first + d and clamped into [0, x.shape[d] - window[d]] (dynamic_slice,
+  // dynamic_update_slice).
+  std::string start_offsets(const ir::Node& n, size_t first, const Shape& window, const std::vector<int64_t>& strides) {
+    const Shape& x = g_.type(n.in[0]).shape;
+    std::string sum;
+    for (size_t d = 0; d < x.size(); ++d) {
+      const int32_t s = n.in[first + d];
+      const std::optional<std::string> lit = literal_of(s);
+      const std::string v = lit ? *lit : load_at(s, std::to_string(at(s).offset));
+      sum += fmt::format(" + sh_clamp_start((i64)({}), {}) * {}", v, x[d] - window[d], strides[d]);
+    }
+    return sum;
   }
 
   // concatenate along a: operand j covers [off_j, off_j + size_j) of the axis; each operand is read

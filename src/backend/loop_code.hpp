@@ -7,7 +7,7 @@
 // f16/bf16 elements are stored as 16-bit patterns and computed on as floats: a load widens, every
 // op on them rounds its f32 result to the type (the host kernels compute each op in f32 and round),
 // a store narrows; reductions of them accumulate in f32 and round once, when stored.
-// A Loop or Copy step becomes a LoopBody: the statements computed at every point of its
+// A Loop, Copy or Update step becomes a LoopBody: the statements computed at every point of its
 // iteration space (dims merged where every access allows it), over loop indices i0, i1, ...;
 // the backend wraps them in its loops (CPU) or threads (CUDA).
 #pragma once
@@ -64,7 +64,8 @@ struct LoopBody {
   std::vector<std::string> identities;  // per reduction: its identity literal
 };
 
-// The body of Loop/Copy step `index` of `s`. `pointer(buffer)` names a buffer's pointer;
+// The body of Loop/Copy/Update step `index` of `s` (an Update writes its update's points; the
+// backend copies the operand first). `pointer(buffer)` names a buffer's pointer;
 // `scalar_acc(nest)` says whether reductions accumulate in scalars (each point of the kept dims
 // then runs its reduced dims to the end before the next) or in place in their outputs.
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,

@@ -6,6 +6,9 @@
 //     buffer written by an earlier step (this is what keeps the order of steps valid);
 //   - a reduction joins the loop computing its operand when that loop folds no dims yet or the
 //     same dims; otherwise it starts a loop over its operand's shape;
+//   - a dynamic_slice starts a loop over its result (its operand read through a view at the
+//     clamped starts), which elementwise consumers may join;
+//   - dynamic_update_slice becomes an Update step over its update's space;
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
@@ -329,6 +332,25 @@ class Fuser {
     return true;
   }
 
+  // dynamic_slice(x, starts..): a loop of its own over the result, reading x and the starts
+  // through views (like a gather, x is never computed in that loop).
+  void place_dynamic_slice(int32_t i, const ir::Node& n) {
+    for (int32_t u : n.in) view_of(u);
+    int32_t loop = push(Step{.kind = StepKind::Loop, .nodes = {i}, .space = shape(n.out)});
+    s_.step_of[n.out] = loop;
+    internal_[n.out] = true;
+  }
+
+  // dynamic_update_slice(x, u, starts..): x copied byte for byte into the result (unless the
+  // backend runs it in place), then u's points written at the clamped starts.
+  bool place_update(int32_t i, const ir::Node& n) {
+    if (shape_numel(shape(n.out)) == 0) return false;
+    contiguous(n.in[0]);
+    for (size_t k = 1; k < n.in.size(); ++k) view_of(n.in[k]);
+    give_buffer(n.out, push(Step{.kind = StepKind::Update, .nodes = {i}, .space = shape(n.in[1])}));
+    return true;
+  }
+
   bool place_scatter(int32_t i, const ir::Node& n) {
     if (!o_.gpu || n.attrs.scatter != ScatterMode::Add || g_.type(n.out).dtype != DType::F32 || shape_numel(shape(n.out)) == 0)
       return false;
@@ -365,6 +387,8 @@ class Fuser {
       place_reduce(i, n);
     } else if (n.op == Op::Gather && loop_supported(g_, n, o_)) {
       place_gather(i, n);
+    } else if (n.op == Op::DynamicSlice) {
+      place_dynamic_slice(i, n);
     } else if (loop_supported(g_, n, o_)) {
       place_elementwise(i, n);
     } else if (n.op == Op::While) {
@@ -372,6 +396,7 @@ class Fuser {
     } else if (n.op == Op::OptimizationBarrier) {  // its results are its operands, read where they are
       for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
     } else if (n.op == Op::Scatter && place_scatter(i, n)) {
+    } else if (n.op == Op::DynamicUpdateSlice && place_update(i, n)) {
     } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
       place_host(i, n);
     }
@@ -384,7 +409,7 @@ bool loop_supported(const ir::Graph& g, const ir::Node& n, const FuseOptions& o)
   DType out = g.type(n.out).dtype;
   switch (n.op) {
     case Op::Iota: case Op::Convert: case Op::Select: case Op::Pad: return true;
-    case Op::Gather: return true;
+    case Op::Gather: case Op::DynamicSlice: return true;
     case Op::Concatenate:  // an operand empty along the axis would leave another the output's shape (not read in place)
       for (int32_t u : n.in)
         if (g.type(u).shape[static_cast<size_t>(n.attrs.axis)] == 0) return false;

@@ -1,10 +1,15 @@
 // passes/fusion.hpp — fusion grouping: partitions an optimised graph into the steps a native
 // backend runs in order (the CPU backend renders each step as C++).
 //   Loop  one loop nest over an iteration space: elementwise nodes (unary, binary, convert,
-//         select, iota; pad reads its operand only inside the bounds) computed at every point, optionally followed by reductions over the same
-//         space that fold one set of dims; operands from outside are read through views
+//         select, iota; pad reads its operand only inside the bounds; gather, concatenate and
+//         dynamic_slice read theirs at computed positions) computed at every point, optionally
+//         followed by reductions over the same space that fold one set of dims; operands from
+//         outside are read through views
 //   Copy  a loop that materialises one view into a contiguous buffer
 //   Dot   dot_general as (batched) matrix products, operands read through strided views
+//   Update dynamic_update_slice: x (contiguous) copied into the result's buffer — skipped when the
+//         backend gives the result x's own buffer (in place) — then a loop over the update's
+//         space writes each point at the clamped starts
 //   While a `while` node: its regions run as programs of their own (the backend renders them)
 //         over contiguous carried buffers; a carried value the body passes through unchanged
 //         (a loop invariant) is not copied: the node's result is a view of the operand
@@ -34,7 +39,7 @@ struct View {
 // Scatter (GPU schedules only): out = x with updates added at their indices — x copied into out's
 // buffer, then the updates added one thread per update point (atomically). `space` is the
 // updates' shape.
-enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter };
+enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter, Update };
 
 // dot_general as products of matrices: for every batch index b (row-major over `batch`),
 // out[b] (m×n, contiguous) = A_b (m×k) · B_b (k×n), where A_b's element (r, c) is at
@@ -48,7 +53,7 @@ struct DotLayout {
 struct Step {
   StepKind kind = StepKind::Loop;
   std::vector<int32_t> nodes;         // node indices, topological (Copy/Dot/Host: exactly one)
-  Shape space;                        // Loop/Copy: the iteration space
+  Shape space;                        // Loop/Copy/Update/Scatter: the iteration space
   bool reduces = false;               // Loop: has reductions, all folding `reduce_dims` (sorted; may be empty)
   std::vector<int64_t> reduce_dims;
   std::vector<int32_t> outputs;       // values this step writes into buffers

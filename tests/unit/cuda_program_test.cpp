@@ -289,14 +289,17 @@ TEST(CudaResidency, LanguageModelStepHasNoHostStep) {
 // A training loop compiled into one function (a `while` of 50 trips) keeps its state on the GPU:
 // the body is a program of its own, called per iteration on the previous iteration's buffers
 // (and replayed as a capture), with no host step; a data-dependent `loop` reads one bool per
-// iteration. Both match the reference executor.
+// iteration; the gradient of a counted loop (its VJP stacks the states with dynamic_update_slice
+// and reads them back with dynamic_slice) runs on the device too. All match the reference executor.
 TEST(CudaResidency, CompiledLoopsRunOnTheDevice) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   constexpr const char* kLoops = R"(
 (defn loss [w x] (mean (** (tanh (@ x w)) 2)))
 (defn train [w x] (repeat [i 50] [w w] (- w (* 0.3 ((grad loss) w x)))))
 (defn halve [v] (loop [v v n 0] (if (> (sum (abs v)) 1.0) (recur (* v 0.5) (+ n 1)) [v n])))
+(defn rnn [w x] ((grad (fn [w] (sum (repeat [i 30] [h x] (tanh (@ h w)))))) w))
 (print "{:.5f} {}" (loss (train (random-normal 1 [6 3]) (random-normal 2 [5 6])) (random-normal 2 [5 6])) (halve (random-normal 3 [8])))
+(print "{:.5f}" (sum (rnn (* 0.3 (random-normal 4 [4 4])) (random-normal 5 [2 4]))))
 )";
   EmulatedAndReference r(kLoops);
   EXPECT_EQ(r.stats.host_steps, 0u) << "a while ran on the host";

@@ -271,6 +271,10 @@ std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, cons
         gemm(MatView<const float>{pa + oa, d.m, d.k, d.a_rs, d.a_cs}, MatView<const float>{pb + ob, d.k, d.n, d.b_rs, d.b_cs},
              MatView<float>{pc + bi * d.m * d.n, d.m, d.n, d.n, 1});
       }
+    } else if (l.kind == Launch::Kind::Copy) {  // as cuda::Program: skipped when in place
+      auto* src = static_cast<std::byte*>(table[static_cast<size_t>(l.slots[0])]) + l.offset;
+      auto* dst = static_cast<std::byte*>(table[static_cast<size_t>(l.slots[1])]);
+      if (dst != src) std::memcpy(dst, src, static_cast<size_t>(l.bytes));
     } else {  // as cpu::Program::run_host_step
       std::vector<Tensor> in;
       for (size_t j = 0; j < n.in.size(); ++j) {

@@ -77,6 +77,13 @@ class Renderer {
           out.entry += f.call;
           break;
         }
+        case StepKind::Update: {
+          LoopFunction f = loop_function(i, st);
+          out.prototypes += f.prototype + ";\n";
+          out.functions.push_back(f.prototype + " {\n" + f.body + "}\n");
+          out.entry += update_copy(i, st) + f.call;
+          break;
+        }
         case StepKind::Dot: out.entry += dot_call(i, st); break;
         case StepKind::While: out.entry += while_loop(i, st); break;
         case StepKind::Host: {
@@ -179,6 +186,16 @@ class Renderer {
             fmt::format("  {}s{}({});\n", prefix_, index, args)};
   }
 
+  // An Update step's copy of x into the result, unless the result is x's own buffer (a loop
+  // updating a carried value in place).
+  std::string update_copy(size_t index, const Step& st) const {
+    const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
+    const View& x = at(n.in[0], index);
+    const int64_t es = static_cast<int64_t>(dtype_size(type(n.out).dtype));
+    return fmt::format("  if ((char*)b[{0}] != (char*)b[{1}] + {2}) __builtin_memcpy(b[{0}], (char*)b[{1}] + {2}, {3});\n",
+                       m_.slot[n.out], m_.slot[x.buffer], x.offset * es, shape_numel(type(n.out).shape) * es);
+  }
+
   std::string simd_pragma(const std::vector<int32_t>& reductions, int indent) const {
     if (reductions.empty()) return "";
     std::string clauses;
@@ -224,6 +241,12 @@ class Renderer {
     }
     c += fmt::format("    char* cur[{0}] = {{{1}}};\n    char* const out[{0}] = {{{2}}};\n    char* const alt[{0}] = {{{3}}};\n",
                      count, cur, out, alt);
+    std::vector<bool> in_place(count);
+    for (size_t k = 0; k < count; ++k) {
+      in_place[k] = l.arena_offset[k] >= 0 && updated_in_place(body, k);
+      if (in_place[k])  // from here on the value lives in the result's buffer
+        c += fmt::format("    if (cur[{0}] != out[{0}]) {{ __builtin_memcpy(out[{0}], cur[{0}], {1}); cur[{0}] = out[{0}]; }}\n", k, bytes(k));
+    }
     c += "    bool go = false;\n    for (;;) {\n";
     for (size_t k = 0; k < count; ++k) c += fmt::format("      cb[{}] = cur[{}];\n", cond.memory.slot[cond.graph->params[k]], k);
     int32_t flag = cond.graph->results[0];
@@ -236,7 +259,8 @@ class Renderer {
     for (size_t k = 0; k < count; ++k) {
       if (l.arena_offset[k] < 0) continue;
       int32_t r = body.graph->results[k];
-      c += fmt::format("      nxt[{0}] = cur[{0}] == alt[{0}] ? out[{0}] : alt[{0}];\n", k);
+      if (in_place[k]) c += fmt::format("      nxt[{0}] = cur[{0}];\n", k);
+      else c += fmt::format("      nxt[{0}] = cur[{0}] == alt[{0}] ? out[{0}] : alt[{0}];\n", k);
       if (written(body, r) && std::find(placed.begin(), placed.end(), r) == placed.end()) {
         c += fmt::format("      bb[{}] = nxt[{}];\n", body.memory.slot[r], k);
         placed.push_back(r);
@@ -249,6 +273,28 @@ class Renderer {
     for (size_t k = 0; k < count; ++k)
       if (l.arena_offset[k] >= 0) c += fmt::format("    if (cur[{0}] != out[{0}]) __builtin_memcpy(out[{0}], cur[{0}], {1});\n", k, bytes(k));
     return c + "  }\n";
+  }
+
+  // Whether the body's result k is an Update of its parameter k that may run in place (the loop
+  // then keeps value k in one buffer instead of alternating two): the update reads parameter k
+  // only as the operand it copies, no later step reads parameter k, and neither the parameter
+  // nor the result is another result of the body.
+  static bool updated_in_place(const Unit& body, size_t k) {
+    const ir::Graph& g = *body.graph;
+    const fusion::Schedule& s = body.schedule;
+    const int32_t p = g.params[k], r = g.results[k], st = s.step_of[r];
+    if (st < 0 || s.steps[static_cast<size_t>(st)].kind != StepKind::Update) return false;
+    const ir::Node& n = g.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(st)].nodes[0])];
+    const View& x = fusion::read_view(s, n.in[0], st);
+    if (x.buffer != p || x.offset != 0) return false;
+    for (size_t j = 1; j < n.in.size(); ++j)
+      if (fusion::read_view(s, n.in[j], st).buffer == p) return false;
+    for (size_t j = 0; j < g.results.size(); ++j)
+      if (j != k && (g.results[j] == r || g.results[j] == p)) return false;
+    std::vector<std::vector<int32_t>> reads = buffers_read(g, s);
+    for (size_t j = static_cast<size_t>(st) + 1; j < reads.size(); ++j)
+      if (std::find(reads[j].begin(), reads[j].end(), p) != reads[j].end()) return false;
+    return true;
   }
 
   // Products of at most kInlineDotMacs multiply-adds are rendered as loops (the compiler sees

@@ -300,9 +300,11 @@ void Program::Impl::host(const Launch& l, size_t index, ProgramStats& stats) {
 
 void Program::Impl::launch(const Launch& l, size_t index) {
   if (l.kind == Launch::Kind::Dot) return dot(l);
-  if (l.kind == Launch::Kind::Copy)
-    return alloc->device().copy(buffers[static_cast<size_t>(l.slots[1])], buffers[static_cast<size_t>(l.slots[0])] + static_cast<uint64_t>(l.offset),
-                                static_cast<size_t>(l.bytes));
+  if (l.kind == Launch::Kind::Copy) {
+    const DevicePtr dst = buffers[static_cast<size_t>(l.slots[1])], src = buffers[static_cast<size_t>(l.slots[0])] + static_cast<uint64_t>(l.offset);
+    if (dst != src) alloc->device().copy(dst, src, static_cast<size_t>(l.bytes));  // equal: updated in place
+    return;
+  }
   values.resize(l.slots.size());
   args.resize(l.slots.size());
   for (size_t j = 0; j < l.slots.size(); ++j) values[j] = buffers[static_cast<size_t>(l.slots[j])], args[j] = &values[j];

@@ -60,16 +60,14 @@ class Renderer {
           l.kind = Launch::Kind::Dot;
           l.slots = {slot(read(n.in[0], i)), slot(read(n.in[1], i)), slot(n.out)};
           break;
-        case StepKind::Scatter: {
-          Launch copy{.kind = Launch::Kind::Copy, .step = i};
-          const fusion::View& x = fusion::read_view(s_, n.in[0], static_cast<int32_t>(i));
-          copy.slots = {slot(x.buffer), slot(n.out)};
-          copy.offset = x.offset * static_cast<int64_t>(dtype_size(g_.type(n.out).dtype));
-          copy.bytes = shape_numel(g_.type(n.out).shape) * static_cast<int64_t>(dtype_size(g_.type(n.out).dtype));
-          k.launches.push_back(std::move(copy));
+        case StepKind::Scatter:
+          k.launches.push_back(copy_of_operand(i, n));
           if (!scatter_kernel(i, l, k.source)) continue;
           break;
-        }
+        case StepKind::Update:
+          k.launches.push_back(copy_of_operand(i, n));
+          if (!kernel(i, l, k.source)) continue;  // an empty update: the copy is all
+          break;
         case StepKind::While:  // cuda::Program runs its regions as programs of their own
         case StepKind::Host:
           l.kind = Launch::Kind::Host;
@@ -111,6 +109,17 @@ class Renderer {
     for (size_t j = groups.size(); j-- > 1;)
       line("const i64 i{} = {} % {}; {} /= {};", groups[j], rest, nest.sizes[groups[j]], rest, nest.sizes[groups[j]]);
     line("const i64 i{} = {};", groups[0], groups.size() > 1 ? rest : linear);
+  }
+
+  // The copy of a Scatter or Update step's operand x (contiguous) into its result.
+  Launch copy_of_operand(size_t index, const ir::Node& n) const {
+    Launch copy{.kind = Launch::Kind::Copy, .step = index};
+    const fusion::View& x = fusion::read_view(s_, n.in[0], static_cast<int32_t>(index));
+    const auto es = static_cast<int64_t>(dtype_size(g_.type(n.out).dtype));
+    copy.slots = {slot(x.buffer), slot(n.out)};
+    copy.offset = x.offset * es;
+    copy.bytes = shape_numel(g_.type(n.out).shape) * es;
+    return copy;
   }
 
   // Scatter step `index` (x already copied into the result): one thread per update point t,
