@@ -294,9 +294,9 @@ void Jit::report(std::ostream& os) const {
                       s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);
   if (device == Device::Cuda && gpu)
     os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
-                      "{} host steps; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",
+                      "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",
                       gpu->device().describe(), s.gpu_built, s.gpu_build_s * 1e3, s.gpu.resident, s.gpu.reused, s.gpu.uploaded,
-                      s.gpu.captured, s.gpu.replayed, s.gpu.host_steps, gpu->stats().in_use / 1048576.0,
+                      s.gpu.captured, s.gpu.replayed, s.gpu.host_steps, s.gpu.in_place, gpu->stats().in_use / 1048576.0,
                       gpu->stats().peak_in_use / 1048576.0, gpu->stats().cached / 1048576.0);
 }
 

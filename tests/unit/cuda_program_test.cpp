@@ -290,7 +290,8 @@ TEST(CudaResidency, LanguageModelStepHasNoHostStep) {
 // the body is a program of its own, called per iteration on the previous iteration's buffers
 // (and replayed as a capture), with no host step; a data-dependent `loop` reads one bool per
 // iteration; the gradient of a counted loop (its VJP stacks the states with dynamic_update_slice
-// and reads them back with dynamic_slice) runs on the device too. All match the reference executor.
+// and reads them back with dynamic_slice) runs on the device too, the stack updated in place. All
+// match the reference executor.
 TEST(CudaResidency, CompiledLoopsRunOnTheDevice) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   constexpr const char* kLoops = R"(
@@ -303,6 +304,7 @@ TEST(CudaResidency, CompiledLoopsRunOnTheDevice) {
 )";
   EmulatedAndReference r(kLoops);
   EXPECT_EQ(r.stats.host_steps, 0u) << "a while ran on the host";
+  EXPECT_EQ(r.stats.in_place, 60u) << "each forward iteration of rnn's gradient stacks its two carried values (h, i) in place";
   EXPECT_EQ(r.got, r.want);
 }
 

@@ -243,7 +243,7 @@ class Renderer {
                      count, cur, out, alt);
     std::vector<bool> in_place(count);
     for (size_t k = 0; k < count; ++k) {
-      in_place[k] = l.arena_offset[k] >= 0 && updated_in_place(body, k);
+      in_place[k] = l.arena_offset[k] >= 0 && updates_in_place(*body.graph, body.schedule, k);
       if (in_place[k])  // from here on the value lives in the result's buffer
         c += fmt::format("    if (cur[{0}] != out[{0}]) {{ __builtin_memcpy(out[{0}], cur[{0}], {1}); cur[{0}] = out[{0}]; }}\n", k, bytes(k));
     }
@@ -273,28 +273,6 @@ class Renderer {
     for (size_t k = 0; k < count; ++k)
       if (l.arena_offset[k] >= 0) c += fmt::format("    if (cur[{0}] != out[{0}]) __builtin_memcpy(out[{0}], cur[{0}], {1});\n", k, bytes(k));
     return c + "  }\n";
-  }
-
-  // Whether the body's result k is an Update of its parameter k that may run in place (the loop
-  // then keeps value k in one buffer instead of alternating two): the update reads parameter k
-  // only as the operand it copies, no later step reads parameter k, and neither the parameter
-  // nor the result is another result of the body.
-  static bool updated_in_place(const Unit& body, size_t k) {
-    const ir::Graph& g = *body.graph;
-    const fusion::Schedule& s = body.schedule;
-    const int32_t p = g.params[k], r = g.results[k], st = s.step_of[r];
-    if (st < 0 || s.steps[static_cast<size_t>(st)].kind != StepKind::Update) return false;
-    const ir::Node& n = g.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(st)].nodes[0])];
-    const View& x = fusion::read_view(s, n.in[0], st);
-    if (x.buffer != p || x.offset != 0) return false;
-    for (size_t j = 1; j < n.in.size(); ++j)
-      if (fusion::read_view(s, n.in[j], st).buffer == p) return false;
-    for (size_t j = 0; j < g.results.size(); ++j)
-      if (j != k && (g.results[j] == r || g.results[j] == p)) return false;
-    std::vector<std::vector<int32_t>> reads = buffers_read(g, s);
-    for (size_t j = static_cast<size_t>(st) + 1; j < reads.size(); ++j)
-      if (std::find(reads[j].begin(), reads[j].end(), p) != reads[j].end()) return false;
-    return true;
   }
 
   // Products of at most kInlineDotMacs multiply-adds are rendered as loops (the compiler sees

@@ -44,6 +44,7 @@ struct Program::Impl {
   std::vector<DevicePtr> table;                 // slots of constants and arena buffers, filled once
   std::vector<size_t> first;                    // result position → first position with the same value
   std::vector<bool> written;                    // result position → written by a Loop/Copy/Dot step
+  std::vector<bool> in_place;                   // result position → updated in its argument's buffer (a loop body)
   bool has_host = false;
   std::vector<std::vector<Upload>> uploads;     // per parameter, most recently used first
   std::vector<Captured> captures;               // most recently used first
@@ -84,7 +85,7 @@ struct Program::Impl {
   DevicePtr on_device(const Tensor& t);  // t's device address (uploaded into a held buffer if it is on the host)
 };
 
-Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o)
+Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o, bool loop_body)
     : impl_(std::make_unique<Impl>(g, std::move(allocator), o)) {
   Impl& p = *impl_;
   p.schedule = fusion::fuse(g, {.gpu = true});
@@ -103,7 +104,7 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
     if (st.kind != StepKind::While) continue;
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
     p.loops.emplace_back(i, Impl::Loop{std::make_unique<Program>(*n.attrs.regions[0], p.alloc, o),
-                                       std::make_unique<Program>(*n.attrs.regions[1], p.alloc, o)});
+                                       std::make_unique<Program>(*n.attrs.regions[1], p.alloc, o, true)});
   }
   p.table.assign(static_cast<size_t>(p.memory.slots), 0);
   if (p.memory.arena_bytes > 0) {
@@ -126,11 +127,14 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
     p.first.push_back(static_cast<size_t>(std::find(g.results.begin(), g.results.end(), r) - g.results.begin()));
     p.written.push_back(st >= 0 && s.steps[static_cast<size_t>(st)].kind != StepKind::Host &&
                         s.steps[static_cast<size_t>(st)].kind != StepKind::While);
+    p.in_place.push_back(loop_body && p.first[i] == i && cpu::updates_in_place(g, s, i));
   }
   p.uploads.resize(g.params.size());
 }
 
 Program::~Program() = default;
+
+bool Program::in_place(size_t k) const { return impl_->in_place[k]; }
 
 // The device address of argument `position`: its own buffer when it is on this GPU, else an upload
 // (reused while the same host tensor comes again at this position).
@@ -237,8 +241,9 @@ DevicePtr Program::Impl::on_device(const Tensor& t) {
   return b->ptr();
 }
 
-// A while: the carried values start as views of the operands' buffers; each iteration runs the
-// condition (its bool downloaded; skipped for a loop with a trip count) and the body on them.
+// A while: the carried values start as views of the operands' buffers (a value the body updates
+// in place as a copy of its own); each iteration runs the condition (its bool downloaded; skipped
+// for a loop with a trip count) and the body on them.
 // Results that are still an operand's memory are copied (the table's buffers are reused).
 void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& loop, ProgramStats& stats) {
   std::vector<Tensor> state, start;
@@ -249,6 +254,13 @@ void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& lo
     state.push_back(Tensor::on_device(t.dtype, t.shape, std::make_shared<DeviceTensor>(std::move(view))));
   }
   start = state;
+  Device& d = alloc->device();
+  for (size_t j = 0; j < state.size(); ++j) {
+    if (!loop.body->in_place(j)) continue;  // updated in place: in a buffer of the loop's own, not the operand's
+    auto b = std::make_shared<Buffer>(alloc, state[j].nbytes());
+    if (state[j].nbytes()) d.copy(b->ptr(), on_device(state[j]), state[j].nbytes());
+    state[j] = Tensor::on_device(state[j].dtype(), state[j].shape(), std::make_shared<DeviceTensor>(std::move(b)));
+  }
   ProgramStats inner;
   for (int64_t i = 0; n.attrs.k > 0 ? i < n.attrs.k : true; ++i) {
     if (n.attrs.k <= 0 && loop.cond->run(state, inner)[0].get(0) == 0) break;
@@ -257,7 +269,7 @@ void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& lo
   stats.host_steps += inner.host_steps;
   stats.collectives += inner.collectives;
   stats.uploaded += inner.uploaded;
-  Device& d = alloc->device();
+  stats.in_place += inner.in_place;
   for (int32_t k = 0; k < n.nout; ++k) {
     const auto j = static_cast<size_t>(k);
     const int32_t slot = l.slots[n.in.size() + j];
@@ -325,6 +337,12 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   std::vector<Tensor> results(g.results.size());
   for (size_t i = 0; i < g.results.size(); ++i) {
     if (!p.written[i] || p.first[i] != i) continue;
+    if (p.in_place[i] && p.resident(args[i])) {  // the loop's own buffer, updated where it is
+      p.buffers[m.slot[g.results[i]]] = p.buffers[m.slot[g.params[i]]];
+      results[i] = args[i];
+      ++stats.in_place;
+      continue;
+    }
     const ir::Type& t = g.type(g.results[i]);
     std::shared_ptr<Buffer> b = p.spare.take(i, [&] { return std::make_shared<Buffer>(p.alloc, bytes_of(t)); });
     p.buffers[m.slot[g.results[i]]] = b->ptr();

@@ -13,7 +13,7 @@
 //            trip count);
 //   results  fresh buffers from the caching allocator, returned as device tensors (a host copy
 //            happens only when a value is read); results that are parameters or constants are
-//            those tensors.
+//            those tensors; a loop body's in-place updates are their arguments.
 // Intermediates live in one arena buffer owned by the program (the memory plan of the CPU
 // backend). A program without Host steps, called again with the same buffers (a training loop
 // alternates between two sets), is captured once per buffer set as a whole-call replay (a CUDA
@@ -37,6 +37,7 @@ struct ProgramStats {
   uint64_t captured = 0, replayed = 0;               // whole-call captures made and replayed
   uint64_t host_steps = 0;                           // Host steps run (each downloads and uploads)
   uint64_t collectives = 0;                          // all_reduce nodes summed on the device (NCCL)
+  uint64_t in_place = 0;                             // loop iterations' updates of a carried value in its own buffer
 };
 
 struct ProgramOptions {
@@ -49,8 +50,10 @@ class Program {
  public:
   static constexpr size_t kReuse = 8, kCaptures = 4;
 
-  // `g` must outlive the program (the executable owns both).
-  Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o = {});
+  // `g` must outlive the program (the executable owns both). A `loop_body` (a while's body,
+  // called with the loop's own buffers) writes each result that cpu::updates_in_place allows into
+  // its argument's buffer when that argument is on this GPU, and returns that argument.
+  Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o = {}, bool loop_body = false);
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
@@ -59,6 +62,8 @@ class Program {
   std::vector<Tensor> run(std::span<const Tensor> args, ProgramStats& stats);
 
   const Kernels& kernels() const { return kernels_; }
+  // Whether result k is updated in its argument's buffer (loop bodies only).
+  bool in_place(size_t k) const;
 
  private:
   struct Impl;
