@@ -60,7 +60,7 @@ using cuda::Launch;
 
 constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
 const cuda::RenderOptions kEmulated{.block = 32};
-const cuda::RenderOptions kForced{.block = 8, .block_reduce_min_extent = 1, .block_reduce_max_kept = int64_t{1} << 40};
+const cuda::RenderOptions kForced{.block = 8, .block_reduce_row_min_extent = 1, .block_reduce_min_extent = 1, .block_reduce_max_kept = int64_t{1} << 40};
 
 // Reductions large enough for block-per-point kernels with the default thresholds (two
 // reductions and an elementwise result in one such step too), and reductions over no element.
@@ -70,6 +70,7 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 (def rows (random-normal 62 '[3 4096]))
 (def tall (random-normal 63 '[3000 3]))
 (def ints (random-randint 64 '[9000] -5 5))
+(def rows50 (random-normal 66 '[50 40]))
 ;; --- block-reduce-sum-10000
 (defn f [a] (list (sum a) (max a) (min (exp a)) (mean (* a a)) (sum a :keepdims)))
 (defn g [a] (let [e (exp a)] (list (sum e) (max e) (* e 2))))
@@ -80,6 +81,12 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 ;; --- block-reduce-softmax-rows
 (defn f [a] (list (softmax a) (log-softmax a :axis 1)))
 (f rows)
+;; --- row-reduce-short-rows
+(defn f [a] (list (softmax a) (sum (* a a) :axis 1) (max a :axis -1)))
+(f rows50)
+;; --- column-reduce
+(defn f [a] (list (sum a :axis 0) (max (exp a) :axis 0)))
+(f (transpose rows50))
 ;; --- block-reduce-leading-axis
 (defn f [a] (list (sum a :axis 0) (max (* a 2) :axis 0) (mean a :axis 0 :keepdims)))
 (f tall)
@@ -472,6 +479,25 @@ TEST(CudaRenderTable, LargeReductionsUseBlockPerPoint) {
     for (const Function& f : cg.functions)
       for (const Launch& l : f.nvrtc.launches) per_block += l.block_reduce && l.block == 256 && l.kernel == fmt::format("s{}", l.step);
     EXPECT_GT(per_block, 0u) << name;
+  }
+}
+
+// Row reductions (the innermost loop reduced) of a warp's worth of points or more take one block
+// per row, whose threads read consecutive elements; column reductions over short columns keep a
+// thread per point, whose neighbours read consecutive elements.
+TEST(CudaRenderTable, RowReductionsUseBlockPerRowColumnsThreadPerPoint) {
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    const bool rows = name == "row-reduce-short-rows", columns = name == "column-reduce";
+    if (!rows && !columns) continue;
+    size_t reducing = 0, per_block = 0;
+    for (const Function& f : cg.functions)
+      for (const Launch& l : f.nvrtc.launches) {
+        if (l.kind != Launch::Kind::Kernel || !f.gpu_schedule.steps[l.step].reduces) continue;
+        ++reducing;
+        per_block += l.block_reduce;
+      }
+    EXPECT_GT(reducing, 0u) << name;
+    EXPECT_EQ(per_block, rows ? reducing : 0u) << name;
   }
 }
 

@@ -180,8 +180,10 @@ class Renderer {
       (nest.reduced[k] ? extent : points) *= nest.sizes[k];
     }
     if (points == 0) return false;
-    const bool per_block = !body.reductions.empty() && extent >= std::max<int64_t>(1, o_.block_reduce_min_extent) &&
-                           points < o_.block_reduce_max_kept;
+    const bool row = !nest.reduced.empty() && nest.reduced.back();  // the innermost loop is reduced
+    const bool per_block = !body.reductions.empty() &&
+                           ((row && extent >= std::max<int64_t>(1, o_.block_reduce_row_min_extent)) ||
+                            (extent >= std::max<int64_t>(1, o_.block_reduce_min_extent) && points < o_.block_reduce_max_kept));
     l.kernel = fmt::format("s{}", index);
     l.block_reduce = per_block;
     l.block = per_block ? std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(extent))))

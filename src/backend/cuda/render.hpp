@@ -15,8 +15,11 @@
 //                     loop indices (i64, innermost fastest); reduced dims, wherever they sit in
 //                     the nest, run as serial loops in the thread with scalar accumulators a{v}
 //                     stored at the end. block = min(options.block, points), grid = ⌈points/block⌉.
-//   block per point   (a reducing step with ≥ block_reduce_min_extent reduced points per kept
-//                     point and < block_reduce_max_kept kept points) one block per kept point:
+//   block per point   (a reducing step whose innermost loop is reduced — a row reduction such as
+//                     softmax, layer-norm or a loss over the vocabulary — with ≥
+//                     block_reduce_row_min_extent reduced points per kept point, or any reducing
+//                     step with ≥ block_reduce_min_extent reduced points per kept point and
+//                     < block_reduce_max_kept kept points) one block per kept point:
 //                     its threads stride over the reduced points with scalar accumulators, then
 //                     combine them in __shared__ memory (a tree of loop_code::combine_expr with
 //                     __syncthreads(), no warp shuffles), thread 0 stores. block is a power of two.
@@ -50,13 +53,18 @@ struct Kernels {
   std::vector<Launch> launches;  // in step order
 };
 
-// Block per point pays when a thread per point would leave the GPU mostly idle (fewer kept points
-// than an H100's 132 SMs × 2048 resident threads, by a wide margin) while each thread walks a long
-// serial loop. Tests lower `block` (and force block per point) to emulate the kernels on a CPU.
+// Block per point pays (1) for row reductions: a thread per point would walk its own row, so the
+// threads of a warp would read 32 rows at once (uncoalesced) while the threads of a block read
+// consecutive elements of one row; and (2) when a thread per point would leave the GPU mostly idle
+// (fewer kept points than an H100's 132 SMs × 2048 resident threads, by a wide margin) while each
+// thread walks a long serial loop. A column reduction (kept points innermost) with many kept
+// points stays a thread per point: its threads read consecutive elements. Tests lower `block`
+// (and force block per point) to emulate the kernels on a CPU.
 struct RenderOptions {
-  int64_t block = 256;                     // most threads per block; a power of two, at most 1024
-  int64_t block_reduce_min_extent = 2048;  // reduced points per kept point, at least
-  int64_t block_reduce_max_kept = 4096;    // kept points, fewer than
+  int64_t block = 256;                        // most threads per block; a power of two, at most 1024
+  int64_t block_reduce_row_min_extent = 32;   // row reductions: reduced points per kept point, at least (a warp)
+  int64_t block_reduce_min_extent = 2048;     // other reductions: reduced points per kept point, at least
+  int64_t block_reduce_max_kept = 4096;       // other reductions: kept points, fewer than
 };
 
 Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
