@@ -30,8 +30,8 @@ static inline float sh_powf(float x, float y) {
 }
 static inline float sh_rem(float x, float y) { float r = __builtin_fmodf(x, y); return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r; }
 template <class T> static inline T sh_imax(T x, T y) { return x > y ? x : y; }
-static inline i64 sh_clamp_start(i64 s, i64 hi) { return s < 0 ? 0 : s > hi ? hi : s; }
 template <class T> static inline T sh_imin(T x, T y) { return x < y ? x : y; }
+static inline i64 sh_clamp_start(i64 s, i64 hi) { return s < 0 ? 0 : s > hi ? hi : s; }
 static inline i32 sh_add(i32 x, i32 y) { return (i32)((u32)x + (u32)y); }
 static inline i32 sh_sub(i32 x, i32 y) { return (i32)((u32)x - (u32)y); }
 static inline i32 sh_mul(i32 x, i32 y) { return (i32)((u32)x * (u32)y); }
