@@ -44,7 +44,8 @@ tests() {
   for t in $(cat "$OUT/failed.txt"); do
     echo "===== FAILED $t"; tail -60 "/tmp/gpu-logs/$(echo "$t" | tr "/" "_").log"
   done | tee "$OUT/failures.log" | head -400
-  grep -h "SKIPPED\|^\[  SKIPPED\|Skipped\|skip" /tmp/gpu-logs/*.log | sort | uniq -c | sort -rn | head -20 >"$OUT/skips.txt"
+  # each skip's reason: the line after gtest's "file:line: Skipped"
+  grep -h -A1 ': Skipped$' /tmp/gpu-logs/*.log | grep -v -e ': Skipped$' -e '^--$' | sort | uniq -c | sort -rn >"$OUT/skips.txt"
   echo "gpu_check: $(wc -l <"$OUT/tests.txt") tests, $(wc -l <"$OUT/failed.txt") failed, $skipped skipped, $((SECONDS - start)) s"
 }
 

@@ -108,20 +108,25 @@ MemoryPlan plan_memory(const ir::Graph& g, const fusion::Schedule& s) {
   return p;
 }
 
-bool updates_in_place(const ir::Graph& g, const fusion::Schedule& s, size_t k) {
-  const int32_t p = g.params[k], r = g.results[k], st = s.step_of[r];
-  if (st < 0 || s.steps[static_cast<size_t>(st)].kind != StepKind::Update) return false;
-  const ir::Node& n = g.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(st)].nodes[0])];
-  const fusion::View& x = fusion::read_view(s, n.in[0], st);
-  if (x.buffer != p || x.offset != 0) return false;
-  for (size_t j = 1; j < n.in.size(); ++j)
-    if (fusion::read_view(s, n.in[j], st).buffer == p) return false;
-  for (size_t j = 0; j < g.results.size(); ++j)
-    if (j != k && (g.results[j] == r || g.results[j] == p)) return false;
-  std::vector<std::vector<int32_t>> reads = buffers_read(g, s);
-  for (size_t j = static_cast<size_t>(st) + 1; j < reads.size(); ++j)
-    if (std::find(reads[j].begin(), reads[j].end(), p) != reads[j].end()) return false;
-  return true;
+std::vector<bool> updates_in_place(const ir::Graph& g, const fusion::Schedule& s) {
+  const std::vector<std::vector<int32_t>> reads = buffers_read(g, s);
+  auto in_place = [&](size_t k) {
+    const int32_t p = g.params[k], r = g.results[k], st = s.step_of[r];
+    if (st < 0 || s.steps[static_cast<size_t>(st)].kind != StepKind::Update) return false;
+    const ir::Node& n = g.nodes[static_cast<size_t>(s.steps[static_cast<size_t>(st)].nodes[0])];
+    const fusion::View& x = fusion::read_view(s, n.in[0], st);
+    if (x.buffer != p || x.offset != 0) return false;
+    for (size_t j = 1; j < n.in.size(); ++j)
+      if (fusion::read_view(s, n.in[j], st).buffer == p) return false;
+    for (size_t j = 0; j < g.results.size(); ++j)
+      if (j != k && (g.results[j] == r || g.results[j] == p)) return false;
+    for (size_t j = static_cast<size_t>(st) + 1; j < reads.size(); ++j)
+      if (std::find(reads[j].begin(), reads[j].end(), p) != reads[j].end()) return false;
+    return true;
+  };
+  std::vector<bool> out(g.results.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k] = in_place(k);
+  return out;
 }
 
 }  // namespace sheaf::cpu

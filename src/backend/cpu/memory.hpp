@@ -25,11 +25,11 @@ std::vector<std::vector<int32_t>> buffers_read(const ir::Graph& g, const fusion:
 
 MemoryPlan plan_memory(const ir::Graph& g, const fusion::Schedule& s);
 
-// Whether result k of a loop body `g` (scheduled as `s`) is an Update of its parameter k that may
-// run in place, so that the loop keeps carried value k in one buffer (the body's parameter k and
-// result k are then the same memory): the update reads parameter k only as the operand it
-// copies, no later step reads parameter k, and neither the parameter nor the result is another
-// result of the body.
-bool updates_in_place(const ir::Graph& g, const fusion::Schedule& s, size_t k);
+// Per result position k of a loop body `g` (scheduled as `s`): whether result k is an Update of
+// parameter k that may run in place, so that the loop keeps carried value k in one buffer (the
+// body's parameter k and result k are then the same memory): the update reads parameter k only
+// as the operand it copies, no later step reads parameter k, and neither the parameter nor the
+// result is another result of the body.
+std::vector<bool> updates_in_place(const ir::Graph& g, const fusion::Schedule& s);
 
 }  // namespace sheaf::cpu

@@ -241,9 +241,9 @@ class Renderer {
     }
     c += fmt::format("    char* cur[{0}] = {{{1}}};\n    char* const out[{0}] = {{{2}}};\n    char* const alt[{0}] = {{{3}}};\n",
                      count, cur, out, alt);
-    std::vector<bool> in_place(count);
+    std::vector<bool> in_place = updates_in_place(*body.graph, body.schedule);
     for (size_t k = 0; k < count; ++k) {
-      in_place[k] = l.arena_offset[k] >= 0 && updates_in_place(*body.graph, body.schedule, k);
+      in_place[k] = in_place[k] && l.arena_offset[k] >= 0;
       if (in_place[k])  // from here on the value lives in the result's buffer
         c += fmt::format("    if (cur[{0}] != out[{0}]) {{ __builtin_memcpy(out[{0}], cur[{0}], {1}); cur[{0}] = out[{0}]; }}\n", k, bytes(k));
     }

@@ -122,12 +122,12 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
     p.owned.push_back(std::move(b));
   }
   const fusion::Schedule& s = p.schedule;
+  p.in_place = loop_body ? cpu::updates_in_place(g, s) : std::vector<bool>(g.results.size());
   for (size_t i = 0; i < g.results.size(); ++i) {
     int32_t r = g.results[i], st = s.step_of[r];
     p.first.push_back(static_cast<size_t>(std::find(g.results.begin(), g.results.end(), r) - g.results.begin()));
     p.written.push_back(st >= 0 && s.steps[static_cast<size_t>(st)].kind != StepKind::Host &&
                         s.steps[static_cast<size_t>(st)].kind != StepKind::While);
-    p.in_place.push_back(loop_body && p.first[i] == i && cpu::updates_in_place(g, s, i));
   }
   p.uploads.resize(g.params.size());
 }
