@@ -11,7 +11,11 @@
 #include "cli/build.hpp"
 
 #include <CLI/CLI.hpp>
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -251,24 +255,33 @@ int build(const BuildOptions& o) {
     std::string compiler = find_iree_compile();
     if (compiler.empty())
       throw SheafError("building a .vmfb needs IREE's iree-compile: install it (pip install iree-base-compiler) or set IREE_COMPILE");
-    std::string tmp_mlir = o.out + ".tmp.mlir", tmp_out = o.out + ".tmp";
+    std::string work = (fs::temp_directory_path() / "sheaf-build-XXXXXX").string();
+    if (!::mkdtemp(work.data())) throw SheafError(fmt::format("cannot create a temporary directory for iree-compile: {}", std::strerror(errno)));
+    struct RemoveWork {
+      std::string dir;
+      ~RemoveWork() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } remove_work{work};
+    std::string tmp_mlir = work + "/module.mlir", tmp_out = work + "/module.vmfb";
     write_file_atomic(tmp_mlir, module);
     std::string cmd = fmt::format("{} --iree-hal-target-backends={}{} {} -o {}", shell_quote(compiler), shell_quote(o.backend),
                                   o.backend == "llvm-cpu" ? " --iree-llvmcpu-target-cpu=host" : "", shell_quote(tmp_mlir),
                                   shell_quote(tmp_out));
     log("running " + cmd);
     int rc = std::system(cmd.c_str());
-    fs::remove(tmp_mlir);
-    if (rc != 0) {
-      fs::remove(tmp_out);
-      throw SheafError(fmt::format("iree-compile failed (status {}) on the module for {}", rc, o.file));
-    }
-    fs::rename(tmp_out, o.out);
+    if (rc != 0) throw SheafError(fmt::format("iree-compile failed (status {}) on the module for {}", rc, o.file));
+    std::ifstream vmfb(tmp_out, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(vmfb)), {});
+    if (!vmfb.good() && !vmfb.eof()) throw SheafError(fmt::format("cannot read iree-compile's output {}", tmp_out));
+    write_file_atomic(o.out, bytes);
   } else {
     throw SheafError("sheaf build writes StableHLO (-S or OUT.mlir) or an IREE module (OUT.vmfb); native CPU artifacts are "
                      "made just in time and cached in __sheaf__/");
   }
-  if (o.out != "-") write_file_atomic(o.out + ".manifest.json", manifest.dump(2) + "\n");
+  std::error_code ec;  // no manifest beside a device or a pipe (-o /dev/null)
+  if (o.out != "-" && fs::is_regular_file(o.out, ec)) write_file_atomic(o.out + ".manifest.json", manifest.dump(2) + "\n");
   log(fmt::format("wrote {} ({} function{})", o.out, graphs.size(), graphs.size() == 1 ? "" : "s"));
   return 0;
 }

@@ -25,8 +25,21 @@ static void fail_errno(const std::string& path, std::string_view what, int err) 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   fs::path target(path_);
   if (target.filename().empty()) throw SheafError(fmt::format("'{}': not a file name", path_));
-  fs::path dir = target.parent_path();
   std::error_code ec;
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail_errno(path_, "cannot open", errno);
+    in_place_ = true;
+    return;
+  }
+  if (fs::is_symlink(target, ec)) {
+    fs::path resolved = fs::weakly_canonical(target, ec);
+    if (ec) throw SheafError(fmt::format("'{}': cannot follow the symbolic link: {}", path_, ec.message()));
+    target = resolved;
+  }
+  target_ = target.string();
+  fs::path dir = target.parent_path();
   if (!dir.empty()) {
     fs::create_directories(dir, ec);
     if (ec) throw SheafError(fmt::format("'{}': cannot create directory '{}': {}", path_, dir.string(), ec.message()));
@@ -44,7 +57,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(tmp_.c_str());
+    if (!in_place_) ::unlink(tmp_.c_str());
   }
 }
 
@@ -60,6 +73,12 @@ void AtomicFile::write(const void* data, size_t n) {
 }
 
 void AtomicFile::commit() {
+  if (in_place_) {
+    int r = ::close(fd_);
+    fd_ = -1;
+    if (r != 0) fail_errno(path_, "close failed", errno);
+    return;
+  }
   if (::fsync(fd_) != 0) fail_errno(path_, "fsync failed", errno);
   if (::close(fd_) != 0) {
     fd_ = -1;
@@ -68,12 +87,12 @@ void AtomicFile::commit() {
     fail_errno(path_, "close failed", err);
   }
   fd_ = -1;
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp_.c_str());
     fail_errno(path_, "rename failed", err);
   }
-  std::string dir = fs::path(path_).parent_path().string();
+  std::string dir = fs::path(target_).parent_path().string();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {  // make the rename itself durable; best effort
     ::fsync(dfd);

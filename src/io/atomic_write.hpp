@@ -1,6 +1,9 @@
 // io/atomic_write.hpp — every `io "save"` goes through here (SPEC §7.2): parent directories are
 // created, bytes go to a temporary file in the target's directory, which is fsynced and renamed
-// over the target, so readers see the old file or the new one, never a torn one.
+// over the target, so readers see the old file or the new one, never a torn one. A symbolic link
+// is followed (the file it names is replaced; the link stays). A target that exists and is not a
+// regular file (/dev/null, /dev/stdout, a named pipe) is written in place: renaming over it would
+// replace the device.
 #pragma once
 #include <string>
 #include <string_view>
@@ -19,8 +22,9 @@ class AtomicFile {
   void commit();  // fsync, rename over the target, fsync the directory
 
  private:
-  std::string path_, tmp_;
+  std::string path_, target_, tmp_;  // as given (for messages); the file renamed over; the temporary
   int fd_ = -1;
+  bool in_place_ = false;  // a device or a pipe: fd_ is the target itself
 };
 
 // One-shot: the whole content at once.

@@ -47,6 +47,15 @@ grep -qF '"stablehlo.dot_general"' "$TMP/out.mlir" || fail 'build -S writes a St
 grep -qF 'sym_name = "step"' "$TMP/out.mlir" || fail 'the module has the function step'
 grep -qF '"hash"' "$TMP/out.mlir.manifest.json" || fail 'the manifest has content hashes'
 stderr_has "warning: 'noisy' has side effects (print, io) and cannot be compiled" 'effects are skipped with a warning'
+# an output that is a named pipe (or /dev/null) is written into, never renamed over
+mkfifo "$TMP/pipe"
+timeout 20 cat "$TMP/pipe" >"$TMP/piped.mlir" &
+run build profile.shf -S -o pipe --config '{"w":[3,1],"x":[4,3]}'
+status_is 0 'build -S into a named pipe'
+wait
+[[ -p $TMP/pipe ]] || fail 'the named pipe is still a pipe after build -o pipe'
+grep -qF 'sym_name = "step"' "$TMP/piped.mlir" || fail 'the module went through the pipe'
+[[ ! -e $TMP/pipe.manifest.json ]] || fail 'no manifest beside a pipe'
 run build profile.shf -S -o none.mlir
 status_is 1 'build without shapes'
 stderr_has 'nothing could be compiled' 'build without shapes'
