@@ -423,7 +423,7 @@ class BodyBuilder {
         default: throw SheafError(fmt::format("internal: {} in a loop", ir::op_name(n.op)));
       }
       b_.stmts.push_back(fmt::format("const {} v{} = {};", vtype(d), v, e));
-      if (s_.has_buffer[v])
+      if (s_.has_buffer[v] && s_.step_of[v] == static_cast<int32_t>(index_))
         b_.stmts.push_back(fmt::format("{}[{}] = {};", pointer_(v), nest.index(full, 0), store_expr(d, fmt::format("v{}", v))));
     }
     return std::move(b_);
@@ -438,7 +438,7 @@ class BodyBuilder {
   int loads_ = 0;
 
   const View& at(int32_t v) const { return fusion::read_view(s_, v, static_cast<int32_t>(index_)); }
-  bool internal(int32_t v) const { return s_.step_of[v] == static_cast<int32_t>(index_) && g_.producer(v).op != Op::Reduce; }
+  bool internal(int32_t v) const { return fusion::computes(s_, v, static_cast<int32_t>(index_)) && g_.producer(v).op != Op::Reduce; }
 
   // A rank-0 constant (or a broadcast of one) read as a literal.
   std::optional<std::string> literal_of(int32_t v) const {

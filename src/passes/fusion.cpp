@@ -6,6 +6,8 @@
 //     buffer written by an earlier step (this is what keeps the order of steps valid);
 //   - a reduction joins the loop computing its operand when that loop folds no dims yet or the
 //     same dims; otherwise it starts a loop over its operand's shape;
+//   - an operand computed in an earlier loop is recomputed in the reading loop when that is cheap
+//     (recompute below), else that earlier loop writes it to a buffer;
 //   - a dynamic_slice starts a loop over its result (its operand read through a view at the
 //     clamped starts), which elementwise consumers may join;
 //   - dynamic_update_slice becomes an Update step over its update's space;
@@ -131,6 +133,7 @@ class Fuser {
   Schedule run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
+    drop_unused_nodes();
     drop_empty_steps();
     return std::move(s_);
   }
@@ -144,7 +147,30 @@ class Fuser {
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
 
-  // Loops emptied by move_loop go; step numbers are made dense again.
+  // Nodes of a loop whose value the loop neither writes nor uses go (their readers recompute them).
+  void drop_unused_nodes() {
+    std::vector<bool> used(g_.types.size(), false);
+    for (size_t i = 0; i < s_.steps.size(); ++i) {
+      Step& st = s_.steps[i];
+      if (st.kind != StepKind::Loop) continue;
+      std::vector<int32_t> kept;
+      for (size_t k = st.nodes.size(); k-- > 0;) {
+        const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[k])];
+        const bool writes = s_.has_buffer[n.out] && s_.step_of[n.out] == static_cast<int32_t>(i);
+        if (!writes && !used[n.out]) {
+          std::erase(st.recomputed, n.out);
+          continue;
+        }
+        kept.push_back(st.nodes[k]);
+        for (int32_t u : n.in) used[u] = true;
+      }
+      for (int32_t ni : kept)  // `used` is per loop
+        for (int32_t u : g_.nodes[static_cast<size_t>(ni)].in) used[u] = false;
+      st.nodes.assign(kept.rbegin(), kept.rend());
+    }
+  }
+
+  // Loops emptied by move_loop or drop_unused_nodes go; step numbers are made dense again.
   void drop_empty_steps() {
     std::vector<int32_t> renumber(s_.steps.size(), -1);
     std::vector<Step> kept;
@@ -195,25 +221,81 @@ class Fuser {
     return s_.step_of[v];
   }
 
-  bool readable_in(int32_t loop, int32_t v) const {
-    if (internal_[v] && s_.step_of[v] == loop) return true;
-    return producer(v) < loop;
-  }
+  // v is computed in loop `loop` (by it, or recomputed there).
+  bool computed_in(int32_t loop, int32_t v) const { return internal_[v] && computes(s_, v, loop); }
+
+  bool readable_in(int32_t loop, int32_t v) const { return computed_in(loop, v) || producer(v) < loop; }
 
   // A loop whose values nobody outside it has read yet, with no reductions, can move later into
   // loop `into` (same space): its inputs were ready before it, so they are ready there too.
   bool can_move_into(int32_t from, int32_t into) {
     const Step& f = step(from);
-    return from != into && f.kind == StepKind::Loop && f.outputs.empty() && !f.reduces &&
-           f.space == step(into).space;
+    if (from == into || f.kind != StepKind::Loop || !f.outputs.empty() || f.reduces || f.space != step(into).space)
+      return false;
+    for (int32_t ni : f.nodes)  // one loop computing a value twice
+      if (computes(s_, g_.nodes[static_cast<size_t>(ni)].out, into)) return false;
+    return true;
   }
 
   void move_loop(int32_t from, int32_t into) {
     Step& f = step(from);
     Step& t = step(into);
-    for (int32_t ni : f.nodes) s_.step_of[g_.nodes[static_cast<size_t>(ni)].out] = into;
+    for (int32_t ni : f.nodes) {
+      int32_t& st = s_.step_of[g_.nodes[static_cast<size_t>(ni)].out];
+      if (st == from) st = into;
+    }
     t.nodes.insert(t.nodes.begin(), f.nodes.begin(), f.nodes.end());
+    for (int32_t v : f.recomputed) t.recomputed.insert(std::upper_bound(t.recomputed.begin(), t.recomputed.end(), v), v);
     f.nodes.clear();
+    f.recomputed.clear();
+  }
+
+  // Makes u readable in loop `loop`: computed there, recomputed there, or read from a buffer.
+  void read_in(int32_t loop, int32_t u) {
+    if (!computed_in(loop, u) && !recompute(loop, u)) view_of(u);
+  }
+
+  static constexpr size_t kMaxRecomputed = 32;  // nodes computed again for one value
+
+  // Computes u again in `loop` when u is an elementwise value of an earlier loop that has no buffer
+  // yet, and the values its recomputation reads from buffers (through views: a broadcast axis
+  // divides the cost) take at most 1.5× u's bytes per point. Writing u and reading it back costs
+  // 2× for one reader; recomputing in each reader costs at most 1.5× per reader, and u never
+  // takes memory. Returns whether it did.
+  bool recompute(int32_t loop, int32_t u) {
+    if (!internal_[u] || s_.view[u] || shape(u) != step(loop).space) return false;
+    std::vector<int32_t> chain, stack{u};  // the values to compute again; those still to visit
+    std::vector<int32_t> leaves;           // read from buffers
+    while (!stack.empty()) {
+      const int32_t w = stack.back();
+      stack.pop_back();
+      if (std::find(chain.begin(), chain.end(), w) != chain.end()) continue;
+      const ir::Node& p = g_.producer(w);
+      const bool elementwise = p.op == Op::Unary || p.op == Op::Binary || p.op == Op::Convert || p.op == Op::Select || p.op == Op::Iota;
+      if (!elementwise || chain.size() == kMaxRecomputed) return false;
+      chain.push_back(w);
+      for (int32_t x : p.in) {
+        if (computed_in(loop, x)) continue;
+        if (internal_[x] && !s_.view[x]) stack.push_back(x);
+        else if (!s_.view[x] || producer(x) >= loop) return false;
+        else if (std::find(leaves.begin(), leaves.end(), x) == leaves.end()) leaves.push_back(x);
+      }
+    }
+    double bytes = 0;  // per point of the loop
+    for (int32_t x : leaves) {
+      double b = static_cast<double>(dtype_size(g_.type(x).dtype));
+      for (size_t d = 0; d < shape(x).size(); ++d)
+        if (s_.view[x]->strides[d] == 0) b /= static_cast<double>(shape(x)[d]);
+      bytes += b;
+    }
+    if (bytes > 1.5 * static_cast<double>(dtype_size(g_.type(u).dtype))) return false;
+    std::sort(chain.begin(), chain.end(), [&](int32_t a, int32_t b) { return g_.def[a] < g_.def[b]; });
+    Step& st = step(loop);
+    for (int32_t w : chain) {
+      st.nodes.push_back(g_.def[w]);
+      st.recomputed.insert(std::upper_bound(st.recomputed.begin(), st.recomputed.end(), w), w);
+    }
+    return true;
   }
 
   // The loop node n joins, or -1 for a new one. Other loops computing n's operands at the same
@@ -233,8 +315,7 @@ class Fuser {
   void place_elementwise(int32_t i, const ir::Node& n) {
     int32_t loop = loop_to_join(n);
     if (loop < 0) loop = push(Step{.kind = StepKind::Loop, .space = shape(n.out)});
-    for (int32_t u : n.in)
-      if (!(internal_[u] && s_.step_of[u] == loop)) view_of(u);
+    for (int32_t u : n.in) read_in(loop, u);
     step(loop).nodes.push_back(i);
     s_.step_of[n.out] = loop;
     internal_[n.out] = true;
@@ -263,8 +344,8 @@ class Fuser {
       if (!st.reduces || st.reduce_dims == n.attrs.dims) loop = s_.step_of[x];
     }
     if (loop < 0) {
-      view_of(x);
       loop = push(Step{.kind = StepKind::Loop, .space = shape(x)});
+      read_in(loop, x);
     }
     step(loop).reduces = true;
     step(loop).reduce_dims = n.attrs.dims;
@@ -433,6 +514,13 @@ Schedule fuse(const ir::Graph& g, const FuseOptions& o) { return Fuser(g, o).run
 bool loop_invariant(const ir::Node& n, size_t k) {
   const ir::Graph& body = *n.attrs.regions[1];
   return body.results[k] == body.params[k];
+}
+
+bool computes(const Schedule& s, int32_t v, int32_t step) {
+  if (s.step_of[v] == step) return true;
+  if (step < 0) return false;
+  const std::vector<int32_t>& r = s.steps[static_cast<size_t>(step)].recomputed;
+  return std::binary_search(r.begin(), r.end(), v);
 }
 
 const View& read_view(const Schedule& s, int32_t v, int32_t reader) {

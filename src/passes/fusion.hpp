@@ -14,6 +14,11 @@
 //         over contiguous carried buffers; a carried value the body passes through unchanged
 //         (a loop invariant) is not copied: the node's result is a view of the operand
 //   Host  any other node, run by the reference kernels on the host
+// Recomputation: an elementwise value that a later loop reads is computed again in that loop
+// (with the elementwise nodes it depends on, back to values with buffers) instead of being
+// written to a buffer and read back, when those inputs cost at most 1.5× the value's bytes per
+// point (softmax's shifted scores and exponentials are recomputed from the bf16 scores
+// rather than stored in f32 for the next pass).
 // Views: broadcast_in_dim, transpose, reshape, slice, reverse and optimization_barrier never run;
 // they become a View
 // (buffer + offset + one stride per dim, stride 0 for broadcast axes) read by the steps that
@@ -57,6 +62,8 @@ struct Step {
   bool reduces = false;               // Loop: has reductions, all folding `reduce_dims` (sorted; may be empty)
   std::vector<int64_t> reduce_dims;
   std::vector<int32_t> outputs;       // values this step writes into buffers
+  std::vector<int32_t> recomputed;    // Loop: values another loop computes that this one computes
+                                      // again from their inputs (sorted; never written here)
   View source;                        // Copy: what it reads (the view's own entry is then contiguous)
   DotLayout dot;                      // Dot
 };
@@ -67,6 +74,9 @@ struct Schedule {
   std::vector<std::optional<View>> view;    // value → where its elements are (unset: inside a loop only)
   std::vector<bool> has_buffer;             // value → owns memory (parameters, constants, step outputs)
 };
+
+// Whether step `step` computes v in its loop (v is then read there without a buffer).
+bool computes(const Schedule& s, int32_t v, int32_t step);
 
 // Where step `reader` finds v: its view, except for a view that a later Copy step
 // materialises — readers placed before that copy still read the source.

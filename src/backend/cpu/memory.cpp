@@ -13,7 +13,7 @@ std::vector<std::vector<int32_t>> buffers_read(const ir::Graph& g, const fusion:
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const fusion::Step& st = s.steps[i];
     auto read = [&](int32_t v) {
-      if (s.step_of[v] == static_cast<int32_t>(i)) return;  // computed in this loop
+      if (fusion::computes(s, v, static_cast<int32_t>(i))) return;  // computed in this loop
       reads[i].push_back(fusion::read_view(s, v, static_cast<int32_t>(i)).buffer);
     };
     if (st.kind == StepKind::Copy) {

@@ -1,0 +1,100 @@
+// tests/unit/fusion_test.cpp — what passes/fusion.cpp decides, seen in the schedule (the numbers
+// it computes are checked against the reference executor by the fusion cases in
+// cpu_fusion_cases.shf). Recomputation: an elementwise value read by a later loop is computed
+// again there when its inputs cost at most 1.5× its bytes per point, so it never gets a buffer —
+// softmax over bf16 attention scores keeps no f32 [B H T T] intermediate, for the CPU schedule and
+// the GPU one; a value whose inputs cost more, or that is read through a view, is written once.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "eval/interp.hpp"
+#include "passes/fusion.hpp"
+#include "passes/pipeline.hpp"
+#include "trace/tracer.hpp"
+
+namespace sheaf {
+namespace {
+
+constexpr const char* kProgram = R"(
+(def s (cast (random-normal 1 [2 3 64 64]) :bf16))
+(def x (random-normal 2 [64 96]))
+(def y (random-normal 3 [64 96]))
+(def mask (== (tril (ones [64 64])) 1.0))
+(defn attn [s] (cast (softmax (where mask (* (cast s :f32) 0.125) -1e9) :axis -1) :bf16))
+(defn attn-grad [s] ((grad (fn [s] (sum (cast (attn s) :f32)))) s))
+(defn rows-cols [x] (let [e (exp (* x 0.5))] [(sum e :axis 0) (sum e :axis 1)]))
+(defn costly [x y] (let [u (cast (* x y) :bf16)] [(sum u :axis 0) (sum u :axis 1)]))
+(defn transposed [x y] (let [u (exp (* x y))] [(sum u :axis 1) (* (transpose u) 2.0)]))
+)";
+
+struct Fused {
+  ir::Graph graph;
+  fusion::Schedule schedule;
+  size_t loops = 0;
+  // Values with a buffer written by a loop (not parameters, constants or graph results), as "f32[2x3x64x64]".
+  std::vector<std::string> intermediates;
+};
+
+Fused fuse(Interp& in, const char* fn, std::vector<const char*> args, bool gpu) {
+  std::vector<Value> values;
+  for (const char* a : args) values.push_back(in.global(symbols::intern(a))->value);
+  trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, values, SrcLoc{}, false);
+  passes::optimize(t.graph);
+  Fused f{std::move(t.graph), {}, 0, {}};
+  f.schedule = fusion::fuse(f.graph, {.gpu = gpu});
+  for (const fusion::Step& st : f.schedule.steps) {
+    if (st.kind != fusion::StepKind::Loop) continue;
+    ++f.loops;
+    for (int32_t v : st.outputs)
+      if (std::find(f.graph.results.begin(), f.graph.results.end(), v) == f.graph.results.end())
+        f.intermediates.push_back(ir::type_str(f.graph.type(v)));
+  }
+  return f;
+}
+
+size_t count(const std::vector<std::string>& xs, const std::string& x) { return static_cast<size_t>(std::count(xs.begin(), xs.end(), x)); }
+
+class Recompute : public ::testing::TestWithParam<bool> {  // GetParam(): a GPU schedule
+ protected:
+  void SetUp() override { in.run_text(kProgram, "<fusion>"); }
+  std::ostringstream out;
+  Interp in{out};
+};
+
+TEST_P(Recompute, SoftmaxKeepsNoF32ScoresBetweenItsPasses) {
+  Fused f = fuse(in, "attn", {"s"}, GetParam());
+  // max pass, exp-sum pass, normalising pass; each reads the bf16 scores and recomputes the rest
+  EXPECT_EQ(f.loops, 3u);
+  EXPECT_EQ(count(f.intermediates, "f32[2x3x64x64]"), 0u) << ir::print(f.graph);
+  for (const std::string& t : f.intermediates) EXPECT_EQ(t.find("x64x64"), std::string::npos) << t;
+}
+
+TEST_P(Recompute, SoftmaxGradientReadsTheBf16ScoresAgain) {
+  Fused f = fuse(in, "attn-grad", {"s"}, GetParam());
+  EXPECT_EQ(count(f.intermediates, "f32[2x3x64x64]"), 0u) << ir::print(f.graph);
+}
+
+TEST_P(Recompute, AValueReadByTwoReductionsIsComputedInBoth) {
+  Fused f = fuse(in, "rows-cols", {"x"}, GetParam());
+  EXPECT_EQ(f.loops, 2u);
+  EXPECT_EQ(count(f.intermediates, "f32[64x96]"), 0u);
+  int recomputed = 0;
+  for (const fusion::Step& st : f.schedule.steps) recomputed += static_cast<int>(st.recomputed.size());
+  EXPECT_EQ(recomputed, 2);  // exp and the product, in the second reduction's loop
+}
+
+TEST_P(Recompute, CostlyInputsOrAViewMeanOneBuffer) {
+  // u is bf16 (2 bytes) from two f32 inputs (8 bytes a point): written once, read twice
+  Fused costly = fuse(in, "costly", {"x", "y"}, GetParam());
+  EXPECT_EQ(count(costly.intermediates, "bf16[64x96]"), 1u);
+  // the transpose is a view of u's buffer
+  Fused transposed = fuse(in, "transposed", {"x", "y"}, GetParam());
+  EXPECT_EQ(count(transposed.intermediates, "f32[64x96]"), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "gpu" : "cpu"; });
+
+}  // namespace
+}  // namespace sheaf
