@@ -8,6 +8,10 @@
 //   convert to x's dtype, reshape to x's shape, identity transpose, broadcast_in_dim to x's type,
 //   slice covering x, reverse of size-1 axes, pad by nothing, concatenate(x) → x
 //   reshape(reshape(x)) → reshape(x); transpose∘transpose and broadcast∘broadcast compose
+//   a reshape or transpose moves to the narrower side of a convert: reshape(convert(x)) →
+//   convert(reshape(x)) when the convert widens (bf16 → f32), convert(reshape(x)) →
+//   reshape(convert(x)) when it narrows — fusion then reads or writes the narrow value in memory
+//   (a layout op of a value computed in a loop needs that value in a buffer)
 //   concatenate drops operands that are empty along its axis
 //   select(c, x, x) → x; select(splat c, x, y) → x or y
 //   dynamic_slice of x's full size → x; with constant starts → slice (starts clamped like the
@@ -95,6 +99,25 @@ Simplified simplify_reduce(Rewriter& rw, const Node& n, int32_t x, const Type& t
   return reshape_to(rw, x, t, n.loc);
 }
 
+bool is_layout(Op op) { return op == Op::Reshape || op == Op::Transpose; }
+
+// n is a layout op of a widening convert, or a narrowing convert of a layout op: the same two ops
+// in the other order, the layout op on the narrow side.
+Simplified layout_to_narrow_side(Rewriter& rw, const Node& n, int32_t x, const Type& t) {
+  const Graph& g = rw.out();
+  const Node& p = g.producer(x);
+  if (is_layout(n.op) && p.op == Op::Convert && dtype_size(t.dtype) > dtype_size(g.type(p.in[0]).dtype)) {
+    int32_t moved = rw.add(n.op, {p.in[0]}, n.attrs, {Type{g.type(p.in[0]).dtype, t.shape}}, n.loc);
+    return rw.add(Op::Convert, {moved}, p.attrs, {t}, n.loc);
+  }
+  if (n.op == Op::Convert && is_layout(p.op) && dtype_size(t.dtype) < dtype_size(g.type(x).dtype)) {
+    const Type& inner = g.type(p.in[0]);
+    int32_t narrowed = rw.add(Op::Convert, {p.in[0]}, n.attrs, {Type{t.dtype, inner.shape}}, n.loc);
+    return rw.add(p.op, {narrowed}, p.attrs, {t}, n.loc);
+  }
+  return std::nullopt;
+}
+
 Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
   const Graph& g = rw.out();
   const ir::Attrs& a = n.attrs;
@@ -111,16 +134,18 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
       if (a.unary == Unary::Neg && exact && inner && inner->attrs.unary == Unary::Neg) return inner->in[0];
       return std::nullopt;
     }
-    case Op::Convert: return g.type(in[0]).dtype == a.dtype ? Simplified(in[0]) : std::nullopt;
+    case Op::Convert:
+      if (g.type(in[0]).dtype == a.dtype) return in[0];
+      return layout_to_narrow_side(rw, n, in[0], t);
     case Op::Reshape: {
       const Node* inner = operand_is(Op::Reshape);
       if (g.type(in[0]) == t) return in[0];
-      return inner ? Simplified(reshape_to(rw, inner->in[0], t, n.loc)) : std::nullopt;
+      return inner ? Simplified(reshape_to(rw, inner->in[0], t, n.loc)) : layout_to_narrow_side(rw, n, in[0], t);
     }
     case Op::Transpose: {
       if (is_identity_permutation(a.dims)) return in[0];
       const Node* inner = operand_is(Op::Transpose);
-      if (!inner) return std::nullopt;
+      if (!inner) return layout_to_narrow_side(rw, n, in[0], t);
       ir::Attrs c;  // out.shape[i] = inner.shape[q[i]] = x.shape[p[q[i]]]
       for (int64_t q : a.dims) c.dims.push_back(inner->attrs.dims[static_cast<size_t>(q)]);
       return is_identity_permutation(c.dims) ? inner->in[0] : rw.add(Op::Transpose, {inner->in[0]}, std::move(c), {t}, n.loc);

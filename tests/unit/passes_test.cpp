@@ -355,6 +355,32 @@ TEST(Simplify, LayoutChainsCompose) {
             "}\n");
 }
 
+// A reshape or transpose sits on the narrow side of a cast, so that fusion keeps the narrow value
+// in memory: reshape(f32(x)) → f32(reshape(x)), bf16(transpose(y)) → transpose(bf16(y)); a cast
+// between equal sizes (f32 ↔ i32) and a widening cast of a layout op stay.
+TEST(Simplify, LayoutOpsMoveToTheNarrowSideOfACast) {
+  Graph g;
+  int32_t x = param(g, {DType::BF16, {2, 3}}), y = param(g, {DType::F32, {2, 3}});
+  int32_t widened = reshape(g, g.emit(Op::Convert, {x}, {.dtype = DType::F32}), {6});
+  int32_t narrowed = g.emit(Op::Convert, {g.emit(Op::Transpose, {y}, {.dims = {1, 0}})}, {.dtype = DType::BF16});
+  int32_t same = reshape(g, g.emit(Op::Convert, {y}, {.dtype = DType::I32}), {3, 2});
+  int32_t stays = g.emit(Op::Convert, {reshape(g, x, {3, 2})}, {.dtype = DType::F32});
+  g.results = {widened, narrowed, same, stays};
+  Graph out = run_checked(simplify, g);
+  EXPECT_EQ(ir::print(out),
+            "func @main(%0: bf16[2x3], %1: f32[2x3]) {\n"
+            "  %2 = reshape(%0) : bf16[6]\n"
+            "  %3 = convert(%2) {f32} : f32[6]\n"
+            "  %4 = convert(%1) {bf16} : bf16[2x3]\n"
+            "  %5 = transpose(%4) {dims=[1, 0]} : bf16[3x2]\n"
+            "  %6 = convert(%1) {i32} : i32[2x3]\n"
+            "  %7 = reshape(%6) : i32[3x2]\n"
+            "  %8 = reshape(%0) : bf16[3x2]\n"
+            "  %9 = convert(%8) {f32} : f32[3x2]\n"
+            "  return %3, %5, %7, %9\n"
+            "}\n");
+}
+
 TEST(Simplify, ConcatenateDropsEmptyOperands) {
   Graph g;
   int32_t x = param(g, f32x23), e = param(g, {DType::F32, {2, 0}});
