@@ -252,6 +252,7 @@ std::vector<Tensor> run_on_device(cuda::Device& d, const Rendered& r) {
     return p;
   };
   DevicePtr arena = owned.make(std::max<size_t>(1, static_cast<size_t>(m.arena_bytes)));
+  if (r.kernels.scratch_bytes > 0) table.push_back(owned.make(static_cast<size_t>(r.kernels.scratch_bytes)));  // slot m.slots
   for (const ir::Node& n : g.nodes)
     if (n.op == ir::Op::Constant) table[m.slot[n.out]] = upload(n.attrs.value);
   for (size_t i = 0; i < g.params.size(); ++i) table[m.slot[g.params[i]]] = upload(r.inputs[i]);

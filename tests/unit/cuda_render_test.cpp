@@ -242,6 +242,7 @@ std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, cons
     return owned.back().data();
   };
   std::byte* arena = fresh(static_cast<size_t>(m.arena_bytes));
+  if (k.scratch_bytes > 0) table.push_back(fresh(static_cast<size_t>(k.scratch_bytes)));  // slot m.slots
   for (const ir::Node& n : g.nodes)
     if (n.op == ir::Op::Constant) table[m.slot[n.out]] = const_cast<std::byte*>(n.attrs.value.bytes());
   for (size_t i = 0; i < g.params.size(); ++i) table[m.slot[g.params[i]]] = const_cast<std::byte*>(f.inputs[i].bytes());
@@ -498,6 +499,30 @@ TEST(CudaRenderTable, RowReductionsUseBlockPerRowColumnsThreadPerPoint) {
       }
     EXPECT_GT(reducing, 0u) << name;
     EXPECT_EQ(per_block, rows ? reducing : 0u) << name;
+  }
+}
+
+// A reduction to a few kept points over a long range (a sum to a scalar, softmax over 3 rows of
+// 4096) is split across blocks: its kernel runs several blocks per kept point and a kernel
+// s{step}f combines their partials from the scratch buffer. Integer reductions are not split.
+TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    const bool floats = name == "block-reduce-sum-10000" || name == "block-reduce-softmax-rows", ints = name == "block-reduce-int-bool";
+    if (!floats && !ints) continue;
+    size_t split = 0;
+    for (const Function& f : cg.functions) {
+      const std::vector<Launch>& ls = f.nvrtc.launches;
+      for (size_t i = 0; i + 1 < ls.size(); ++i) {
+        if (ls[i + 1].kernel != fmt::format("s{}f", ls[i].step)) continue;
+        ++split;
+        EXPECT_TRUE(ls[i].block_reduce) << name;
+        EXPECT_GT(ls[i].grid, 1) << name;
+        EXPECT_EQ(ls[i].slots.back(), f.gpu_memory.slots) << name << ": the scratch buffer is the last argument";
+        EXPECT_EQ(ls[i + 1].slots.back(), f.gpu_memory.slots) << name;
+        EXPECT_GT(f.nvrtc.scratch_bytes, 0) << name;
+      }
+    }
+    EXPECT_EQ(split > 0, floats) << name;
   }
 }
 

@@ -40,7 +40,7 @@ struct Program::Impl {
   cpu::MemoryPlan memory;
   std::unique_ptr<Module> module;
   std::vector<size_t> kernel_index;             // launch → its kernel's index in the module
-  std::vector<std::shared_ptr<Buffer>> owned;   // the arena and the constants
+  std::vector<std::shared_ptr<Buffer>> owned;   // the arena, the constants, the split reductions' scratch
   std::vector<DevicePtr> table;                 // slots of constants and arena buffers, filled once
   std::vector<size_t> first;                    // result position → first position with the same value
   std::vector<bool> written;                    // result position → written by a Loop/Copy/Dot step
@@ -106,7 +106,12 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
     p.loops.emplace_back(i, Impl::Loop{std::make_unique<Program>(*n.attrs.regions[0], p.alloc, o),
                                        std::make_unique<Program>(*n.attrs.regions[1], p.alloc, o, true)});
   }
-  p.table.assign(static_cast<size_t>(p.memory.slots), 0);
+  p.table.assign(static_cast<size_t>(p.memory.slots) + (kernels_.scratch_bytes > 0), 0);
+  if (kernels_.scratch_bytes > 0) {  // split reductions' partials (render.hpp)
+    auto scratch = std::make_shared<Buffer>(p.alloc, static_cast<size_t>(kernels_.scratch_bytes));
+    p.table.back() = scratch->ptr();
+    p.owned.push_back(std::move(scratch));
+  }
   if (p.memory.arena_bytes > 0) {
     auto arena = std::make_shared<Buffer>(p.alloc, static_cast<size_t>(p.memory.arena_bytes));
     for (size_t v = 0; v < p.memory.arena_offset.size(); ++v)

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
+#include <optional>
 
 #include "backend/loop_code.hpp"
 #include "base/error.hpp"
@@ -55,6 +57,12 @@ class Renderer {
         case StepKind::Loop:
         case StepKind::Copy:
           if (!kernel(i, l, k.source)) continue;  // no kept point: nothing to launch
+          if (finish_) {  // a split reduction: its partials combined after it
+            k.launches.push_back(std::move(l));
+            l = std::move(*finish_);
+            finish_.reset();
+            k.scratch_bytes = std::max(k.scratch_bytes, scratch_bytes_);
+          }
           break;
         case StepKind::Dot:
           l.kind = Launch::Kind::Dot;
@@ -87,6 +95,8 @@ class Renderer {
   const RenderOptions& o_;
   std::string code_;
   int indent_ = 0;
+  std::optional<Launch> finish_;  // set by kernel() for a split reduction
+  int64_t scratch_bytes_ = 0;     // its partials
 
   int32_t slot(int32_t buffer) const { return m_.slot[static_cast<size_t>(buffer)]; }
   int32_t read(int32_t v, size_t reader) const { return fusion::read_view(s_, v, static_cast<int32_t>(reader)).buffer; }
@@ -103,7 +113,7 @@ class Renderer {
 
   // const i64 i{k} for the groups `groups` of `nest` (outermost first) from the linear index
   // `linear` over them (innermost fastest); `rest` names the running quotient.
-  void split(const Nest& nest, const std::vector<size_t>& groups, const std::string& linear, const std::string& rest) {
+  void split_groups(const Nest& nest, const std::vector<size_t>& groups, const std::string& linear, const std::string& rest) {
     if (groups.empty()) return;
     if (groups.size() > 1) line("i64 {} = {};", rest, linear);
     for (size_t j = groups.size(); j-- > 1;)
@@ -188,7 +198,14 @@ class Renderer {
     l.block_reduce = per_block;
     l.block = per_block ? std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(extent))))
                         : std::min(o_.block, points);
-    l.grid = per_block ? points : (points + l.block - 1) / l.block;
+    const std::vector<int32_t>& reductions = body.reductions;
+    auto type_of = [&](int32_t v) { return loop_code::vtype(g_.type(v).dtype); };
+    int64_t chunks = 1;  // blocks per kept point
+    if (per_block && points * 2 < o_.split_target_blocks &&
+        std::all_of(reductions.begin(), reductions.end(), [&](int32_t v) { return std::string_view(type_of(v)) == "float"; }))
+      chunks = std::min(extent / (l.block * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / points);
+    const bool split = chunks > 1;
+    l.grid = per_block ? points * std::max<int64_t>(1, chunks) : (points + l.block - 1) / l.block;
     if (l.grid > 2147483647) throw SheafError(fmt::format("step {} needs {} blocks, more than CUDA launches", index, l.grid));
 
     std::string params;
@@ -198,24 +215,32 @@ class Renderer {
                             ctype(g_.type(b).dtype), pointer(b));
       l.slots.push_back(slot(b));
     }
+    if (split) {
+      params += ", float* __restrict__ w";
+      l.slots.push_back(m_.slots);
+    }
     code_.clear();
     indent_ = 0;
     line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", l.block, l.kernel, params);
     indent_ = 2;
-    const std::vector<int32_t>& reductions = body.reductions;
-    auto type_of = [&](int32_t v) { return loop_code::vtype(g_.type(v).dtype); };
-    if (per_block) {
+    if (split) {
+      line("const i64 t = (i64)blockIdx.x / {0}, c = (i64)blockIdx.x % {0};", chunks);
+    } else if (per_block) {
       line("const i64 t = (i64)blockIdx.x;");
     } else {
       line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
       line("if (t >= {}) return;", points);
     }
-    split(nest, kept, "t", "q");
+    split_groups(nest, kept, "t", "q");
     for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], body.identities[r]);
-    if (per_block) {
+    if (split) {
+      line("for (i64 r = c * {0} + threadIdx.x; r < {1}; r += {2}) {{", l.block, extent, chunks * l.block);
+      indent_ += 2;
+      split_groups(nest, reduced, "r", "qr");
+    } else if (per_block) {
       line("for (i64 r = threadIdx.x; r < {}; r += {}) {{", extent, l.block);
       indent_ += 2;
-      split(nest, reduced, "r", "qr");
+      split_groups(nest, reduced, "r", "qr");
     } else {
       for (size_t k : reduced) {
         line("for (i64 i{0} = 0; i{0} < {1}; ++i{0}) {{", k, nest.sizes[k]);
@@ -244,15 +269,51 @@ class Renderer {
       close();
       line("if (threadIdx.x == 0) {{");
       indent_ += 2;
-      for (int32_t v : reductions) line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("h{}[0]", v)));
+      for (size_t j = 0; j < reductions.size(); ++j) {
+        const int32_t v = reductions[j];
+        if (split) line("w[{} + t * {} + c] = h{}[0];", static_cast<int64_t>(j) * points * chunks, chunks, v);
+        else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("h{}[0]", v)));
+      }
       close();
     } else {
       for (int32_t v : reductions) line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("a{}", v)));
     }
     indent_ = 0;
     line("}}");
+    if (split) finish(index, body, kept, points, chunks);
     out += code_;
     return true;
+  }
+
+  // The second kernel of split step `index`: a thread per kept point combines its `chunks`
+  // partials (in chunk order) and stores each reduction's result.
+  void finish(size_t index, const LoopBody& body, const std::vector<size_t>& kept, int64_t points, int64_t chunks) {
+    Launch f{.step = index, .kernel = fmt::format("s{}f", index), .block = std::min(o_.block, points)};
+    f.grid = (points + f.block - 1) / f.block;
+    std::string params;
+    for (int32_t v : body.reductions) {
+      params += fmt::format("{}* __restrict__ {}, ", ctype(g_.type(v).dtype), pointer(v));
+      f.slots.push_back(slot(v));
+    }
+    f.slots.push_back(m_.slots);
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}({}const float* __restrict__ w) {{", f.block, f.kernel, params);
+    indent_ = 2;
+    line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
+    line("if (t >= {}) return;", points);
+    split_groups(body.nest, kept, "t", "q");
+    for (size_t j = 0; j < body.reductions.size(); ++j) {
+      const int32_t v = body.reductions[j];
+      const ir::Node& n = g_.producer(v);
+      const DType d = g_.type(v).dtype;
+      line("float a{} = {};", v, body.identities[j]);
+      line("for (i64 c = 0; c < {}; ++c) a{} = {};", chunks, v,
+           loop_code::combine_expr(n.attrs.reduce, d, fmt::format("a{}", v), fmt::format("w[{} + t * {} + c]", static_cast<int64_t>(j) * points * chunks, chunks)));
+      line("{}[{}] = {};", pointer(v), body.nest.index(body.kept, 0), loop_code::store_expr(d, fmt::format("a{}", v)));
+    }
+    indent_ = 0;
+    line("}}");
+    scratch_bytes_ = static_cast<int64_t>(body.reductions.size()) * points * chunks * 4;
+    finish_ = std::move(f);
   }
 };
 

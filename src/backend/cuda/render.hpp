@@ -23,6 +23,13 @@
 //                     its threads stride over the reduced points with scalar accumulators, then
 //                     combine them in __shared__ memory (a tree of loop_code::combine_expr with
 //                     __syncthreads(), no warp shuffles), thread 0 stores. block is a power of two.
+// A block-per-point step with too few kept points to fill the GPU (fewer than
+// split_target_blocks / 2: a loss summed to a scalar, a norm) and a long reduced range is split:
+// each kept point's reduced points are dealt to `chunks` blocks (block c of point t takes points
+// c·block + threadIdx.x, stepping chunks·block), each block writes its f32 partial result to the
+// scratch buffer, and a second kernel s{step}f (a thread per kept point) combines a point's
+// partials in chunk order and stores the result — two launches, deterministic, no atomics.
+// Only steps whose reductions all accumulate in float are split.
 // Fusion never consumes a reduction result in the step computing it (fusion.cpp), so the
 // elementwise statements of a reducing step are independent per point: both strategies compute
 // each point of the space exactly once.
@@ -51,6 +58,9 @@ struct Launch {
 struct Kernels {
   std::string source;
   std::vector<Launch> launches;  // in step order
+  // Split reductions' partial results: the caller puts a device buffer of this many bytes at slot
+  // MemoryPlan::slots (one past the plan's slots) when it is not 0.
+  int64_t scratch_bytes = 0;
 };
 
 // Block per point pays (1) for row reductions: a thread per point would walk its own row, so the
@@ -65,6 +75,8 @@ struct RenderOptions {
   int64_t block_reduce_row_min_extent = 32;   // row reductions: reduced points per kept point, at least (a warp)
   int64_t block_reduce_min_extent = 2048;     // other reductions: reduced points per kept point, at least
   int64_t block_reduce_max_kept = 4096;       // other reductions: kept points, fewer than
+  int64_t split_target_blocks = 528;          // blocks a split reduction aims at (4 per SM of an H100)
+  int64_t split_min_per_thread = 4;           // reduced points per thread of a split block, at least
 };
 
 Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
