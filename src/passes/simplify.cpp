@@ -104,16 +104,18 @@ bool is_layout(Op op) { return op == Op::Reshape || op == Op::Transpose; }
 // n is a layout op of a widening convert, or a narrowing convert of a layout op: the same two ops
 // in the other order, the layout op on the narrow side.
 Simplified layout_to_narrow_side(Rewriter& rw, const Node& n, int32_t x, const Type& t) {
-  const Graph& g = rw.out();
+  const Graph& g = rw.out();  // grows with every rw.add: copy what is read from it first
   const Node& p = g.producer(x);
-  if (is_layout(n.op) && p.op == Op::Convert && dtype_size(t.dtype) > dtype_size(g.type(p.in[0]).dtype)) {
-    int32_t moved = rw.add(n.op, {p.in[0]}, n.attrs, {Type{g.type(p.in[0]).dtype, t.shape}}, n.loc);
-    return rw.add(Op::Convert, {moved}, p.attrs, {t}, n.loc);
+  const Op op = p.op;
+  const ir::Attrs attrs = p.attrs;
+  const int32_t y = p.in.empty() ? -1 : p.in[0];
+  if (is_layout(n.op) && op == Op::Convert && dtype_size(t.dtype) > dtype_size(g.type(y).dtype)) {
+    const Type moved{g.type(y).dtype, t.shape};
+    return rw.add(Op::Convert, {rw.add(n.op, {y}, n.attrs, {moved}, n.loc)}, attrs, {t}, n.loc);
   }
-  if (n.op == Op::Convert && is_layout(p.op) && dtype_size(t.dtype) < dtype_size(g.type(x).dtype)) {
-    const Type& inner = g.type(p.in[0]);
-    int32_t narrowed = rw.add(Op::Convert, {p.in[0]}, n.attrs, {Type{t.dtype, inner.shape}}, n.loc);
-    return rw.add(p.op, {narrowed}, p.attrs, {t}, n.loc);
+  if (n.op == Op::Convert && is_layout(op) && dtype_size(t.dtype) < dtype_size(g.type(x).dtype)) {
+    const Type narrowed{t.dtype, g.type(y).shape};
+    return rw.add(op, {rw.add(Op::Convert, {y}, n.attrs, {narrowed}, n.loc)}, attrs, {t}, n.loc);
   }
   return std::nullopt;
 }
