@@ -29,6 +29,7 @@
 #include "emit/stablehlo.hpp"
 #include "eval/interp.hpp"
 #include "io/atomic_write.hpp"
+#include "io/mmap.hpp"
 #include "passes/passes.hpp"
 #include "reader/reader.hpp"
 #include "runtime/content_hash.hpp"
@@ -272,10 +273,7 @@ int build(const BuildOptions& o) {
     log("running " + cmd);
     int rc = std::system(cmd.c_str());
     if (rc != 0) throw SheafError(fmt::format("iree-compile failed (status {}) on the module for {}", rc, o.file));
-    std::ifstream vmfb(tmp_out, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(vmfb)), {});
-    if (!vmfb.good() && !vmfb.eof()) throw SheafError(fmt::format("cannot read iree-compile's output {}", tmp_out));
-    write_file_atomic(o.out, bytes);
+    write_file_atomic(o.out, read_file(tmp_out));
   } else {
     throw SheafError("sheaf build writes StableHLO (-S or OUT.mlir) or an IREE module (OUT.vmfb); native CPU artifacts are "
                      "made just in time and cached in __sheaf__/");
