@@ -59,8 +59,9 @@ using testing_support::run_kernel;
 using cuda::Launch;
 
 constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
-const cuda::RenderOptions kEmulated{.block = 32};
-const cuda::RenderOptions kForced{.block = 8, .block_reduce_row_min_extent = 1, .block_reduce_min_extent = 1, .block_reduce_max_kept = int64_t{1} << 40};
+const cuda::RenderOptions kEmulated{.block = 32, .tile_width = 8};
+const cuda::RenderOptions kForced{.block = 8, .block_reduce_row_min_extent = 1, .block_reduce_min_extent = 1, .block_reduce_max_kept = int64_t{1} << 40,
+                                  .tile_width = 4, .column_tile_max_kept = int64_t{1} << 40};
 
 // Reductions large enough for block-per-point kernels with the default thresholds (two
 // reductions and an elementwise result in one such step too), and reductions over no element.
@@ -90,6 +91,11 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 ;; --- block-reduce-leading-axis
 (defn f [a] (list (sum a :axis 0) (max (* a 2) :axis 0) (mean a :axis 0 :keepdims)))
 (f tall)
+;; --- column-tiles
+(def cols (random-normal 67 '[2100 40]))
+(defn f [a] (list (sum a :axis 0) (sum (cast (* a 3) :bf16) :axis 0) (max (exp a) :axis 0 :keepdims)))
+(defn g [a] (list (sum a :axis 1) (mean (* a a) :axis 1)))
+(list (f cols) (f (slice cols 0 37 :axis 1)) (g (reshape cols '[3 700 40])))
 ;; --- block-reduce-int-bool
 (defn f [a] (list (sum a) (max a) (min a) (product (+ 1 (* 0 a))) (max (> a 3)) (min (> a -6))))
 (f ints)
@@ -499,6 +505,34 @@ TEST(CudaRenderTable, RowReductionsUseBlockPerRowColumnsThreadPerPoint) {
       }
     EXPECT_GT(reducing, 0u) << name;
     EXPECT_EQ(per_block, rows ? reducing : 0u) << name;
+  }
+}
+
+// Long columns (a bias gradient's sums over the tokens) take column tiles with the default
+// thresholds: a block of 256 threads takes 32 neighbouring columns, 8 threads per column, so a warp
+// reads 32 consecutive elements of a row; its tree stops at 32 and the first 32 threads store.
+// Short columns keep a thread per point.
+TEST(CudaRenderTable, LongColumnsTakeColumnTiles) {
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    if (name != "column-tiles") continue;
+    size_t tiles = 0, columns = 0;
+    for (const Function& f : cg.functions) {
+      for (const Launch& l : f.nvrtc.launches) {
+        if (l.kind != Launch::Kind::Kernel || l.kernel != fmt::format("s{}", l.step) || !f.gpu_schedule.steps[l.step].reduces) continue;
+        size_t begin = f.nvrtc.source.find(fmt::format(" {}(", l.kernel)), end = f.nvrtc.source.find("\nextern", begin);
+        const std::string_view text = std::string_view(f.nvrtc.source).substr(begin, end - begin);
+        const bool tile = text.find("t = ") != std::string_view::npos && text.find("* 32 + threadIdx.x % 32") != std::string_view::npos;
+        ++columns;
+        tiles += tile;
+        if (tile) {
+          EXPECT_TRUE(l.block_reduce && l.block == 256) << name;
+          EXPECT_NE(text.find("w >= 32"), std::string_view::npos) << text;
+          EXPECT_NE(text.find("if (threadIdx.x < 32"), std::string_view::npos) << text;
+        }
+      }
+    }
+    EXPECT_EQ(columns, 8u) << name;  // 3 in f on 40 columns, 3 on 37, 2 in g (700 rows: thread per point)
+    EXPECT_EQ(tiles, 6u) << name;
   }
 }
 

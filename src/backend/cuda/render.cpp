@@ -43,6 +43,8 @@ class Renderer {
       : g_(g), s_(s), m_(m), o_(o) {
     if (o.block < 1 || o.block > 1024 || !std::has_single_bit(static_cast<uint64_t>(o.block)))
       throw SheafError(fmt::format("internal: CUDA block size {} is not a power of two up to 1024", o.block));
+    if (o.tile_width < 1 || !std::has_single_bit(static_cast<uint64_t>(o.tile_width)))
+      throw SheafError(fmt::format("internal: CUDA tile width {} is not a power of two", o.tile_width));
   }
 
   Kernels run() {
@@ -190,22 +192,29 @@ class Renderer {
       (nest.reduced[k] ? extent : points) *= nest.sizes[k];
     }
     if (points == 0) return false;
-    const bool row = !nest.reduced.empty() && nest.reduced.back();  // the innermost loop is reduced
-    const bool per_block = !body.reductions.empty() &&
-                           ((row && extent >= std::max<int64_t>(1, o_.block_reduce_row_min_extent)) ||
-                            (extent >= std::max<int64_t>(1, o_.block_reduce_min_extent) && points < o_.block_reduce_max_kept));
+    const bool reducing = !body.reductions.empty(), row = !nest.reduced.empty() && nest.reduced.back();
+    const bool long_range = extent >= std::max<int64_t>(1, o_.block_reduce_min_extent);
+    const int64_t width = o_.tile_width;  // tile: kept points side by side in a block
+    const bool tile = reducing && !row && !nest.sizes.empty() && nest.sizes.back() >= width && o_.block >= 2 * width &&
+                      long_range && points < o_.column_tile_max_kept;
+    const bool per_block = tile || (reducing && ((row && extent >= std::max<int64_t>(1, o_.block_reduce_row_min_extent)) ||
+                                                 (long_range && points < o_.block_reduce_max_kept)));
     l.kernel = fmt::format("s{}", index);
     l.block_reduce = per_block;
-    l.block = per_block ? std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(extent))))
-                        : std::min(o_.block, points);
+    l.block = tile        ? o_.block
+              : per_block ? std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(extent))))
+                          : std::min(o_.block, points);
+    const int64_t lanes = tile ? l.block / width : l.block;  // threads of a block sharing one kept point
+    const int64_t units = tile ? (points + width - 1) / width : points;  // tiles, or kept points
     const std::vector<int32_t>& reductions = body.reductions;
     auto type_of = [&](int32_t v) { return loop_code::vtype(g_.type(v).dtype); };
-    int64_t chunks = 1;  // blocks per kept point
-    if (per_block && points * 2 < o_.split_target_blocks &&
+    int64_t chunks = 1;  // blocks per kept point (tile)
+    if (per_block && units * 2 < o_.split_target_blocks &&
         std::all_of(reductions.begin(), reductions.end(), [&](int32_t v) { return std::string_view(type_of(v)) == "float"; }))
-      chunks = std::min(extent / (l.block * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / points);
+      chunks = std::min(extent / (lanes * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / units);
     const bool split = chunks > 1;
-    l.grid = per_block ? points * std::max<int64_t>(1, chunks) : (points + l.block - 1) / l.block;
+    chunks = std::max<int64_t>(1, chunks);
+    l.grid = per_block ? units * chunks : (points + l.block - 1) / l.block;
     if (l.grid > 2147483647) throw SheafError(fmt::format("step {} needs {} blocks, more than CUDA launches", index, l.grid));
 
     std::string params;
@@ -223,22 +232,20 @@ class Renderer {
     indent_ = 0;
     line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", l.block, l.kernel, params);
     indent_ = 2;
-    if (split) {
-      line("const i64 t = (i64)blockIdx.x / {0}, c = (i64)blockIdx.x % {0};", chunks);
-    } else if (per_block) {
-      line("const i64 t = (i64)blockIdx.x;");
+    const std::string lane = tile ? fmt::format("threadIdx.x / {}", width) : "threadIdx.x";
+    if (per_block) {
+      const std::string unit = split ? fmt::format("(i64)blockIdx.x / {}", chunks) : "(i64)blockIdx.x";
+      line("const i64 t = {}, c = {};", tile ? fmt::format("{} * {} + threadIdx.x % {}", unit, width, width) : unit,
+           split ? fmt::format("(i64)blockIdx.x % {}", chunks) : "0");
     } else {
       line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
       line("if (t >= {}) return;", points);
     }
     split_groups(nest, kept, "t", "q");
     for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], body.identities[r]);
-    if (split) {
-      line("for (i64 r = c * {0} + threadIdx.x; r < {1}; r += {2}) {{", l.block, extent, chunks * l.block);
-      indent_ += 2;
-      split_groups(nest, reduced, "r", "qr");
-    } else if (per_block) {
-      line("for (i64 r = threadIdx.x; r < {}; r += {}) {{", extent, l.block);
+    if (per_block) {  // a tile's last kept points may lie past the end: their threads only join the tree
+      line("for (i64 r = c * {} + {}; {}r < {}; r += {}) {{", lanes, lane, tile && points % width ? fmt::format("t < {} && ", points) : "",
+           extent, chunks * lanes);
       indent_ += 2;
       split_groups(nest, reduced, "r", "qr");
     } else {
@@ -255,7 +262,7 @@ class Renderer {
       for (int32_t v : reductions) line("__shared__ {} h{}[{}];", type_of(v), v, l.block);
       for (int32_t v : reductions) line("h{0}[threadIdx.x] = a{0};", v);
       line("__syncthreads();");
-      line("for (unsigned w = {}; w > 0; w >>= 1) {{", l.block / 2);
+      line("for (unsigned w = {}; w >= {}; w >>= 1) {{", l.block / 2, tile ? width : 1);
       indent_ += 2;
       line("if (threadIdx.x < w) {{");
       indent_ += 2;
@@ -267,12 +274,13 @@ class Renderer {
       close();
       line("__syncthreads();");
       close();
-      line("if (threadIdx.x == 0) {{");
+      if (tile) line("if (threadIdx.x < {}{}) {{", width, points % width ? fmt::format(" && t < {}", points) : "");
+      else line("if (threadIdx.x == 0) {{");
       indent_ += 2;
       for (size_t j = 0; j < reductions.size(); ++j) {
         const int32_t v = reductions[j];
-        if (split) line("w[{} + t * {} + c] = h{}[0];", static_cast<int64_t>(j) * points * chunks, chunks, v);
-        else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("h{}[0]", v)));
+        if (split) line("w[{} + t * {} + c] = h{}[threadIdx.x];", static_cast<int64_t>(j) * points * chunks, chunks, v);
+        else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("h{}[threadIdx.x]", v)));
       }
       close();
     } else {

@@ -10,7 +10,7 @@
 // Scatter step is a Copy (x into the result, by the caller) and a kernel of one thread per update
 // point adding it at its index with atomicAdd (indices outside [0, n) are skipped, as the host
 // kernel does).
-// Two strategies, per step:
+// Three strategies, per step:
 //   thread per point  one thread per kept point: the linear thread index is split into the kept
 //                     loop indices (i64, innermost fastest); reduced dims, wherever they sit in
 //                     the nest, run as serial loops in the thread with scalar accumulators a{v}
@@ -23,10 +23,20 @@
 //                     its threads stride over the reduced points with scalar accumulators, then
 //                     combine them in __shared__ memory (a tree of loop_code::combine_expr with
 //                     __syncthreads(), no warp shuffles), thread 0 stores. block is a power of two.
-// A block-per-point step with too few kept points to fill the GPU (fewer than
+//   column tile       (a reducing step whose innermost loop is kept, at least tile_width wide —
+//                     a column sum such as a bias gradient over [tokens, features] — with ≥
+//                     block_reduce_min_extent reduced points per kept point and <
+//                     column_tile_max_kept kept points) one block per tile_width consecutive kept
+//                     points: thread x of a block takes kept point tile·width + x % width and
+//                     reduced points x / width, x / width + block / width, …, so a warp reads
+//                     consecutive elements of a row; the accumulators of a kept point are combined
+//                     in __shared__ memory by the same tree stopped at `width`, the first `width`
+//                     threads store. block = options.block.
+// A block-per-point or tile step with too few blocks to fill the GPU (fewer than
 // split_target_blocks / 2: a loss summed to a scalar, a norm) and a long reduced range is split:
 // each kept point's reduced points are dealt to `chunks` blocks (block c of point t takes points
-// c·block + threadIdx.x, stepping chunks·block), each block writes its f32 partial result to the
+// c·lanes + its lane, stepping chunks·lanes, where lanes are the threads sharing a kept point:
+// the block, or block / width in a tile), each block writes its f32 partial results to the
 // scratch buffer, and a second kernel s{step}f (a thread per kept point) combines a point's
 // partials in chunk order and stores the result — two launches, deterministic, no atomics.
 // Only steps whose reductions all accumulate in float are split.
@@ -67,14 +77,18 @@ struct Kernels {
 // threads of a warp would read 32 rows at once (uncoalesced) while the threads of a block read
 // consecutive elements of one row; and (2) when a thread per point would leave the GPU mostly idle
 // (fewer kept points than an H100's 132 SMs × 2048 resident threads, by a wide margin) while each
-// thread walks a long serial loop. A column reduction (kept points innermost) with many kept
-// points stays a thread per point: its threads read consecutive elements. Tests lower `block`
-// (and force block per point) to emulate the kernels on a CPU.
+// thread walks a long serial loop. A column reduction (kept points innermost) takes column tiles
+// when its columns are long and there are too few of them for a thread each to fill the GPU (a
+// bias gradient: 768 to 3072 columns of 8192 rows), and a thread per point otherwise: its
+// threads read consecutive elements too. Tests lower `block` and `tile_width` (and force block
+// per point) to emulate the kernels on a CPU.
 struct RenderOptions {
   int64_t block = 256;                        // most threads per block; a power of two, at most 1024
   int64_t block_reduce_row_min_extent = 32;   // row reductions: reduced points per kept point, at least (a warp)
   int64_t block_reduce_min_extent = 2048;     // other reductions: reduced points per kept point, at least
   int64_t block_reduce_max_kept = 4096;       // other reductions: kept points, fewer than
+  int64_t tile_width = 32;                    // column tiles: kept points per block (a warp); a power of two
+  int64_t column_tile_max_kept = 65536;       // column tiles: kept points, fewer than (a thread each: 15 warps per SM)
   int64_t split_target_blocks = 528;          // blocks a split reduction aims at (4 per SM of an H100)
   int64_t split_min_per_thread = 4;           // reduced points per thread of a split block, at least
 };
