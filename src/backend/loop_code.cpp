@@ -327,11 +327,11 @@ class BodyBuilder {
   BodyBuilder(const ir::Graph& g, const fusion::Schedule& s, size_t index, const std::function<std::string(int32_t)>& pointer)
       : g_(g), s_(s), index_(index), pointer_(pointer) {}
 
-  LoopBody build(const std::function<bool(const Nest&)>& choose_scalar) {
+  LoopBody build(const std::function<bool(const Nest&)>& choose_scalar, const std::vector<int64_t>* rows) {
     const Step& st = s_.steps[index_];
     const size_t rank = st.space.size();
     std::vector<bool> red(rank, false);
-    for (int64_t d : st.reduce_dims) red[static_cast<size_t>(d)] = true;
+    for (int64_t d : rows ? *rows : st.reduce_dims) red[static_cast<size_t>(d)] = true;
     const std::vector<int64_t> full = fusion::contiguous_strides(st.space);
     b_.kept.assign(rank, 0);  // where a reduction result goes, over the space
     for (size_t d = rank, stride = 1; d-- > 0;)
@@ -561,8 +561,9 @@ class BodyBuilder {
 }  // namespace
 
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
-                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc) {
-  return BodyBuilder(g, s, index, pointer).build(scalar_acc);
+                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
+                   const std::vector<int64_t>* rows) {
+  return BodyBuilder(g, s, index, pointer).build(scalar_acc, rows);
 }
 
 }  // namespace sheaf::loop_code

@@ -68,7 +68,10 @@ struct LoopBody {
 // backend copies the operand first). `pointer(buffer)` names a buffer's pointer;
 // `scalar_acc(nest)` says whether reductions accumulate in scalars (each point of the kept dims
 // then runs its reduced dims to the end before the next) or in place in their outputs.
+// `rows`, when given, are the nest's reduced dims instead of the step's reduce_dims (a
+// non-reducing row phase walked row by row like the reductions before it).
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
-                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc);
+                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
+                   const std::vector<int64_t>* rows = nullptr);
 
 }  // namespace sheaf::loop_code

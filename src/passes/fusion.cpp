@@ -135,6 +135,7 @@ class Fuser {
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();
     drop_empty_steps();
+    if (o_.gpu) mark_row_phases();
     return std::move(s_);
   }
 
@@ -182,6 +183,86 @@ class Fuser {
     s_.steps = std::move(kept);
     for (int32_t& st : s_.step_of)
       if (st >= 0) st = renumber[static_cast<size_t>(st)];
+  }
+
+  // Step::row_phase (fusion.hpp): step k continues the run that starts at step `first` (a loop
+  // over the run's space) when it is a loop over that space whose reductions fold the run's rows
+  // (the innermost dims), or — once the run has rows — a loop without reductions over the run's
+  // rows themselves (a value per row: the mean from a sum), and it reads what the run wrote only
+  // at its own point or row.
+  void mark_row_phases() {
+    std::vector<int64_t> rows;  // the run's reduced dims (empty until a step of it reduces)
+    Shape per_row;              // the space less the rows
+    for (size_t k = 0, first = 0; k < s_.steps.size(); ++k) {
+      Step& st = s_.steps[k];
+      const Shape& space = s_.steps[first].space;
+      const bool full = st.space == space && (!st.reduces || rows.empty() || st.reduce_dims == rows) &&
+                        innermost(st.reduces ? st.reduce_dims : rows, space.size(), !st.reduces);
+      const bool row_values = !rows.empty() && !st.reduces && squeezed(st.space) == per_row;
+      st.row_phase = k > first && st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (full || row_values) &&
+                     reads_rows(st, static_cast<int32_t>(first), static_cast<int32_t>(k), st.reduces ? st.reduce_dims : rows, space);
+      if (!st.row_phase) first = k, rows.clear();
+      if (st.reduces && rows.empty() && st.space == s_.steps[first].space) {
+        rows = st.reduce_dims;
+        per_row.clear();
+        for (size_t d = 0; d < st.space.size(); ++d)
+          if (std::find(rows.begin(), rows.end(), static_cast<int64_t>(d)) == rows.end()) per_row.push_back(st.space[d]);
+        per_row = squeezed(per_row);
+      }
+    }
+  }
+
+  // Whether `dims` are the last dims of the space (or none yet, when `none_yet` allows it).
+  static bool innermost(const std::vector<int64_t>& dims, size_t rank, bool none_yet) {
+    for (size_t j = 0; j < dims.size(); ++j)
+      if (dims[j] != static_cast<int64_t>(rank - dims.size() + j)) return false;
+    return none_yet || !dims.empty();
+  }
+
+  // Whether loop `k` (over `space`, or over its rows) reads the buffers of steps first..k-1 only
+  // at its own point: a value per point of `space` at that point, a value per row (a buffer
+  // over `space` less the dims `rows`) at its row.
+  bool reads_rows(const Step& st, int32_t first, int32_t k, const std::vector<int64_t>& rows, const Shape& space) const {
+    const bool per_point = st.space == space;
+    for (int32_t ni : st.nodes) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
+      for (int32_t u : n.in) {
+        if (computes(s_, u, k) || !s_.view[u]) continue;
+        const View& w = read_view(s_, u, k);
+        const int32_t by = s_.step_of[w.buffer];
+        if (by < first || by >= k) continue;
+        const bool elementwise_read = n.op == Op::Unary || n.op == Op::Binary || n.op == Op::Convert || n.op == Op::Select || n.op == Op::Reduce;
+        if (!elementwise_read || shape(u) != st.space || w.offset != 0) return false;
+        const bool row_value = shape(w.buffer) != space;  // else a value per point
+        if (!per_point && !row_value) return false;
+        std::vector<int64_t> written = contiguous_strides(st.space);  // where the writer put the element of point p
+        if (row_value && per_point) {
+          if (shape_numel(shape(w.buffer)) * shape_numel(rows_shape(space, rows)) != shape_numel(space)) return false;
+          int64_t stride = 1;
+          for (size_t d = space.size(); d-- > 0;) {
+            const bool in_row = std::find(rows.begin(), rows.end(), static_cast<int64_t>(d)) != rows.end();
+            written[d] = in_row ? 0 : stride;
+            if (!in_row) stride *= space[d];
+          }
+        }
+        for (size_t d = 0; d < st.space.size(); ++d)
+          if (st.space[d] != 1 && w.strides[d] != written[d]) return false;
+      }
+    }
+    return true;
+  }
+
+  static Shape squeezed(const Shape& s) {
+    Shape r;
+    for (int64_t n : s)
+      if (n != 1) r.push_back(n);
+    return r;
+  }
+
+  static Shape rows_shape(const Shape& space, const std::vector<int64_t>& rows) {
+    Shape r;
+    for (int64_t d : rows) r.push_back(space[static_cast<size_t>(d)]);
+    return r;
   }
 
   void give_buffer(int32_t v, int32_t step_index) {

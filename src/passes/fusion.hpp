@@ -19,6 +19,12 @@
 // written to a buffer and read back, when those inputs cost at most 1.5× the value's bytes per
 // point (softmax's shifted scores and exponentials are recomputed from the bf16 scores
 // rather than stored in f32 for the next pass).
+// Row phases (GPU schedules): consecutive loops over one space whose reductions all fold the same
+// innermost dims (the rows) and that read what earlier ones of them wrote only at their own row
+// — softmax's max, sum of exponentials and normalisation, layer-norm's mean, variance and
+// scaling — are marked `row_phase` after the first: a GPU backend may run them as phases of one
+// kernel of a block per row (a barrier between phases; the row, read again, comes from cache).
+// The memory plan keeps every buffer such a run touches alive until its last step.
 // Views: broadcast_in_dim, transpose, reshape, slice, reverse and optimization_barrier never run;
 // they become a View
 // (buffer + offset + one stride per dim, stride 0 for broadcast axes) read by the steps that
@@ -64,6 +70,7 @@ struct Step {
   std::vector<int32_t> outputs;       // values this step writes into buffers
   std::vector<int32_t> recomputed;    // Loop: values another loop computes that this one computes
                                       // again from their inputs (sorted; never written here)
+  bool row_phase = false;             // GPU Loop: may run as a later phase of the previous step's kernel (below)
   View source;                        // Copy: what it reads (the view's own entry is then contiguous)
   DotLayout dot;                      // Dot
 };

@@ -96,6 +96,12 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 (defn f [a] (list (sum a :axis 0) (sum (cast (* a 3) :bf16) :axis 0) (max (exp a) :axis 0 :keepdims)))
 (defn g [a] (list (sum a :axis 1) (mean (* a a) :axis 1)))
 (list (f cols) (f (slice cols 0 37 :axis 1)) (g (reshape cols '[3 700 40])))
+;; --- row-phases
+(def xs (random-normal 68 '[300 64]))
+(defn ln [x] (let [m (mean x :axis -1 :keepdims) v (mean (* (- x m) (- x m)) :axis -1 :keepdims)] (/ (- x m) (sqrt (+ v 1e-5)))))
+(defn f [x] (list (ln x) (sum (* (ln x) x))))
+(defn g [x] (let [m (max x :axis 1)] (- x (reshape (flip m) '[300 1]))))
+(list (f xs) ((grad (fn [x] (sum (* (softmax x) xs)))) xs) (g xs))
 ;; --- block-reduce-int-bool
 (defn f [a] (list (sum a) (max a) (min a) (product (+ 1 (* 0 a))) (max (> a 3)) (min (> a -6))))
 (f ints)
@@ -534,6 +540,34 @@ TEST(CudaRenderTable, LongColumnsTakeColumnTiles) {
     EXPECT_EQ(columns, 8u) << name;  // 3 in f on 40 columns, 3 on 37, 2 in g (700 rows: thread per point)
     EXPECT_EQ(tiles, 6u) << name;
   }
+}
+
+// Softmax and layer-norm over rows of a warp or more, with rows enough to fill the GPU: their
+// loops (max, sum of exponentials, normalisation; sum, mean, variance, its root) run as the
+// phases of one kernel of a block per row, a barrier between phases, rather than a kernel each
+// reading the rows from memory again. g reads another row's maximum: no phases.
+TEST(CudaRenderTable, RowPhasesShareOneKernel) {
+  const std::map<std::string, size_t> later_phases{{"row-reduce-short-rows f#0", 3}, {"row-phases f#0", 3}, {"row-phases g#1", 0}};
+  size_t seen = 0;
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    for (const Function& f : cg.functions) {
+      auto want = later_phases.find(name + " " + f.name);
+      if (want == later_phases.end()) continue;
+      ++seen;
+      size_t merged = 0;
+      for (size_t k = 0; k < f.gpu_schedule.steps.size(); ++k) {
+        const bool phase = f.nvrtc.source.find(fmt::format("{{  // step {}\n", k)) != std::string::npos;
+        const bool own = std::any_of(f.nvrtc.launches.begin(), f.nvrtc.launches.end(), [&](const Launch& l) { return l.kernel == fmt::format("s{}", k); });
+        EXPECT_TRUE(phase || own || f.gpu_schedule.steps[k].kind != fusion::StepKind::Loop) << name << " step " << k << " does not run";
+        if (phase && !own) {
+          ++merged;
+          EXPECT_TRUE(f.gpu_schedule.steps[k].row_phase) << name << " step " << k;
+        }
+      }
+      EXPECT_EQ(merged, want->second) << want->first << ":\n" << f.nvrtc.source.substr(f.nvrtc.source.find("extern"));
+    }
+  }
+  EXPECT_EQ(seen, later_phases.size());
 }
 
 // A reduction to a few kept points over a long range (a sum to a scalar, softmax over 3 rows of

@@ -4,6 +4,7 @@
 // again there when its inputs cost at most 1.5× its bytes per point, so it never gets a buffer —
 // softmax over bf16 attention scores keeps no f32 [B H T T] intermediate, for the CPU schedule and
 // the GPU one; a value whose inputs cost more, or that is read through a view, is written once.
+// Row phases: which loops of a GPU schedule may share a kernel.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -91,6 +92,21 @@ TEST_P(Recompute, CostlyInputsOrAViewMeanOneBuffer) {
   // the transpose is a view of u's buffer
   Fused transposed = fuse(in, "transposed", {"x", "y"}, GetParam());
   EXPECT_EQ(count(transposed.intermediates, "f32[64x96]"), 1u);
+}
+
+// Row phases (GPU schedules only): softmax's sum and normalising loops continue the run its max
+// loop starts; so does its gradient's elementwise loop after the row sum. A column sum after a row
+// sum does not (other dims), nor does anything in a CPU schedule.
+TEST_P(Recompute, RowPhasesOnlyOnTheGpuOverTheSameRows) {
+  auto phases = [](const Fused& f) {
+    std::string r;
+    for (const fusion::Step& st : f.schedule.steps) r += st.kind != fusion::StepKind::Loop ? '-' : st.row_phase ? 'p' : 'L';
+    return r;
+  };
+  EXPECT_EQ(phases(fuse(in, "attn", {"s"}, GetParam())), GetParam() ? "Lpp" : "LLL");
+  const std::string grad = phases(fuse(in, "attn-grad", {"s"}, GetParam()));
+  EXPECT_EQ(grad.find('p') != std::string::npos, GetParam()) << grad;
+  EXPECT_EQ(phases(fuse(in, "rows-cols", {"x"}, GetParam())), "LL");
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),

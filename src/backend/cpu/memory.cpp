@@ -88,9 +88,13 @@ MemoryPlan plan_memory(const ir::Graph& g, const fusion::Schedule& s) {
   };
 
   std::vector<std::vector<int32_t>> reads = buffers_read(g, s);
+  // A run of row phases (fusion.hpp) may be one kernel: what any of its steps touches lives to its end.
+  std::vector<int32_t> end(s.steps.size());
+  for (size_t i = s.steps.size(); i-- > 0;)
+    end[i] = i + 1 < s.steps.size() && s.steps[i + 1].row_phase ? end[i + 1] : static_cast<int32_t>(i);
   std::vector<int32_t> last(nv, -1);
   for (size_t i = 0; i < reads.size(); ++i)
-    for (int32_t b : reads[i]) last[b] = static_cast<int32_t>(i);
+    for (int32_t b : reads[i]) last[b] = end[i];
 
   Arena arena;
   std::vector<std::vector<int32_t>> dies(s.steps.size());
@@ -100,7 +104,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const fusion::Schedule& s) {
       int64_t bytes = aligned_bytes(g.type(v));
       p.arena_offset[v] = arena.place(bytes);
       p.buffer_bytes += bytes;
-      dies[static_cast<size_t>(std::max(last[v], static_cast<int32_t>(i)))].push_back(v);
+      dies[static_cast<size_t>(std::max(last[v], end[i]))].push_back(v);
     }
     for (int32_t v : dies[i]) arena.release(p.arena_offset[v], aligned_bytes(g.type(v)));
   }

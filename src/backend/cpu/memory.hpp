@@ -2,7 +2,8 @@
 // Every value with a buffer gets a slot in the pointer table handed to the generated code.
 // Intermediate buffers written by Loop/Copy/Dot steps live in one arena per executable: a
 // buffer is placed when its step runs and its bytes are reused once the last step reading it
-// (directly or through a view) has run (first fit over freed blocks, 64-byte aligned). Graph
+// (directly or through a view) has run — the last of a run of row phases (fusion.hpp), which a
+// GPU may run as one kernel — (first fit over freed blocks, 64-byte aligned). Graph
 // results get fresh tensors per call; Host step outputs stay the tensors the host kernels made.
 #pragma once
 #include <cstdint>

@@ -50,15 +50,16 @@ class Renderer {
   Kernels run() {
     Kernels k;
     k.source = std::string(kPrelude) + loop_code::kScalarHelpers;
-    for (size_t i = 0; i < s_.steps.size(); ++i) {
+    for (size_t i = 0, next = 1; i < s_.steps.size(); i = next) {
       const fusion::Step& st = s_.steps[i];
+      next = i + 1;
       const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
       Launch l;
       l.step = i;
       switch (st.kind) {
         case StepKind::Loop:
         case StepKind::Copy:
-          if (!kernel(i, l, k.source)) continue;  // no kept point: nothing to launch
+          if (!kernel(i, l, k.source, &next)) continue;  // no kept point: nothing to launch
           if (finish_) {  // a split reduction: its partials combined after it
             k.launches.push_back(std::move(l));
             l = std::move(*finish_);
@@ -76,7 +77,7 @@ class Renderer {
           break;
         case StepKind::Update:
           k.launches.push_back(copy_of_operand(i, n));
-          if (!kernel(i, l, k.source)) continue;  // an empty update: the copy is all
+          if (!kernel(i, l, k.source, &next)) continue;  // an empty update: the copy is all
           break;
         case StepKind::While:  // cuda::Program runs its regions as programs of their own
         case StepKind::Host:
@@ -175,54 +176,106 @@ class Renderer {
     return true;
   }
 
-  // Appends the kernel of Loop/Copy step `index` to `out` and describes its launch in `l`;
-  // false when the step has no kept point.
-  bool kernel(size_t index, Launch& l, std::string& out) {
+  // How Loop/Copy step `index` runs (render.hpp): its body, kept and reduced groups, strategy.
+  // `rows` (a row phase) makes the nest's reduced dims those dims, walked by a block per row.
+  struct Plan {
+    size_t index = 0;
+    LoopBody body;
+    std::vector<size_t> kept, reduced;  // groups of the nest
+    int64_t points = 1, extent = 1;     // kept points; reduced points per kept point
+    bool per_block = false, tile = false;
+    int64_t block = 1, lanes = 1, units = 1, chunks = 1, grid = 0;  // lanes: threads sharing a kept point
+  };
+
+  Plan plan(size_t index, const std::vector<int64_t>* rows = nullptr) const {
     for (int32_t n : s_.steps[index].nodes)
       for (int32_t u : g_.nodes[static_cast<size_t>(n)].in)
         if (s_.step_of[u] == static_cast<int32_t>(index) && g_.producer(u).op == ir::Op::Reduce)
           throw SheafError(fmt::format("internal: step {} reads a reduction it computes", index));
-    LoopBody body = loop_code::loop_body(
-        g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; });
-    const Nest& nest = body.nest;
-    std::vector<size_t> kept, reduced;
-    int64_t points = 1, extent = 1;
+    Plan p{.index = index,
+           .body = loop_code::loop_body(
+               g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, rows)};
+    const Nest& nest = p.body.nest;
     for (size_t k = 0; k < nest.sizes.size(); ++k) {
-      (nest.reduced[k] ? reduced : kept).push_back(k);
-      (nest.reduced[k] ? extent : points) *= nest.sizes[k];
+      (nest.reduced[k] ? p.reduced : p.kept).push_back(k);
+      (nest.reduced[k] ? p.extent : p.points) *= nest.sizes[k];
     }
-    if (points == 0) return false;
-    const bool reducing = !body.reductions.empty(), row = !nest.reduced.empty() && nest.reduced.back();
-    const bool long_range = extent >= std::max<int64_t>(1, o_.block_reduce_min_extent);
-    const int64_t width = o_.tile_width;  // tile: kept points side by side in a block
-    const bool tile = reducing && !row && !nest.sizes.empty() && nest.sizes.back() >= width && o_.block >= 2 * width &&
-                      long_range && points < o_.column_tile_max_kept;
-    const bool per_block = tile || (reducing && ((row && extent >= std::max<int64_t>(1, o_.block_reduce_row_min_extent)) ||
-                                                 (long_range && points < o_.block_reduce_max_kept)));
-    l.kernel = fmt::format("s{}", index);
-    l.block_reduce = per_block;
-    l.block = tile        ? o_.block
-              : per_block ? std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(extent))))
-                          : std::min(o_.block, points);
-    const int64_t lanes = tile ? l.block / width : l.block;  // threads of a block sharing one kept point
-    const int64_t units = tile ? (points + width - 1) / width : points;  // tiles, or kept points
-    const std::vector<int32_t>& reductions = body.reductions;
-    auto type_of = [&](int32_t v) { return loop_code::vtype(g_.type(v).dtype); };
-    int64_t chunks = 1;  // blocks per kept point (tile)
-    if (per_block && units * 2 < o_.split_target_blocks &&
+    if (rows) {  // a later phase: the block of its run walks each row (or, a value per row, runs it once)
+      p.per_block = true;
+      p.grid = p.units = p.points;
+      return p;
+    }
+    const bool reducing = !p.body.reductions.empty(), row = !nest.reduced.empty() && nest.reduced.back();
+    const bool long_range = p.extent >= std::max<int64_t>(1, o_.block_reduce_min_extent);
+    const int64_t width = o_.tile_width;
+    p.tile = reducing && !row && !nest.sizes.empty() && nest.sizes.back() >= width && o_.block >= 2 * width && long_range &&
+             p.points < o_.column_tile_max_kept;
+    p.per_block = p.tile || (reducing && ((row && p.extent >= std::max<int64_t>(1, o_.block_reduce_row_min_extent)) ||
+                                          (long_range && p.points < o_.block_reduce_max_kept)));
+    p.block = p.tile        ? o_.block
+              : p.per_block ? std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(1, p.extent)))))
+                            : std::min(o_.block, std::max<int64_t>(1, p.points));
+    p.lanes = p.tile ? p.block / width : p.block;
+    p.units = p.tile ? (p.points + width - 1) / width : p.points;
+    const std::vector<int32_t>& reductions = p.body.reductions;
+    if (p.per_block && p.units > 0 && p.units * 2 < o_.split_target_blocks &&
         std::all_of(reductions.begin(), reductions.end(), [&](int32_t v) { return std::string_view(type_of(v)) == "float"; }))
-      chunks = std::min(extent / (lanes * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / units);
-    const bool split = chunks > 1;
-    chunks = std::max<int64_t>(1, chunks);
-    l.grid = per_block ? units * chunks : (points + l.block - 1) / l.block;
+      p.chunks = std::max<int64_t>(1, std::min(p.extent / (p.lanes * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / p.units));
+    p.grid = p.per_block ? p.units * p.chunks : (p.points + p.block - 1) / p.block;
+    return p;
+  }
+  const char* type_of(int32_t v) const { return loop_code::vtype(g_.type(v).dtype); }
+
+  // Whether the plans `phases` of a run of row phases (the first planned alone, the others as
+  // phases) can be one kernel: the first a block-per-row reduction, not split, and every phase
+  // over its rows (or over one value per row) with its kept points.
+  static bool one_kernel(const std::vector<Plan>& phases) {
+    const Plan& first = phases[0];
+    if (phases.size() < 2 || !first.per_block || first.tile || first.chunks > 1 || first.body.reductions.empty() ||
+        first.body.nest.reduced.empty() || !first.body.nest.reduced.back())
+      return false;
+    for (const Plan& p : phases)
+      if (p.points != first.points || (p.extent != first.extent && p.extent != 1)) return false;
+    return true;
+  }
+
+  // Appends the kernel of Loop/Copy step `index` to `out` and describes its launch in `l`; false
+  // when the step has no kept point. A run of row phases after it (fusion.hpp) that one_kernel
+  // accepts joins the kernel; `*next` is the step after the last step it ran.
+  bool kernel(size_t index, Launch& l, std::string& out, size_t* next) {
+    std::vector<Plan> phases{plan(index)};
+    *next = index + 1;
+    if (s_.steps[index].reduces && s_.steps[index].kind == StepKind::Loop) {
+      std::vector<Plan> run = {phases[0]};
+      const std::vector<int64_t> none;
+      for (size_t k = index + 1; k < s_.steps.size() && s_.steps[k].row_phase; ++k)
+        run.push_back(plan(k, s_.steps[k].space == s_.steps[index].space ? &s_.steps[index].reduce_dims : &none));
+      while (run.size() > 1 && !one_kernel(run)) run.pop_back();
+      for (Plan& ph : run) ph.block = ph.lanes = run[0].block;
+      if (run.size() > 1) phases = std::move(run), *next = index + phases.size();
+    }
+    const Plan& p = phases[0];
+    if (p.points == 0) return false;
+    const bool split = p.chunks > 1;
+    l.kernel = fmt::format("s{}", index);
+    l.block_reduce = p.per_block;
+    l.block = p.block;
+    l.grid = p.grid;
     if (l.grid > 2147483647) throw SheafError(fmt::format("step {} needs {} blocks, more than CUDA launches", index, l.grid));
 
+    std::vector<int32_t> buffers;  // of all phases, each once; written when a phase writes it
+    std::vector<bool> written;
+    for (const Plan& ph : phases)
+      for (size_t i = 0; i < ph.body.buffers.size(); ++i) {
+        auto at = std::find(buffers.begin(), buffers.end(), ph.body.buffers[i]);
+        if (at == buffers.end()) buffers.push_back(ph.body.buffers[i]), written.push_back(ph.body.written[i]);
+        else written[static_cast<size_t>(at - buffers.begin())] = written[static_cast<size_t>(at - buffers.begin())] || ph.body.written[i];
+      }
     std::string params;
-    for (size_t i = 0; i < body.buffers.size(); ++i) {
-      int32_t b = body.buffers[i];
-      params += fmt::format("{}{}{}* __restrict__ {}", params.empty() ? "" : ", ", body.written[i] ? "" : "const ",
-                            ctype(g_.type(b).dtype), pointer(b));
-      l.slots.push_back(slot(b));
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      params += fmt::format("{}{}{}* __restrict__ {}", params.empty() ? "" : ", ", written[i] ? "" : "const ",
+                            ctype(g_.type(buffers[i]).dtype), pointer(buffers[i]));
+      l.slots.push_back(slot(buffers[i]));
     }
     if (split) {
       params += ", float* __restrict__ w";
@@ -232,37 +285,61 @@ class Renderer {
     indent_ = 0;
     line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", l.block, l.kernel, params);
     indent_ = 2;
-    const std::string lane = tile ? fmt::format("threadIdx.x / {}", width) : "threadIdx.x";
-    if (per_block) {
-      const std::string unit = split ? fmt::format("(i64)blockIdx.x / {}", chunks) : "(i64)blockIdx.x";
-      line("const i64 t = {}, c = {};", tile ? fmt::format("{} * {} + threadIdx.x % {}", unit, width, width) : unit,
-           split ? fmt::format("(i64)blockIdx.x % {}", chunks) : "0");
+    const int64_t width = o_.tile_width;
+    if (p.per_block) {
+      const std::string unit = split ? fmt::format("(i64)blockIdx.x / {}", p.chunks) : "(i64)blockIdx.x";
+      line("const i64 t = {}, c = {};", p.tile ? fmt::format("{} * {} + threadIdx.x % {}", unit, width, width) : unit,
+           split ? fmt::format("(i64)blockIdx.x % {}", p.chunks) : "0");
     } else {
       line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
-      line("if (t >= {}) return;", points);
+      line("if (t >= {}) return;", p.points);
     }
-    split_groups(nest, kept, "t", "q");
-    for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], body.identities[r]);
-    if (per_block) {  // a tile's last kept points may lie past the end: their threads only join the tree
-      line("for (i64 r = c * {} + {}; {}r < {}; r += {}) {{", lanes, lane, tile && points % width ? fmt::format("t < {} && ", points) : "",
-           extent, chunks * lanes);
+    for (size_t j = 0; j < phases.size(); ++j) {
+      if (phases.size() > 1) {  // each phase in a scope of its own, after the previous one's stores
+        if (j > 0) line("__syncthreads();");
+        line("{{  // step {}", phases[j].index);
+        indent_ += 2;
+      }
+      phase(phases[j]);
+      if (phases.size() > 1) close();
+    }
+    indent_ = 0;
+    line("}}");
+    if (split) finish(index, p.body, p.kept, p.points, p.chunks);
+    out += code_;
+    return true;
+  }
+
+  // The statements of plan `p` inside its kernel (t and c set): loops over its points, the tree
+  // of a block's accumulators, the stores.
+  void phase(const Plan& p) {
+    const Nest& nest = p.body.nest;
+    const std::vector<int32_t>& reductions = p.body.reductions;
+    const int64_t width = o_.tile_width;
+    const bool split = p.chunks > 1;
+    split_groups(nest, p.kept, "t", "q");
+    for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], p.body.identities[r]);
+    if (p.per_block) {  // a tile's last kept points may lie past the end: their threads only join the tree
+      const std::string lane = p.tile ? fmt::format("threadIdx.x / {}", width) : "threadIdx.x";
+      line("for (i64 r = c * {} + {}; {}r < {}; r += {}) {{", p.lanes, lane, p.tile && p.points % width ? fmt::format("t < {} && ", p.points) : "",
+           p.extent, p.chunks * p.lanes);
       indent_ += 2;
-      split_groups(nest, reduced, "r", "qr");
+      split_groups(nest, p.reduced, "r", "qr");
     } else {
-      for (size_t k : reduced) {
+      for (size_t k : p.reduced) {
         line("for (i64 i{0} = 0; i{0} < {1}; ++i{0}) {{", k, nest.sizes[k]);
         indent_ += 2;
       }
     }
-    for (const std::string& s : body.stmts) line("{}", s);
-    for (size_t k = 0; k < (per_block ? 1 : reduced.size()); ++k) close();
-    std::string result = nest.index(body.kept, 0);
-    if (per_block && !reductions.empty()) {
+    for (const std::string& s : p.body.stmts) line("{}", s);
+    for (size_t k = 0; k < (p.per_block ? 1 : p.reduced.size()); ++k) close();
+    std::string result = nest.index(p.body.kept, 0);
+    if (p.per_block && !reductions.empty()) {
       // Tree over the block's accumulators: half the threads fold the other half in, log2(block) times.
-      for (int32_t v : reductions) line("__shared__ {} h{}[{}];", type_of(v), v, l.block);
+      for (int32_t v : reductions) line("__shared__ {} h{}[{}];", type_of(v), v, p.block);
       for (int32_t v : reductions) line("h{0}[threadIdx.x] = a{0};", v);
       line("__syncthreads();");
-      line("for (unsigned w = {}; w >= {}; w >>= 1) {{", l.block / 2, tile ? width : 1);
+      line("for (unsigned w = {}; w >= {}; w >>= 1) {{", p.block / 2, p.tile ? width : 1);
       indent_ += 2;
       line("if (threadIdx.x < w) {{");
       indent_ += 2;
@@ -274,23 +351,18 @@ class Renderer {
       close();
       line("__syncthreads();");
       close();
-      if (tile) line("if (threadIdx.x < {}{}) {{", width, points % width ? fmt::format(" && t < {}", points) : "");
+      if (p.tile) line("if (threadIdx.x < {}{}) {{", width, p.points % width ? fmt::format(" && t < {}", p.points) : "");
       else line("if (threadIdx.x == 0) {{");
       indent_ += 2;
       for (size_t j = 0; j < reductions.size(); ++j) {
         const int32_t v = reductions[j];
-        if (split) line("w[{} + t * {} + c] = h{}[threadIdx.x];", static_cast<int64_t>(j) * points * chunks, chunks, v);
+        if (split) line("w[{} + t * {} + c] = h{}[threadIdx.x];", static_cast<int64_t>(j) * p.points * p.chunks, p.chunks, v);
         else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("h{}[threadIdx.x]", v)));
       }
       close();
     } else {
       for (int32_t v : reductions) line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("a{}", v)));
     }
-    indent_ = 0;
-    line("}}");
-    if (split) finish(index, body, kept, points, chunks);
-    out += code_;
-    return true;
   }
 
   // The second kernel of split step `index`: a thread per kept point combines its `chunks`

@@ -40,8 +40,15 @@
 // scratch buffer, and a second kernel s{step}f (a thread per kept point) combines a point's
 // partials in chunk order and stores the result — two launches, deterministic, no atomics.
 // Only steps whose reductions all accumulate in float are split.
+// Row phases (fusion.hpp): a block-per-row step that is not split, followed by steps marked
+// row_phase, is one kernel s{step} when those steps walk the same rows (or compute one value per
+// row): each step's statements run in a scope of their own ("{  // step k"), the block's threads
+// striding over the row (a value per row: thread 0 alone), with __syncthreads() between phases so
+// that a phase reads what the previous ones stored for its row; the later steps get no launch.
+// The memory plan keeps every buffer of the run alive to its end, so that blocks still in an
+// early phase never see a later phase's writes.
 // Fusion never consumes a reduction result in the step computing it (fusion.cpp), so the
-// elementwise statements of a reducing step are independent per point: both strategies compute
+// elementwise statements of a reducing step are independent per point: every strategy computes
 // each point of the space exactly once.
 #pragma once
 #include <cstdint>
