@@ -292,12 +292,15 @@ void Jit::report(std::ostream& os) const {
   if (device == Device::Cpu)
     os << fmt::format("  cpu backend: {} built ({:.1f}ms fusion+codegen, {:.1f}ms C++ compiler), {} loaded from {} ({:.1f}ms), {} on the reference executor\n",
                       s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);
-  if (device == Device::Cuda && gpu)
+  if (device == Device::Cuda && gpu) {
     os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
                       "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",
                       gpu->device().describe(), s.gpu_built, s.gpu_build_s * 1e3, s.gpu.resident, s.gpu.reused, s.gpu.uploaded,
                       s.gpu.captured, s.gpu.replayed, s.gpu.host_steps, s.gpu.in_place, gpu->stats().in_use / 1048576.0,
                       gpu->stats().peak_in_use / 1048576.0, gpu->stats().cached / 1048576.0);
+    os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP\n", s.gpu.kernels,
+                      s.gpu.kernel_bytes / 1e9, s.gpu.products, s.gpu.product_flops / 1e12);
+  }
 }
 
 }  // namespace sheaf

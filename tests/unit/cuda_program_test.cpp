@@ -343,6 +343,27 @@ TEST(CudaResidency, Tf32OnlyWhenAskedAndOnlyForF32) {
   }
 }
 
+// --jit-profile's "cuda work" line: kernels and the bytes of their buffers, products and FLOPs.
+TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  OnEmulatedGpu gpu;
+  gpu.in.run_text(R"(
+(defn f [a b x] (list (@ a b) (* x 2.0)))
+(def a (random-normal 1 [40 50]))
+(def r1 (f a (random-normal 2 [50 30]) (random-normal 3 [1000])))
+(def r2 (f a (random-normal 4 [50 30]) (random-normal 5 [1000])))
+)", "work.shf");
+  const cuda::ProgramStats& s = gpu.stats();
+  EXPECT_EQ(s.calls, 2u);
+  EXPECT_EQ(s.products, 2u);
+  EXPECT_EQ(s.product_flops, 2 * 2.0 * 40 * 30 * 50);
+  EXPECT_EQ(s.kernels, 2u);                    // x·2, once a call
+  EXPECT_EQ(s.kernel_bytes, 2 * (4000 + 4000.0));  // reads x, writes the result
+  std::ostringstream report;
+  gpu.in.jit->report(report);
+  EXPECT_NE(report.str().find("cuda work: 2 kernels touching 0.000 GB of buffers, 2 products of 0.000 TFLOP"), std::string::npos) << report.str();
+}
+
 TEST(CudaResidency, ReuseIsByIdentityAndBoundedPerPosition) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   OnEmulatedGpu gpu;

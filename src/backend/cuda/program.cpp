@@ -30,6 +30,34 @@ struct Captured {
 
 size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype); }
 
+// The work of one run of launch table `k` (ProgramStats): kernels and the bytes of their
+// arguments' buffers, copies, products and their FLOPs. Host steps and loops count when they run.
+ProgramStats work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const Kernels& k) {
+  std::vector<double> slot_bytes(static_cast<size_t>(m.slots) + 1, 0);
+  for (size_t v = 0; v < m.slot.size(); ++v)
+    if (m.slot[v] >= 0) slot_bytes[static_cast<size_t>(m.slot[v])] = static_cast<double>(bytes_of(g.type(static_cast<int32_t>(v))));
+  slot_bytes.back() = static_cast<double>(k.scratch_bytes);
+  ProgramStats w;
+  for (const Launch& l : k.launches) {
+    if (l.kind == Launch::Kind::Kernel) {
+      ++w.kernels;
+      std::vector<int32_t> slots = l.slots;
+      std::sort(slots.begin(), slots.end());
+      slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+      for (int32_t slot : slots) w.kernel_bytes += slot_bytes[static_cast<size_t>(slot)];
+    } else if (l.kind == Launch::Kind::Copy) {
+      w.kernel_bytes += 2.0 * static_cast<double>(l.bytes);
+    } else if (l.kind == Launch::Kind::Dot) {
+      const fusion::DotLayout& d = s.steps[l.step].dot;
+      double batches = 1;
+      for (int64_t b : d.batch) batches *= static_cast<double>(b);
+      ++w.products;
+      w.product_flops += 2.0 * batches * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
+    }
+  }
+  return w;
+}
+
 }  // namespace
 
 struct Program::Impl {
@@ -42,6 +70,7 @@ struct Program::Impl {
   std::vector<size_t> kernel_index;             // launch → its kernel's index in the module
   std::vector<std::shared_ptr<Buffer>> owned;   // the arena, the constants, the split reductions' scratch
   std::vector<DevicePtr> table;                 // slots of constants and arena buffers, filled once
+  ProgramStats work;                            // of one run of the launch table (work_of)
   std::vector<size_t> first;                    // result position → first position with the same value
   std::vector<bool> written;                    // result position → written by a Loop/Copy/Dot step
   std::vector<bool> in_place;                   // result position → updated in its argument's buffer (a loop body)
@@ -106,6 +135,7 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
     p.loops.emplace_back(i, Impl::Loop{std::make_unique<Program>(*n.attrs.regions[0], p.alloc, o),
                                        std::make_unique<Program>(*n.attrs.regions[1], p.alloc, o, true)});
   }
+  p.work = work_of(g, p.schedule, p.memory, kernels_);
   p.table.assign(static_cast<size_t>(p.memory.slots) + (kernels_.scratch_bytes > 0), 0);
   if (kernels_.scratch_bytes > 0) {  // split reductions' partials (render.hpp)
     auto scratch = std::make_shared<Buffer>(p.alloc, static_cast<size_t>(kernels_.scratch_bytes));
@@ -275,6 +305,8 @@ void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& lo
   stats.collectives += inner.collectives;
   stats.uploaded += inner.uploaded;
   stats.in_place += inner.in_place;
+  stats.kernels += inner.kernels, stats.products += inner.products;
+  stats.kernel_bytes += inner.kernel_bytes, stats.product_flops += inner.product_flops;
   for (int32_t k = 0; k < n.nout; ++k) {
     const auto j = static_cast<size_t>(k);
     const int32_t slot = l.slots[n.in.size() + j];
@@ -337,6 +369,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   const ir::Graph& g = p.g;
   const cpu::MemoryPlan& m = p.memory;
   ++stats.calls;
+  stats.kernels += p.work.kernels, stats.products += p.work.products;
+  stats.kernel_bytes += p.work.kernel_bytes, stats.product_flops += p.work.product_flops;
   p.buffers = p.table;
   for (size_t i = 0; i < g.params.size(); ++i) p.buffers[m.slot[g.params[i]]] = p.input(i, args[i], stats);
   std::vector<Tensor> results(g.results.size());

@@ -38,6 +38,11 @@ struct ProgramStats {
   uint64_t host_steps = 0;                           // Host steps run (each downloads and uploads)
   uint64_t collectives = 0;                          // all_reduce nodes summed on the device (NCCL)
   uint64_t in_place = 0;                             // loop iterations' updates of a carried value in its own buffer
+  // The work the launch tables asked for: kernels launched and the bytes of the buffers they touch
+  // (each counted once a launch: the memory traffic if every element moves once; copies count
+  // both sides), products and their FLOPs (2·m·n·k each).
+  uint64_t kernels = 0, products = 0;
+  double kernel_bytes = 0, product_flops = 0;
 };
 
 struct ProgramOptions {
