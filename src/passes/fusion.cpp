@@ -187,43 +187,38 @@ class Fuser {
 
   // Step::row_phase (fusion.hpp): step k continues the run that starts at step `first` (a loop
   // over the run's space) when it is a loop over that space whose reductions fold the run's rows
-  // (the innermost dims), or — once the run has rows — a loop without reductions over the run's
-  // rows themselves (a value per row: the mean from a sum), and it reads what the run wrote only
-  // at its own point or row.
+  // (its innermost dims), or — once the run has rows — a loop without reductions over the rows
+  // themselves (a value per row: the mean from a sum), and it reads what the run wrote only at
+  // its own point or row.
   void mark_row_phases() {
-    std::vector<int64_t> rows;  // the run's reduced dims (empty until a step of it reduces)
-    Shape per_row;              // the space less the rows
+    std::vector<int64_t> rows;  // the dims the run's first reduction folds; empty until one does
     for (size_t k = 0, first = 0; k < s_.steps.size(); ++k) {
       Step& st = s_.steps[k];
       const Shape& space = s_.steps[first].space;
-      const bool full = st.space == space && (!st.reduces || rows.empty() || st.reduce_dims == rows) &&
-                        innermost(st.reduces ? st.reduce_dims : rows, space.size(), !st.reduces);
-      const bool row_values = !rows.empty() && !st.reduces && squeezed(st.space) == per_row;
-      st.row_phase = k > first && st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (full || row_values) &&
-                     reads_rows(st, static_cast<int32_t>(first), static_cast<int32_t>(k), st.reduces ? st.reduce_dims : rows, space);
+      const bool rows_inner = rows.empty() || innermost(rows, space.size());
+      const Shape per_row(space.begin(), space.end() - static_cast<std::ptrdiff_t>(rows_inner ? rows.size() : 0));
+      const bool over_space = st.space == space && rows_inner &&
+                              (!st.reduces || (innermost(st.reduce_dims, space.size()) && (rows.empty() || st.reduce_dims == rows)));
+      const bool over_rows = !rows.empty() && rows_inner && !st.reduces && squeezed(st.space) == squeezed(per_row);
+      st.row_phase = k > first && st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (over_space || over_rows) &&
+                     reads_rows(st, static_cast<int32_t>(first), static_cast<int32_t>(k), space, per_row);
       if (!st.row_phase) first = k, rows.clear();
-      if (st.reduces && rows.empty() && st.space == s_.steps[first].space) {
-        rows = st.reduce_dims;
-        per_row.clear();
-        for (size_t d = 0; d < st.space.size(); ++d)
-          if (std::find(rows.begin(), rows.end(), static_cast<int64_t>(d)) == rows.end()) per_row.push_back(st.space[d]);
-        per_row = squeezed(per_row);
-      }
+      if (rows.empty() && st.reduces) rows = st.reduce_dims;
     }
   }
 
-  // Whether `dims` are the last dims of the space (or none yet, when `none_yet` allows it).
-  static bool innermost(const std::vector<int64_t>& dims, size_t rank, bool none_yet) {
+  // Whether `dims` are the last dims of a space of rank `rank`.
+  static bool innermost(const std::vector<int64_t>& dims, size_t rank) {
     for (size_t j = 0; j < dims.size(); ++j)
       if (dims[j] != static_cast<int64_t>(rank - dims.size() + j)) return false;
-    return none_yet || !dims.empty();
+    return !dims.empty();
   }
 
-  // Whether loop `k` (over `space`, or over its rows) reads the buffers of steps first..k-1 only
-  // at its own point: a value per point of `space` at that point, a value per row (a buffer
-  // over `space` less the dims `rows`) at its row.
-  bool reads_rows(const Step& st, int32_t first, int32_t k, const std::vector<int64_t>& rows, const Shape& space) const {
-    const bool per_point = st.space == space;
+  // Whether loop `k` (over the run's `space`, or over its rows) reads the buffers of steps
+  // first..k-1 only at its own point: a value per point of `space` at that point, a value per row
+  // (a buffer over `per_row`, the dims of `space` before the rows) at its row.
+  bool reads_rows(const Step& st, int32_t first, int32_t k, const Shape& space, const Shape& per_row) const {
+    const bool over_space = st.space == space;
     for (int32_t ni : st.nodes) {
       const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
       for (int32_t u : n.in) {
@@ -234,17 +229,12 @@ class Fuser {
         const bool elementwise_read = n.op == Op::Unary || n.op == Op::Binary || n.op == Op::Convert || n.op == Op::Select || n.op == Op::Reduce;
         if (!elementwise_read || shape(u) != st.space || w.offset != 0) return false;
         const bool row_value = shape(w.buffer) != space;  // else a value per point
-        if (!per_point && !row_value) return false;
-        std::vector<int64_t> written = contiguous_strides(st.space);  // where the writer put the element of point p
-        if (row_value && per_point) {
-          if (shape_numel(shape(w.buffer)) * shape_numel(rows_shape(space, rows)) != shape_numel(space)) return false;
-          int64_t stride = 1;
-          for (size_t d = space.size(); d-- > 0;) {
-            const bool in_row = std::find(rows.begin(), rows.end(), static_cast<int64_t>(d)) != rows.end();
-            written[d] = in_row ? 0 : stride;
-            if (!in_row) stride *= space[d];
-          }
-        }
+        if (row_value && shape_numel(shape(w.buffer)) != shape_numel(per_row)) return false;
+        if (!over_space && !row_value) return false;
+        // where the writer put the element of point p: a value per row is contiguous over per_row,
+        // the dims of `space` before the rows
+        std::vector<int64_t> written = contiguous_strides(row_value && over_space ? per_row : st.space);
+        written.resize(st.space.size(), 0);
         for (size_t d = 0; d < st.space.size(); ++d)
           if (st.space[d] != 1 && w.strides[d] != written[d]) return false;
       }
@@ -256,12 +246,6 @@ class Fuser {
     Shape r;
     for (int64_t n : s)
       if (n != 1) r.push_back(n);
-    return r;
-  }
-
-  static Shape rows_shape(const Shape& space, const std::vector<int64_t>& rows) {
-    Shape r;
-    for (int64_t d : rows) r.push_back(space[static_cast<size_t>(d)]);
     return r;
   }
 

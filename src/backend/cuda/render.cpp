@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <optional>
 
 #include "backend/loop_code.hpp"
 #include "base/error.hpp"
@@ -59,13 +58,7 @@ class Renderer {
       switch (st.kind) {
         case StepKind::Loop:
         case StepKind::Copy:
-          if (!kernel(i, l, k.source, &next)) continue;  // no kept point: nothing to launch
-          if (finish_) {  // a split reduction: its partials combined after it
-            k.launches.push_back(std::move(l));
-            l = std::move(*finish_);
-            finish_.reset();
-            k.scratch_bytes = std::max(k.scratch_bytes, scratch_bytes_);
-          }
+          if (!kernel(i, l, k, &next)) continue;  // no kept point: nothing to launch
           break;
         case StepKind::Dot:
           l.kind = Launch::Kind::Dot;
@@ -77,7 +70,7 @@ class Renderer {
           break;
         case StepKind::Update:
           k.launches.push_back(copy_of_operand(i, n));
-          if (!kernel(i, l, k.source, &next)) continue;  // an empty update: the copy is all
+          if (!kernel(i, l, k, &next)) continue;  // an empty update: the copy is all
           break;
         case StepKind::While:  // cuda::Program runs its regions as programs of their own
         case StepKind::Host:
@@ -98,8 +91,6 @@ class Renderer {
   const RenderOptions& o_;
   std::string code_;
   int indent_ = 0;
-  std::optional<Launch> finish_;  // set by kernel() for a split reduction
-  int64_t scratch_bytes_ = 0;     // its partials
 
   int32_t slot(int32_t buffer) const { return m_.slot[static_cast<size_t>(buffer)]; }
   int32_t read(int32_t v, size_t reader) const { return fusion::read_view(s_, v, static_cast<int32_t>(reader)).buffer; }
@@ -183,6 +174,7 @@ class Renderer {
     LoopBody body;
     std::vector<size_t> kept, reduced;  // groups of the nest
     int64_t points = 1, extent = 1;     // kept points; reduced points per kept point
+    bool row = false;                   // the innermost loop is reduced
     bool per_block = false, tile = false;
     int64_t block = 1, lanes = 1, units = 1, chunks = 1, grid = 0;  // lanes: threads sharing a kept point
   };
@@ -200,12 +192,13 @@ class Renderer {
       (nest.reduced[k] ? p.reduced : p.kept).push_back(k);
       (nest.reduced[k] ? p.extent : p.points) *= nest.sizes[k];
     }
+    p.row = !nest.reduced.empty() && nest.reduced.back();
     if (rows) {  // a later phase: the block of its run walks each row (or, a value per row, runs it once)
       p.per_block = true;
       p.grid = p.units = p.points;
       return p;
     }
-    const bool reducing = !p.body.reductions.empty(), row = !nest.reduced.empty() && nest.reduced.back();
+    const bool reducing = !p.body.reductions.empty(), row = p.row;
     const bool long_range = p.extent >= std::max<int64_t>(1, o_.block_reduce_min_extent);
     const int64_t width = o_.tile_width;
     p.tile = reducing && !row && !nest.sizes.empty() && nest.sizes.back() >= width && o_.block >= 2 * width && long_range &&
@@ -228,32 +221,37 @@ class Renderer {
 
   // Whether the plans `phases` of a run of row phases (the first planned alone, the others as
   // phases) can be one kernel: the first a block-per-row reduction, not split, and every phase
-  // over its rows (or over one value per row) with its kept points.
-  static bool one_kernel(const std::vector<Plan>& phases) {
+  // over its rows (folding the same dims, or walking them) or over one value per row, with its
+  // kept points.
+  bool one_kernel(const std::vector<Plan>& phases) const {
     const Plan& first = phases[0];
-    if (phases.size() < 2 || !first.per_block || first.tile || first.chunks > 1 || first.body.reductions.empty() ||
-        first.body.nest.reduced.empty() || !first.body.nest.reduced.back())
+    if (phases.size() < 2 || !first.per_block || first.tile || first.chunks > 1 || first.body.reductions.empty() || !first.row)
       return false;
-    for (const Plan& p : phases)
-      if (p.points != first.points || (p.extent != first.extent && p.extent != 1)) return false;
+    for (const Plan& p : phases) {
+      const fusion::Step& st = s_.steps[p.index];
+      if (p.points != first.points || (p.extent != first.extent && p.extent != 1) ||
+          (st.reduces && st.reduce_dims != s_.steps[first.index].reduce_dims))
+        return false;
+    }
     return true;
   }
 
-  // Appends the kernel of Loop/Copy step `index` to `out` and describes its launch in `l`; false
-  // when the step has no kept point. A run of row phases after it (fusion.hpp) that one_kernel
-  // accepts joins the kernel; `*next` is the step after the last step it ran.
-  bool kernel(size_t index, Launch& l, std::string& out, size_t* next) {
+  // Appends the kernel of Loop/Copy step `index` to `k.source` and describes its launch in `l`
+  // (a split reduction: its launch goes into `k`, `l` becomes its finish kernel's); false when the
+  // step has no kept point. A run of row phases after it (fusion.hpp) that one_kernel accepts
+  // joins the kernel; `*next` is the step after the last step it ran.
+  bool kernel(size_t index, Launch& l, Kernels& k, size_t* next) {
     std::vector<Plan> phases{plan(index)};
-    *next = index + 1;
     if (s_.steps[index].reduces && s_.steps[index].kind == StepKind::Loop) {
-      std::vector<Plan> run = {phases[0]};
-      const std::vector<int64_t> none;
-      for (size_t k = index + 1; k < s_.steps.size() && s_.steps[k].row_phase; ++k)
-        run.push_back(plan(k, s_.steps[k].space == s_.steps[index].space ? &s_.steps[index].reduce_dims : &none));
-      while (run.size() > 1 && !one_kernel(run)) run.pop_back();
-      for (Plan& ph : run) ph.block = ph.lanes = run[0].block;
-      if (run.size() > 1) phases = std::move(run), *next = index + phases.size();
+      const std::vector<int64_t> none;  // a loop over one value per row
+      for (size_t j = index + 1; j < s_.steps.size() && s_.steps[j].row_phase; ++j) {
+        const fusion::Step& st = s_.steps[j];
+        phases.push_back(plan(j, st.reduces ? &st.reduce_dims : st.space == s_.steps[index].space ? &s_.steps[index].reduce_dims : &none));
+      }
+      while (phases.size() > 1 && !one_kernel(phases)) phases.pop_back();
+      for (size_t j = 1; j < phases.size(); ++j) phases[j].block = phases[j].lanes = phases[0].block;
     }
+    *next = index + phases.size();
     const Plan& p = phases[0];
     if (p.points == 0) return false;
     const bool split = p.chunks > 1;
@@ -267,9 +265,9 @@ class Renderer {
     std::vector<bool> written;
     for (const Plan& ph : phases)
       for (size_t i = 0; i < ph.body.buffers.size(); ++i) {
-        auto at = std::find(buffers.begin(), buffers.end(), ph.body.buffers[i]);
-        if (at == buffers.end()) buffers.push_back(ph.body.buffers[i]), written.push_back(ph.body.written[i]);
-        else written[static_cast<size_t>(at - buffers.begin())] = written[static_cast<size_t>(at - buffers.begin())] || ph.body.written[i];
+        const auto at = static_cast<size_t>(std::find(buffers.begin(), buffers.end(), ph.body.buffers[i]) - buffers.begin());
+        if (at == buffers.size()) buffers.push_back(ph.body.buffers[i]), written.push_back(false);
+        written[at] = written[at] || ph.body.written[i];
       }
     std::string params;
     for (size_t i = 0; i < buffers.size(); ++i) {
@@ -305,8 +303,12 @@ class Renderer {
     }
     indent_ = 0;
     line("}}");
-    if (split) finish(index, p.body, p.kept, p.points, p.chunks);
-    out += code_;
+    if (split) {  // the partials combined after it
+      k.launches.push_back(std::move(l));
+      l = finish(index, p.body, p.kept, p.points, p.chunks);
+      k.scratch_bytes = std::max(k.scratch_bytes, static_cast<int64_t>(p.body.reductions.size()) * p.points * p.chunks * 4);
+    }
+    k.source += code_;
     return true;
   }
 
@@ -365,9 +367,9 @@ class Renderer {
     }
   }
 
-  // The second kernel of split step `index`: a thread per kept point combines its `chunks`
-  // partials (in chunk order) and stores each reduction's result.
-  void finish(size_t index, const LoopBody& body, const std::vector<size_t>& kept, int64_t points, int64_t chunks) {
+  // The second kernel of split step `index` (appended to code_) and its launch: a thread per kept
+  // point combines its `chunks` partials (in chunk order) and stores each reduction's result.
+  Launch finish(size_t index, const LoopBody& body, const std::vector<size_t>& kept, int64_t points, int64_t chunks) {
     Launch f{.step = index, .kernel = fmt::format("s{}f", index), .block = std::min(o_.block, points)};
     f.grid = (points + f.block - 1) / f.block;
     std::string params;
@@ -392,8 +394,7 @@ class Renderer {
     }
     indent_ = 0;
     line("}}");
-    scratch_bytes_ = static_cast<int64_t>(body.reductions.size()) * points * chunks * 4;
-    finish_ = std::move(f);
+    return f;
   }
 };
 
