@@ -78,6 +78,9 @@ std::shared_ptr<cuda::Program> Jit::build_gpu(const Value& fn, const Executable&
   auto t0 = Clock::now();
   try {
     auto p = std::make_shared<cuda::Program>(exe.graph, gpu, gpu_options);
+    if (const char* dump = std::getenv("SHEAF_DUMP_CUDA"))
+      write_file_atomic(fmt::format("{}/{}.cu", dump, file_name(fn.as<FnObj>().name)),
+                        p->kernels().source + "\n/* launch table\n" + p->launch_table() + "*/\n");
     ++stats_.gpu_built;
     stats_.gpu_build_s += since(t0);
     return p;

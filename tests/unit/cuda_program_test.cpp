@@ -364,6 +364,30 @@ TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
   EXPECT_NE(report.str().find("cuda work: 2 kernels touching 0.000 GB of buffers, 2 products of 0.000 TFLOP"), std::string::npos) << report.str();
 }
 
+// SHEAF_DUMP_CUDA=DIR: each function's translation unit, its launch table at the end.
+TEST(CudaResidency, DumpWritesTheUnitAndItsLaunchTable) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-dump-{}", getpid());
+  std::filesystem::create_directories(dir);
+  setenv("SHEAF_DUMP_CUDA", dir.c_str(), 1);
+  {
+    OnEmulatedGpu gpu;
+    gpu.in.run_text("(defn f [a b x] (list (@ a b) (sum (* x 2.0) :axis 1)))\n"
+                    "(def r (f (random-normal 1 [40 50]) (random-normal 2 [50 30]) (random-normal 3 [8 1000])))\n",
+                    "dump.shf");
+  }
+  unsetenv("SHEAF_DUMP_CUDA");
+  std::ifstream file(dir / "f.cu");
+  std::stringstream text;
+  text << file.rdbuf();
+  std::filesystem::remove_all(dir);
+  const std::string t = text.str();
+  EXPECT_NE(t.find("extern \"C\" __global__"), std::string::npos) << t;
+  // the product: 2·40·30·50 FLOP; the row sums: a block per row, reading x and writing 8 sums
+  EXPECT_NE(t.find("product [] 40x30x50  0.00012 GFLOP  f32\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("kernel grid 8 block 256 (threads share points)  0.032 MB  [8,1000] binary,reduce\n"), std::string::npos) << t;
+}
+
 TEST(CudaResidency, ReuseIsByIdentityAndBoundedPerPosition) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   OnEmulatedGpu gpu;

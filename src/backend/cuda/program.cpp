@@ -2,6 +2,7 @@
 #include "backend/cuda/program.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -30,30 +31,47 @@ struct Captured {
 
 size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype); }
 
-// The work of one run of launch table `k` (ProgramStats): kernels and the bytes of their
-// arguments' buffers, copies, products and their FLOPs. Host steps and loops count when they run.
-ProgramStats work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const Kernels& k) {
+// The bytes each launch of `k` moves if every element of its buffers moves once: a kernel's
+// distinct argument buffers, a copy's both sides; 0 for products, host steps and loops.
+std::vector<double> launch_bytes(const ir::Graph& g, const cpu::MemoryPlan& m, const Kernels& k) {
   std::vector<double> slot_bytes(static_cast<size_t>(m.slots) + 1, 0);
   for (size_t v = 0; v < m.slot.size(); ++v)
     if (m.slot[v] >= 0) slot_bytes[static_cast<size_t>(m.slot[v])] = static_cast<double>(bytes_of(g.type(static_cast<int32_t>(v))));
   slot_bytes.back() = static_cast<double>(k.scratch_bytes);
-  ProgramStats w;
+  std::vector<double> bytes;
   for (const Launch& l : k.launches) {
+    double b = 0;
     if (l.kind == Launch::Kind::Kernel) {
-      ++w.kernels;
       std::vector<int32_t> slots = l.slots;
       std::sort(slots.begin(), slots.end());
       slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-      for (int32_t slot : slots) w.kernel_bytes += slot_bytes[static_cast<size_t>(slot)];
+      for (int32_t slot : slots) b += slot_bytes[static_cast<size_t>(slot)];
     } else if (l.kind == Launch::Kind::Copy) {
-      w.kernel_bytes += 2.0 * static_cast<double>(l.bytes);
-    } else if (l.kind == Launch::Kind::Dot) {
-      const fusion::DotLayout& d = s.steps[l.step].dot;
-      double batches = 1;
-      for (int64_t b : d.batch) batches *= static_cast<double>(b);
-      ++w.products;
-      w.product_flops += 2.0 * batches * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
+      b = 2.0 * static_cast<double>(l.bytes);
     }
+    bytes.push_back(b);
+  }
+  return bytes;
+}
+
+double dot_flops(const fusion::DotLayout& d) {
+  double batches = 1;
+  for (int64_t b : d.batch) batches *= static_cast<double>(b);
+  return 2.0 * batches * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
+}
+
+// The work of one run of launch table `k` (ProgramStats): kernels and the bytes of their
+// arguments' buffers, copies, products and their FLOPs. Host steps and loops count when they run.
+ProgramStats work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const Kernels& k) {
+  std::vector<double> bytes = launch_bytes(g, m, k);
+  ProgramStats w;
+  for (size_t i = 0; i < k.launches.size(); ++i) {
+    const Launch& l = k.launches[i];
+    w.kernel_bytes += bytes[i];
+    if (l.kind == Launch::Kind::Kernel) ++w.kernels;
+    if (l.kind != Launch::Kind::Dot) continue;
+    ++w.products;
+    w.product_flops += dot_flops(s.steps[l.step].dot);
   }
   return w;
 }
@@ -362,6 +380,40 @@ void Program::Impl::launch(const Launch& l, size_t index) {
 
 void Program::Impl::enqueue(const Kernels& k) {
   for (size_t i = 0; i < k.launches.size(); ++i) launch(k.launches[i], i);
+}
+
+std::string Program::launch_table() const {
+  const Impl& p = *impl_;
+  std::vector<double> bytes = launch_bytes(p.g, p.memory, kernels_);
+  std::string r;
+  for (size_t i = 0; i < kernels_.launches.size(); ++i) {
+    const Launch& l = kernels_.launches[i];
+    const fusion::Step& st = p.schedule.steps[l.step];
+    std::string ops;  // the step's distinct ops, in order
+    for (int32_t n : st.nodes) {
+      std::string op(ir::op_name(p.g.nodes[static_cast<size_t>(n)].op));
+      if (("," + ops + ",").find("," + op + ",") == std::string::npos) ops += (ops.empty() ? "" : ",") + op;
+    }
+    switch (l.kind) {
+      case Launch::Kind::Kernel:
+        r += fmt::format("{:<8} kernel grid {} block {}{}  {:.3f} MB  [{}] {}\n", l.kernel, l.grid, l.block,
+                         l.block_reduce ? " (threads share points)" : "", bytes[i] / 1e6, fmt::join(st.space, ","), ops);
+        break;
+      case Launch::Kind::Dot: {
+        const fusion::DotLayout& d = st.dot;
+        r += fmt::format("step {:<3} product [{}] {}x{}x{}  {:.6g} GFLOP  {}\n", l.step, fmt::join(d.batch, ","), d.m, d.n,
+                         d.k, dot_flops(d) / 1e9, dtype_name(p.g.type(st.nodes[0]).dtype));
+        break;
+      }
+      case Launch::Kind::Copy:
+        r += fmt::format("step {:<3} copy  {:.3f} MB\n", l.step, bytes[i] / 1e6);
+        break;
+      case Launch::Kind::Host:
+        r += fmt::format("step {:<3} host  {}\n", l.step, ops);
+        break;
+    }
+  }
+  return r;
 }
 
 std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& stats) {

@@ -1,0 +1,115 @@
+// bench/gpu_dry.cpp — what a program asks of a GPU, measured on a machine without one.
+// Runs FILE.shf as `sheaf --device cuda FILE.shf -- ARGS` would, on a device that does nothing:
+// memory is address ranges that hold nothing (downloads read zeros, uploads are dropped), kernels
+// are rendered but neither compiled nor run, products and copies are skipped. The CUDA backend
+// traces, fuses, plans memory, renders and walks its launch tables as on a GPU, so its work
+// counters (cuda::ProgramStats: kernels, bytes of the buffers they touch, products and FLOPs) are
+// exact; the values the program computes and prints are not.
+// Prints, per compiled function, its calls and the work of its last call (a training step's
+// function: one step), then the --jit-profile report.
+//   build/bench/gpu_dry bench/gpt2_gpu.shf -- --steps 1
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "backend/cuda/allocator.hpp"
+#include "base/error.hpp"
+#include "eval/interp.hpp"
+#include "runtime/jit.hpp"
+#include "value/printer.hpp"
+
+namespace sheaf {
+namespace {
+
+class DryModule : public cuda::Module {
+ public:
+  void launch(size_t, int64_t, int64_t, void**) override {}
+};
+
+class DryDevice : public cuda::Device {
+ public:
+  std::string describe() const override { return "dry GPU (sm_90, nothing runs)"; }
+  std::string arch() const override { return "sm_90"; }
+  cuda::DevicePtr allocate(size_t bytes) override {
+    cuda::DevicePtr p = next_;
+    next_ += (bytes + 255) / 256 * 256 + 256;
+    return p;
+  }
+  void release(cuda::DevicePtr) override {}
+  void upload(cuda::DevicePtr, const void*, size_t) override {}
+  void download(void* dst, cuda::DevicePtr, size_t bytes) override { std::memset(dst, 0, bytes); }
+  void copy(cuda::DevicePtr, cuda::DevicePtr, size_t) override {}
+  void fill(cuda::DevicePtr, uint8_t, size_t) override {}
+  std::unique_ptr<cuda::Module> load(const std::string&, const std::vector<std::string>&, const std::string&) override {
+    return std::make_unique<DryModule>();
+  }
+  void gemm(const cuda::Gemm&, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr) override {}
+  void synchronize() override {}
+  std::unique_ptr<cuda::Capture> capture(const std::function<void()>& record) override {
+    record();
+    return nullptr;
+  }
+
+ private:
+  cuda::DevicePtr next_ = cuda::DevicePtr{1} << 40;
+};
+
+struct Calls {
+  uint64_t calls = 0;
+  cuda::ProgramStats last;  // the work of the last call
+};
+
+cuda::ProgramStats minus(const cuda::ProgramStats& a, const cuda::ProgramStats& b) {
+  cuda::ProgramStats d;
+  d.kernels = a.kernels - b.kernels;
+  d.products = a.products - b.products;
+  d.kernel_bytes = a.kernel_bytes - b.kernel_bytes;
+  d.product_flops = a.product_flops - b.product_flops;
+  return d;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
+    std::cerr << "usage: gpu_dry FILE.shf [-- ARGS]\n";
+    return 2;
+  }
+  Interp in(std::cout);
+  for (int i = 2; i < argc; ++i)
+    if (i > 2 || std::strcmp(argv[i], "--") != 0) in.program_args.push_back(argv[i]);
+  in.jit->gpu = std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>());
+  in.jit->device = Device::Cuda;
+
+  // The work between two calls reaching the JIT is the earlier call's.
+  std::map<std::string, Calls> by_fn;
+  std::string running;
+  cuda::ProgramStats at_start;
+  auto close = [&] {
+    if (running.empty()) return;
+    by_fn[running].last = minus(in.jit->stats().gpu, at_start);
+  };
+  in.jit->observe = [&](const Value& fn, std::span<const Value>) {
+    close();
+    running = fn.as<FnObj>().name;  // the JIT sees closures only
+    ++by_fn[running].calls;
+    at_start = in.jit->stats().gpu;
+  };
+  try {
+    in.run_file(argv[1]);
+  } catch (const SheafError& e) {
+    std::cerr << render_error(e, false);
+    return 1;
+  }
+  close();
+  std::cout << "\nwork of the last call, per compiled function:\n";
+  for (const auto& [name, c] : by_fn)
+    std::cout << fmt::format("  {:<24} {:>5} calls  {:>6} kernels {:>9.3f} GB of buffers  {:>5} products {:>10.3f} GFLOP\n",
+                             name, c.calls, c.last.kernels, c.last.kernel_bytes / 1e9, c.last.products,
+                             c.last.product_flops / 1e9);
+  in.jit->report(std::cout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace sheaf
+
+int main(int argc, char** argv) { return sheaf::run(argc, argv); }
