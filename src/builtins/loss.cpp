@@ -49,9 +49,13 @@ Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
   column.push_back(1);
   Tensor hit = binary(Binary::Eq, iota(DType::I32, {classes}, 0), reshape(convert(targets, DType::I32), column));
   Tensor picked = binary(Binary::Mul, log_softmax(logits, logits.rank() - 1), convert(hit, logits.dtype()));
-  std::vector<int64_t> all(static_cast<size_t>(logits.rank()));
-  for (int64_t i = 0; i < logits.rank(); ++i) all[static_cast<size_t>(i)] = i;
-  Tensor total = reduce(Reduce::Sum, convert(picked, DType::F32), all);  // mean in f32, then logits' dtype
+  // Each position's row first, then the positions: a compiled row reduction joins the softmax's
+  // (one pass over the logits on a GPU: fusion.hpp's row phases), the total reads one value a row.
+  const int64_t last = logits.rank() - 1;
+  Tensor total = reduce(Reduce::Sum, convert(picked, DType::F32), {last});  // mean in f32, then logits' dtype
+  std::vector<int64_t> positions(static_cast<size_t>(last));
+  for (int64_t i = 0; i < last; ++i) positions[static_cast<size_t>(i)] = i;
+  if (!positions.empty()) total = reduce(Reduce::Sum, total, positions);
   Tensor n = Tensor::scalar(DType::F32, static_cast<double>(targets.numel()));
   Tensor loss = binary(Binary::Sub, Tensor::scalar(DType::F32, 0), binary(Binary::Div, total, n));  // 0 − x: no −0.0
   return Value::tensor(convert(loss, logits.dtype()));

@@ -323,8 +323,9 @@ class Fuser {
   static constexpr size_t kMaxRecomputed = 32;  // nodes computed again for one value
 
   // Computes u again in `loop` when u is an elementwise value of an earlier loop that has no buffer
-  // yet, and the values its recomputation reads from buffers (through views: a broadcast axis
-  // divides the cost) take at most 1.5× u's bytes per point. Writing u and reading it back costs
+  // yet, and the values its recomputation reads from buffers take at most 1.5× u's bytes per
+  // point (values read through a broadcast count nothing: layer-norm's gradient recomputes
+  // dy·γ·(x − mean)/σ from bf16 dy and f32 x, 6 bytes for an f32 value). Writing u and reading it back costs
   // 2× for one reader; recomputing in each reader costs at most 1.5× per reader, and u never
   // takes memory. Returns whether it did.
   bool recompute(int32_t loop, int32_t u) {
@@ -348,10 +349,9 @@ class Fuser {
     }
     double bytes = 0;  // per point of the loop
     for (int32_t x : leaves) {
-      double b = static_cast<double>(dtype_size(g_.type(x).dtype));
-      for (size_t d = 0; d < shape(x).size(); ++d)
-        if (s_.view[x]->strides[d] == 0) b /= static_cast<double>(shape(x)[d]);
-      bytes += b;
+      const std::vector<int64_t>& strides = s_.view[x]->strides;
+      // Read through a broadcast (a row's mean, a column's scale): one read serves the axis, cached.
+      if (std::find(strides.begin(), strides.end(), 0) == strides.end()) bytes += static_cast<double>(dtype_size(g_.type(x).dtype));
     }
     if (bytes > 1.5 * static_cast<double>(dtype_size(g_.type(u).dtype))) return false;
     std::sort(chain.begin(), chain.end(), [&](int32_t a, int32_t b) { return g_.def[a] < g_.def[b]; });

@@ -3,7 +3,8 @@
 // cpu_fusion_cases.shf). Recomputation: an elementwise value read by a later loop is computed
 // again there when its inputs cost at most 1.5× its bytes per point, so it never gets a buffer —
 // softmax over bf16 attention scores keeps no f32 [B H T T] intermediate, for the CPU schedule and
-// the GPU one; a value whose inputs cost more, or that is read through a view, is written once.
+// the GPU one, nor does layer-norm's gradient keep f32 [tokens, features] values between its
+// passes; a value whose inputs cost more, or that is read through a view, is written once.
 // Row phases: which loops of a GPU schedule may share a kernel.
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@ namespace sheaf {
 namespace {
 
 constexpr const char* kProgram = R"(
+(use nn)
 (def s (cast (random-normal 1 [2 3 64 64]) :bf16))
 (def x (random-normal 2 [64 96]))
 (def y (random-normal 3 [64 96]))
@@ -27,6 +29,11 @@ constexpr const char* kProgram = R"(
 (defn rows-cols [x] (let [e (exp (* x 0.5))] [(sum e :axis 0) (sum e :axis 1)]))
 (defn costly [x y] (let [u (cast (* x y) :bf16)] [(sum u :axis 0) (sum u :axis 1)]))
 (defn transposed [x y] (let [u (exp (* x y))] [(sum u :axis 1) (* (transpose u) 2.0)]))
+(def dy (cast (random-normal 4 [64 96]) :bf16))
+(def ln {:gamma (random-normal 5 [96]) :beta (zeros [96])})
+(defn ln-grad [x dy p] ((grad (fn [x p] (sum (* (cast dy :f32) (layer-norm x p))))) x p))
+(def t (random-randint 6 [64] 0 96))
+(defn xent [x t] (sparse-cross-entropy x t))
 )";
 
 struct Fused {
@@ -94,6 +101,24 @@ TEST_P(Recompute, CostlyInputsOrAViewMeanOneBuffer) {
   EXPECT_EQ(count(transposed.intermediates, "f32[64x96]"), 1u);
 }
 
+// Layer-norm's gradient: dy·γ·(x − mean)/σ and the like are computed again wherever they are read
+// from bf16 dy and f32 x (6 bytes a point; the row statistics and γ come through broadcasts),
+// never written as f32 [tokens, features] between the column sums and the row sums.
+TEST_P(Recompute, LayerNormGradientKeepsNoF32Intermediates) {
+  Fused f = fuse(in, "ln-grad", {"x", "dy", "ln"}, GetParam());
+  EXPECT_EQ(count(f.intermediates, "f32[64x96]"), 0u) << ir::print(f.graph);
+}
+
+// The loss sums each row's picked log-probability before the rows: nothing folds the logits'
+// rows and classes at once (on a GPU that is a second pass over the logits).
+TEST_P(Recompute, CrossEntropyPicksPerRow) {
+  Fused f = fuse(in, "xent", {"x", "t"}, GetParam());
+  for (const fusion::Step& st : f.schedule.steps) {
+    if (st.kind != fusion::StepKind::Loop || st.space != Shape{64, 96}) continue;
+    EXPECT_NE(st.reduce_dims, (std::vector<int64_t>{0, 1}));
+  }
+}
+
 // Row phases (GPU schedules only): softmax's sum and normalising loops continue the run its max
 // loop starts; so does its gradient's elementwise loop after the row sum. A column sum after a row
 // sum does not (other dims), nor does anything in a CPU schedule.
@@ -107,6 +132,9 @@ TEST_P(Recompute, RowPhasesOnlyOnTheGpuOverTheSameRows) {
   const std::string grad = phases(fuse(in, "attn-grad", {"s"}, GetParam()));
   EXPECT_EQ(grad.find('p') != std::string::npos, GetParam()) << grad;
   EXPECT_EQ(phases(fuse(in, "rows-cols", {"x"}, GetParam())), "LL");
+  // the loss's max, sum of exponentials, log and pick: one pass over the logits on the GPU
+  const std::string xent = phases(fuse(in, "xent", {"x", "t"}, GetParam()));
+  EXPECT_EQ(xent.substr(0, 4), GetParam() ? "Lppp" : "LLLL") << xent;
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),
