@@ -8,6 +8,7 @@
 //                           argument, mirroring it; nil for none); eagerly, f.
 // Both are functions of a rest argument that forward to an internal builtin, like the functions
 // value-and-grad returns.
+#include "autodiff/reverse.hpp"
 #include "autodiff/value_and_grad.hpp"
 #include "builtins/args.hpp"
 #include "builtins/pytree.hpp"
@@ -70,7 +71,7 @@ std::vector<Tensor> argument_cotangents(const Value& result, const std::vector<V
     for (size_t k = 0; k < want.size(); ++k) {
       Tensor w = as_tensor(want[k]);
       if (ct.is_nil()) {
-        out.push_back(broadcast_to(Tensor::scalar(w.dtype(), 0), w.shape()));
+        out.push_back(autodiff::zeros(w.dtype(), w.shape()));
         continue;
       }
       Tensor g = as_tensor(got[k]);

@@ -24,7 +24,7 @@ namespace sheaf::autodiff {
 namespace {
 
 // Zeros of type t as a broadcast in the trace (not a constant of that size).
-Tensor zeros_like(const ir::Type& t) { return broadcast_to(ir::recorder().lift(Tensor::scalar(t.dtype, 0)), t.shape); }
+Tensor zeros_like(const ir::Type& t) { return ir::recorder().lift(zeros(t.dtype, t.shape)); }
 Tensor counter(int64_t v) { return Tensor::scalar(DType::I32, static_cast<double>(v)); }
 
 Shape stacked(int64_t n, const Shape& s) {

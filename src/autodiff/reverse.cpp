@@ -15,19 +15,25 @@
 namespace sheaf::autodiff {
 namespace {
 
-Tensor zeros_of(const Tensor& like) { return broadcast_to(Tensor::scalar(like.dtype(), 0), like.shape()); }
-
 }  // namespace
 
+Tensor zeros(DType dtype, const Shape& shape) {
+  Tensor z = Tensor::scalar(dtype, 0);
+  return broadcast_to(!shape.empty() && ir::active_recorder() ? ir::recorder().lift(z) : z, shape);
+}
+
 std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt) {
+  // The seed is a constant of the trace, so that the rules broadcast it in the graph (the VJP of a
+  // sum expands it to the summed shape), never on the host.
   Tensor one = Tensor::scalar(loss.dtype(), 1);
+  if (ir::active_recorder()) one = ir::recorder().lift(one);
   return vjp_of(std::span(&loss, 1), std::span(&one, 1), wrt);
 }
 
 std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tensor> cotangents, std::span<const Tensor> wrt) {
   std::vector<Tensor> out;
   out.reserve(wrt.size());
-  for (const Tensor& w : wrt) out.push_back(zeros_of(w));
+  for (const Tensor& w : wrt) out.push_back(zeros(w.dtype(), w.shape()));
   if (wrt.empty()) return out;
 
   const ir::Graph& g = trace::current_graph();

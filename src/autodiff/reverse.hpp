@@ -24,4 +24,9 @@ std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt);
 // one output with a cotangent of one. Conditions on wrt as for gradients.
 std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tensor> cotangents, std::span<const Tensor> wrt);
 
+// Zeros of `dtype` and `shape` for cotangents. In a trace, a rank-0 constant broadcast in the graph:
+// nothing is materialised on the host (the cotangent of attention scores is [B H T T]). Outside a
+// trace, and for rank 0 (a concrete scalar keeps host-scalar typing), a concrete tensor.
+Tensor zeros(DType dtype, const Shape& shape);
+
 }  // namespace sheaf::autodiff

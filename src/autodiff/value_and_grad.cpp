@@ -71,7 +71,7 @@ Value float_leaves_replaced(const Value& like, std::span<const Tensor> values) {
       return Value::tensor(v.is(Kind::Float) || v.as_tensor().weak() ? t.as_weak() : t);
     }
     if (v.is(Kind::Tensor)) {
-      Tensor z = ir::recorder().lift(broadcast_to(Tensor::scalar(v.as_tensor().dtype(), 0), v.as_tensor().shape()));
+      Tensor z = ir::recorder().lift(autodiff::zeros(v.as_tensor().dtype(), v.as_tensor().shape()));
       return Value::tensor(v.as_tensor().weak() ? z.as_weak() : z);
     }
     return v.is(Kind::Int) ? Value::integer(0) : v;

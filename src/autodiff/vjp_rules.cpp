@@ -9,6 +9,7 @@
 #include "autodiff/vjp_rules.hpp"
 
 #include "autodiff/region_vjp.hpp"
+#include "autodiff/reverse.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -26,7 +27,7 @@ using ir::Op;
 using Grads = std::vector<std::optional<Tensor>>;
 
 Tensor k(const Tensor& like, double v) { return Tensor::scalar(like.dtype(), v); }
-Tensor zeros(const Tensor& like) { return broadcast_to(k(like, 0), like.shape()); }
+Tensor zeros(const Tensor& like) { return autodiff::zeros(like.dtype(), like.shape()); }
 Tensor add(const Tensor& a, const Tensor& b) { return binary(Binary::Add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(Binary::Sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(Binary::Mul, a, b); }
@@ -96,7 +97,7 @@ Tensor unslice(const Tensor& g, const Tensor& x, const ir::Attrs& a) {
                      Tensor::scalar(DType::I32, static_cast<double>(a.starts[d])));
     Shape s = r.shape();
     s[d] = x.shape()[d];
-    r = scatter(broadcast_to(k(g, 0), s), idx, r, static_cast<int64_t>(d), ScatterMode::Add);
+    r = scatter(autodiff::zeros(g.dtype(), s), idx, r, static_cast<int64_t>(d), ScatterMode::Add);
   }
   return r;
 }
