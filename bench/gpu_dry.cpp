@@ -6,13 +6,17 @@
 // counters (cuda::ProgramStats: kernels, bytes of the buffers they touch, products and FLOPs) are
 // exact; the values the program computes and prints are not.
 // Prints, per compiled function, its calls and the work of its last call (a training step's
-// function: one step), then the --jit-profile report.
-//   build/bench/gpu_dry bench/gpt2_gpu.shf -- --steps 1
+// function: one step), then the --jit-profile report. --compile: NVRTC also compiles every unit
+// to an sm_90 cubin, as the GPU would load it (no GPU needed), and the compile time is printed.
+//   build/bench/gpu_dry [--compile] bench/gpt2_gpu.shf -- --steps 1
 #include <cstring>
 #include <iostream>
 #include <map>
 
+#include <chrono>
+
 #include "backend/cuda/allocator.hpp"
+#include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
 #include "eval/interp.hpp"
 #include "runtime/jit.hpp"
@@ -28,6 +32,7 @@ class DryModule : public cuda::Module {
 
 class DryDevice : public cuda::Device {
  public:
+  explicit DryDevice(bool compile) : compile_(compile) {}
   std::string describe() const override { return "dry GPU (sm_90, nothing runs)"; }
   std::string arch() const override { return "sm_90"; }
   cuda::DevicePtr allocate(size_t bytes) override {
@@ -40,7 +45,14 @@ class DryDevice : public cuda::Device {
   void download(void* dst, cuda::DevicePtr, size_t bytes) override { std::memset(dst, 0, bytes); }
   void copy(cuda::DevicePtr, cuda::DevicePtr, size_t) override {}
   void fill(cuda::DevicePtr, uint8_t, size_t) override {}
-  std::unique_ptr<cuda::Module> load(const std::string&, const std::vector<std::string>&, const std::string&) override {
+  std::unique_ptr<cuda::Module> load(const std::string& source, const std::vector<std::string>& names, const std::string&) override {
+    if (compile_) {
+      auto t0 = std::chrono::steady_clock::now();
+      cuda::CompiledKernels k = cuda::compile_cuda(source, "unit.cu", 9, 0, true);
+      std::chrono::duration<double> s = std::chrono::steady_clock::now() - t0;
+      std::cout << fmt::format("nvrtc: {} kernels, {:.0f} KB of source → {:.0f} KB sm_90 cubin in {:.1f} s\n", names.size(),
+                               source.size() / 1e3, k.cubin.size() / 1e3, s.count());
+    }
     return std::make_unique<DryModule>();
   }
   void gemm(const cuda::Gemm&, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr) override {}
@@ -51,6 +63,7 @@ class DryDevice : public cuda::Device {
   }
 
  private:
+  bool compile_;
   cuda::DevicePtr next_ = cuda::DevicePtr{1} << 40;
 };
 
@@ -69,14 +82,16 @@ cuda::ProgramStats minus(const cuda::ProgramStats& a, const cuda::ProgramStats& 
 }
 
 int run(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::cerr << "usage: gpu_dry FILE.shf [-- ARGS]\n";
+  const bool compile = argc > 1 && std::strcmp(argv[1], "--compile") == 0;
+  const int file = compile ? 2 : 1;
+  if (argc <= file || std::strcmp(argv[file], "--help") == 0) {
+    std::cerr << "usage: gpu_dry [--compile] FILE.shf [-- ARGS]\n";
     return 2;
   }
   Interp in(std::cout);
-  for (int i = 2; i < argc; ++i)
-    if (i > 2 || std::strcmp(argv[i], "--") != 0) in.program_args.push_back(argv[i]);
-  in.jit->gpu = std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>());
+  for (int i = file + 1; i < argc; ++i)
+    if (i > file + 1 || std::strcmp(argv[i], "--") != 0) in.program_args.push_back(argv[i]);
+  in.jit->gpu = std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile));
   in.jit->device = Device::Cuda;
 
   // The work between two calls reaching the JIT is the earlier call's.
@@ -94,7 +109,7 @@ int run(int argc, char** argv) {
     at_start = in.jit->stats().gpu;
   };
   try {
-    in.run_file(argv[1]);
+    in.run_file(argv[file]);
   } catch (const SheafError& e) {
     std::cerr << render_error(e, false);
     return 1;
