@@ -262,18 +262,15 @@ std::vector<Tensor> run_on_device(cuda::Device& d, const Rendered& r) {
     if (m.arena_offset[v] >= 0) table[m.slot[v]] = arena + static_cast<uint64_t>(m.arena_offset[v]);
     else table[m.slot[v]] = owned.make(std::max<size_t>(1, static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype)));
   }
-  std::vector<std::string> names;
-  for (const Launch& l : r.kernels.launches)
-    if (l.kind == Launch::Kind::Kernel) names.push_back(l.kernel);
+  const std::vector<std::string> names = cuda::kernel_names(r.kernels);
   std::unique_ptr<cuda::Module> module = d.load(r.kernels.source, names, "");
-  size_t kernel = 0;
   for (const Launch& l : r.kernels.launches) {
     const fusion::Step& st = s.steps[l.step];
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
     if (l.kind == Launch::Kind::Kernel) {
       std::vector<uint64_t> values;
       for (int32_t slot : l.slots) values.push_back(table[static_cast<size_t>(slot)]);
-      launch(*module, kernel++, l.grid, l.block, values);
+      launch(*module, static_cast<size_t>(std::find(names.begin(), names.end(), l.kernel) - names.begin()), l.grid, l.block, values);
     } else if (l.kind == Launch::Kind::Dot) {
       const fusion::DotLayout& dl = st.dot;
       if (dl.batch.size() > 1) throw SheafError("test: a product with more than one batch dim");

@@ -364,28 +364,61 @@ TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
   EXPECT_NE(report.str().find("cuda work: 2 kernels touching 0.000 GB of buffers, 2 products of 0.000 TFLOP"), std::string::npos) << report.str();
 }
 
-// SHEAF_DUMP_CUDA=DIR: each function's translation unit, its launch table at the end.
-TEST(CudaResidency, DumpWritesTheUnitAndItsLaunchTable) {
-  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+// Runs `program` on `gpu` with SHEAF_DUMP_CUDA set; returns what it wrote for function `fn`.
+std::string dumped_unit(OnEmulatedGpu& gpu, const std::string& program, const std::string& fn) {
   auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-dump-{}", getpid());
   std::filesystem::create_directories(dir);
   setenv("SHEAF_DUMP_CUDA", dir.c_str(), 1);
-  {
-    OnEmulatedGpu gpu;
-    gpu.in.run_text("(defn f [a b x] (list (@ a b) (sum (* x 2.0) :axis 1)))\n"
-                    "(def r (f (random-normal 1 [40 50]) (random-normal 2 [50 30]) (random-normal 3 [8 1000])))\n",
-                    "dump.shf");
-  }
+  gpu.in.run_text(program, "dump.shf");
   unsetenv("SHEAF_DUMP_CUDA");
-  std::ifstream file(dir / "f.cu");
+  std::ifstream file(dir / (fn + ".cu"));
   std::stringstream text;
   text << file.rdbuf();
   std::filesystem::remove_all(dir);
-  const std::string t = text.str();
+  return text.str();
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// SHEAF_DUMP_CUDA=DIR: each function's translation unit, its launch table at the end.
+TEST(CudaResidency, DumpWritesTheUnitAndItsLaunchTable) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  OnEmulatedGpu gpu;
+  const std::string t = dumped_unit(gpu,
+                                    "(defn f [a b x] (list (@ a b) (sum (* x 2.0) :axis 1)))\n"
+                                    "(def r (f (random-normal 1 [40 50]) (random-normal 2 [50 30]) (random-normal 3 [8 1000])))\n",
+                                    "f");
   EXPECT_NE(t.find("extern \"C\" __global__"), std::string::npos) << t;
   // the product: 2·40·30·50 FLOP; the row sums: a block per row, reading x and writing 8 sums
   EXPECT_NE(t.find("product [] 40x30x50  0.00012 GFLOP  f32\n"), std::string::npos) << t;
   EXPECT_NE(t.find("kernel grid 8 block 256 (threads share points)  0.032 MB  [8,1000] binary,reduce\n"), std::string::npos) << t;
+}
+
+// Steps whose kernels differ only in their buffers and values (a model's repeated layers) launch
+// one kernel, each with its own arguments: the unit holds its code once.
+TEST(CudaResidency, IdenticalKernelsAreShared) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  OnEmulatedGpu gpu;
+  const std::string t = dumped_unit(gpu,
+                                    "(defn layer [h w s] (softmax (* (@ h w) s) :axis -1))\n"
+                                    "(defn f [x w] (layer (layer (layer x w 2.0) w 2.0) w 3.0))\n"
+                                    "(def x (random-normal 1 [8 64]))\n(def w (random-normal 2 [64 64]))\n"
+                                    "(def err (max (abs (- (f x w) (layer (layer (layer x w 2.0) w 2.0) w 3.0)))))\n",
+                                    "f");
+  // three softmaxes of a block per row after the products: the first two are the same code
+  std::vector<std::string> launched;  // the kernel of each kernel launch, from the launch table
+  std::istringstream lines(t.substr(std::min(t.size(), t.find("/* launch table"))));
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(" kernel grid ") != std::string::npos) launched.push_back(line.substr(0, line.find(' ')));
+  ASSERT_EQ(launched.size(), 3u) << t;
+  EXPECT_EQ(launched[0], launched[1]) << t;
+  EXPECT_NE(launched[1], launched[2]) << t;
+  EXPECT_EQ(occurrences(t, "__global__"), 2u) << t;
+  EXPECT_LT(gpu.in.global(symbols::intern("err"))->value.as_tensor().get(0), 1e-6);
 }
 
 TEST(CudaResidency, ReuseIsByIdentityAndBoundedPerPosition) {

@@ -336,8 +336,8 @@ void build_emulation(Emulation& e, const std::vector<const cuda::Kernels*>& rend
     for (size_t at; (at = body.find("extern \"C\" ")) != std::string::npos;) body.erase(at, 11);
     std::string& out = src[i % src.size()];
     out += fmt::format("namespace k{} {{\n{}}}\n", i, body);
-    for (const Launch& l : of_source[i][0]->launches)
-      if (l.kind == Launch::Kind::Kernel) out += emulation_launcher(fmt::format("emu_k{}_{}", i, l.kernel), fmt::format("k{}::{}", i, l.kernel));
+    for (const std::string& kernel : cuda::kernel_names(*of_source[i][0]))
+      out += emulation_launcher(fmt::format("emu_k{}_{}", i, kernel), fmt::format("k{}::{}", i, kernel));
   }
   static int compiled = 0;  // dlopen knows a library by its path: each compile gets new names
   auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-emulation-{}-{}", getpid(), compiled++);
@@ -490,7 +490,7 @@ TEST(CudaRenderTable, LargeReductionsUseBlockPerPoint) {
     if (name.rfind("block-reduce", 0) != 0) continue;
     size_t per_block = 0;
     for (const Function& f : cg.functions)
-      for (const Launch& l : f.nvrtc.launches) per_block += l.block_reduce && l.block == 256 && l.kernel == fmt::format("s{}", l.step);
+      for (const Launch& l : f.nvrtc.launches) per_block += l.block_reduce && l.block == 256 && !l.kernel.ends_with('f');
     EXPECT_GT(per_block, 0u) << name;
   }
 }
@@ -524,7 +524,7 @@ TEST(CudaRenderTable, LongColumnsTakeColumnTiles) {
     size_t tiles = 0, columns = 0;
     for (const Function& f : cg.functions) {
       for (const Launch& l : f.nvrtc.launches) {
-        if (l.kind != Launch::Kind::Kernel || l.kernel != fmt::format("s{}", l.step) || !f.gpu_schedule.steps[l.step].reduces) continue;
+        if (l.kind != Launch::Kind::Kernel || l.kernel.ends_with('f') || !f.gpu_schedule.steps[l.step].reduces) continue;
         size_t begin = f.nvrtc.source.find(fmt::format(" {}(", l.kernel)), end = f.nvrtc.source.find("\nextern", begin);
         const std::string_view text = std::string_view(f.nvrtc.source).substr(begin, end - begin);
         const bool tile = text.find("t = ") != std::string_view::npos && text.find("* 32 + threadIdx.x % 32") != std::string_view::npos;
@@ -557,7 +557,7 @@ TEST(CudaRenderTable, RowPhasesShareOneKernel) {
       size_t merged = 0;
       for (size_t k = 0; k < f.gpu_schedule.steps.size(); ++k) {
         const bool phase = f.nvrtc.source.find(fmt::format("{{  // step {}\n", k)) != std::string::npos;
-        const bool own = std::any_of(f.nvrtc.launches.begin(), f.nvrtc.launches.end(), [&](const Launch& l) { return l.kernel == fmt::format("s{}", k); });
+        const bool own = std::any_of(f.nvrtc.launches.begin(), f.nvrtc.launches.end(), [&](const Launch& l) { return l.step == k; });
         EXPECT_TRUE(phase || own || f.gpu_schedule.steps[k].kind != fusion::StepKind::Loop) << name << " step " << k << " does not run";
         if (phase && !own) {
           ++merged;
@@ -581,7 +581,7 @@ TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {
     for (const Function& f : cg.functions) {
       const std::vector<Launch>& ls = f.nvrtc.launches;
       for (size_t i = 0; i + 1 < ls.size(); ++i) {
-        if (ls[i + 1].kernel != fmt::format("s{}f", ls[i].step)) continue;
+        if (!ls[i + 1].kernel.ends_with('f') || ls[i + 1].step != ls[i].step) continue;
         ++split;
         EXPECT_TRUE(ls[i].block_reduce) << name;
         EXPECT_GT(ls[i].grid, 1) << name;

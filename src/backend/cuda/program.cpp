@@ -138,10 +138,9 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
   p.schedule = fusion::fuse(g, {.gpu = true});
   p.memory = cpu::plan_memory(g, p.schedule);
   kernels_ = render(g, p.schedule, p.memory);
-  std::vector<std::string> names;
+  const std::vector<std::string> names = kernel_names(kernels_);
   for (const Launch& l : kernels_.launches) {
-    p.kernel_index.push_back(names.size());
-    if (l.kind == Launch::Kind::Kernel) names.push_back(l.kernel);
+    p.kernel_index.push_back(static_cast<size_t>(std::find(names.begin(), names.end(), l.kernel) - names.begin()));
     p.has_host = p.has_host || l.kind == Launch::Kind::Host;
   }
   Device& d = p.alloc->device();

@@ -9,7 +9,9 @@
 // argument slots, and every Dot and Host step (run by the caller: cuBLASLt, host copies). A
 // Scatter step is a Copy (x into the result, by the caller) and a kernel of one thread per update
 // point adding it at its index with atomicAdd (indices outside [0, n) are skipped, as the host
-// kernel does).
+// kernel does). Kernels are shared: a step whose kernel has the same code as an earlier one's, but
+// for the slots and value ids in its names (canonical in render.cpp; a model's repeated layers),
+// launches that earlier kernel with its own arguments, and the unit holds the code once.
 // Three strategies, per step:
 //   thread per point  one thread per kept point: the linear thread index is split into the kept
 //                     loop indices (i64, innermost fastest); reduced dims, wherever they sit in
@@ -62,7 +64,8 @@ namespace sheaf::cuda {
 struct Launch {
   enum class Kind { Kernel, Dot, Host, Copy } kind = Kind::Kernel;
   size_t step = 0;
-  std::string kernel;              // Kernel: "s{step}"
+  std::string kernel;              // Kernel: "s{step}" ("s{step}f": a split's finish), or an
+                                   // earlier step's kernel with the same code (shared kernels)
   int64_t grid = 0, block = 0;     // Kernel: blocks and threads per block (x only)
   bool block_reduce = false;       // Kernel: block per point (threads of a block cooperate)
   std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out
@@ -101,5 +104,8 @@ struct RenderOptions {
 };
 
 Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
+
+// The kernels of `k`, each once, in the order of their first launch: what Device::load takes.
+std::vector<std::string> kernel_names(const Kernels& k);
 
 }  // namespace sheaf::cuda
