@@ -395,7 +395,7 @@ std::string Program::launch_table() const {
     }
     switch (l.kind) {
       case Launch::Kind::Kernel:
-        r += fmt::format("{:<8} kernel grid {} block {}{}  {:.3f} MB  [{}] {}\n", l.kernel, l.grid, l.block,
+        r += fmt::format("step {:<3} kernel {} grid {} block {}{}  {:.3f} MB  [{}] {}\n", l.step, l.kernel, l.grid, l.block,
                          l.block_reduce ? " (threads share points)" : "", bytes[i] / 1e6, fmt::join(st.space, ","), ops);
         break;
       case Launch::Kind::Dot: {

@@ -67,8 +67,9 @@ class Program {
   std::vector<Tensor> run(std::span<const Tensor> args, ProgramStats& stats);
 
   const Kernels& kernels() const { return kernels_; }
-  // The launch table, a line per launch: a kernel's grid, block, the bytes of its buffers, its
-  // step's space and ops; a product's batch, m×n×k, FLOPs and dtype; copies and host steps.
+  // The launch table, a line per launch and its step: a kernel's name (shared kernels: an earlier
+  // step's), grid, block, the bytes of its buffers, its step's space and ops; a product's batch,
+  // m×n×k, FLOPs and dtype; copies and host steps.
   std::string launch_table() const;
   // Whether result k is updated in its argument's buffer (loop bodies only).
   bool in_place(size_t k) const;

@@ -51,7 +51,7 @@ std::string canonical(const std::string& text, const std::string& name) {
   const std::string_view t(text);
   const size_t at = t.find(" " + name + "(");
   for (size_t i = 0; i < t.size();) {
-    if (i == at + 1) {  // the name
+    if (at != std::string_view::npos && i == at + 1) {  // the name
       i += name.size();
       continue;
     }
