@@ -177,7 +177,7 @@ Value jvp_traced(Interp& in, const Value& f, const Value& primals, const Value& 
     std::optional<Tensor> ot = float_leaf(o);
     if (!ot) continue;
     y.push_back(*ot);
-    u.push_back(fresh_value(broadcast_to(Tensor::scalar(ot->dtype(), 0), ot->shape())));
+    u.push_back(fresh_value(autodiff::zeros(ot->dtype(), ot->shape())));
   }
   std::vector<Tensor> v = autodiff::vjp_of(y, u, x);  // Jᵀu, linear in u
   return Value::list({out, float_leaves_replaced(out, autodiff::vjp_of(v, tx, u))}, ListKind::Tuple);
