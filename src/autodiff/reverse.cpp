@@ -13,9 +13,6 @@
 #include "trace/tracer.hpp"
 
 namespace sheaf::autodiff {
-namespace {
-
-}  // namespace
 
 Tensor zeros(DType dtype, const Shape& shape) {
   Tensor z = Tensor::scalar(dtype, 0);

@@ -325,9 +325,9 @@ class Fuser {
   // Computes u again in `loop` when u is an elementwise value of an earlier loop that has no buffer
   // yet, and the values its recomputation reads from buffers take at most 1.5× u's bytes per
   // point (values read through a broadcast count nothing: layer-norm's gradient recomputes
-  // dy·γ·(x − mean)/σ from bf16 dy and f32 x, 6 bytes for an f32 value). Writing u and reading it back costs
-  // 2× for one reader; recomputing in each reader costs at most 1.5× per reader, and u never
-  // takes memory. Returns whether it did.
+  // dy·γ·(x − mean)/σ from bf16 dy and f32 x, 6 bytes for an f32 value). Writing u and reading
+  // it back costs 2× for one reader; recomputing in each reader costs at most 1.5× per reader,
+  // and u never takes memory. Returns whether it did.
   bool recompute(int32_t loop, int32_t u) {
     if (!internal_[u] || s_.view[u] || shape(u) != step(loop).space) return false;
     std::vector<int32_t> chain, stack{u};  // the values to compute again; those still to visit

@@ -388,15 +388,14 @@ std::string Program::launch_table() const {
   for (size_t i = 0; i < kernels_.launches.size(); ++i) {
     const Launch& l = kernels_.launches[i];
     const fusion::Step& st = p.schedule.steps[l.step];
-    std::string ops;  // the step's distinct ops, in order
-    for (int32_t n : st.nodes) {
-      std::string op(ir::op_name(p.g.nodes[static_cast<size_t>(n)].op));
-      if (("," + ops + ",").find("," + op + ",") == std::string::npos) ops += (ops.empty() ? "" : ",") + op;
-    }
+    std::vector<std::string_view> ops;  // the step's distinct ops, in order
+    for (int32_t n : st.nodes)
+      if (std::string_view op = ir::op_name(p.g.nodes[static_cast<size_t>(n)].op); std::find(ops.begin(), ops.end(), op) == ops.end())
+        ops.push_back(op);
     switch (l.kind) {
       case Launch::Kind::Kernel:
         r += fmt::format("step {:<3} kernel {} grid {} block {}{}  {:.3f} MB  [{}] {}\n", l.step, l.kernel, l.grid, l.block,
-                         l.block_reduce ? " (threads share points)" : "", bytes[i] / 1e6, fmt::join(st.space, ","), ops);
+                         l.block_reduce ? " (threads share points)" : "", bytes[i] / 1e6, fmt::join(st.space, ","), fmt::join(ops, ","));
         break;
       case Launch::Kind::Dot: {
         const fusion::DotLayout& d = st.dot;
@@ -408,7 +407,7 @@ std::string Program::launch_table() const {
         r += fmt::format("step {:<3} copy  {:.3f} MB\n", l.step, bytes[i] / 1e6);
         break;
       case Launch::Kind::Host:
-        r += fmt::format("step {:<3} host  {}\n", l.step, ops);
+        r += fmt::format("step {:<3} host  {}\n", l.step, fmt::join(ops, ","));
         break;
     }
   }
