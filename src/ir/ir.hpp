@@ -84,6 +84,8 @@ enum class Op : uint8_t {
   OptimizationBarrier, Call,
 };
 std::string_view op_name(Op op);  // "dot_general"
+// Unary, binary, convert and select: each result element from the operands' elements at its index.
+inline bool is_elementwise(Op op) { return op == Op::Unary || op == Op::Binary || op == Op::Convert || op == Op::Select; }
 std::string_view unary_name(Unary u);    // "exp"
 std::string_view binary_name(Binary b);  // "add"
 std::string_view reduce_name(Reduce r);  // "sum"

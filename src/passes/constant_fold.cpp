@@ -29,8 +29,6 @@ namespace {
 
 constexpr int64_t kFoldLimit = int64_t{1} << 16;
 
-bool is_elementwise(Op op) { return op == Op::Unary || op == Op::Binary || op == Op::Convert || op == Op::Select; }
-
 // broadcast_in_dim of a rank-0 constant: the folded form of a splat already.
 bool is_folded_splat(const Graph& g, const Node& n, const std::vector<int32_t>& in) {
   return n.op == Op::BroadcastInDim && g.type(in[0]).shape.empty() && is_constant(g, in[0]);

@@ -226,7 +226,7 @@ class Fuser {
         const View& w = read_view(s_, u, k);
         const int32_t by = s_.step_of[w.buffer];
         if (by < first || by >= k) continue;
-        const bool elementwise_read = n.op == Op::Unary || n.op == Op::Binary || n.op == Op::Convert || n.op == Op::Select || n.op == Op::Reduce;
+        const bool elementwise_read = ir::is_elementwise(n.op) || n.op == Op::Reduce;
         if (!elementwise_read || shape(u) != st.space || w.offset != 0) return false;
         const bool row_value = shape(w.buffer) != space;  // else a value per point
         if (row_value && shape_numel(shape(w.buffer)) != shape_numel(per_row)) return false;
@@ -337,7 +337,7 @@ class Fuser {
       stack.pop_back();
       if (std::find(chain.begin(), chain.end(), w) != chain.end()) continue;
       const ir::Node& p = g_.producer(w);
-      const bool elementwise = p.op == Op::Unary || p.op == Op::Binary || p.op == Op::Convert || p.op == Op::Select || p.op == Op::Iota;
+      const bool elementwise = ir::is_elementwise(p.op) || p.op == Op::Iota;
       if (!elementwise || chain.size() == kMaxRecomputed) return false;
       chain.push_back(w);
       for (int32_t x : p.in) {
