@@ -10,7 +10,8 @@
 //     (recompute below), else that earlier loop writes it to a buffer;
 //   - a dynamic_slice starts a loop over its result (its operand read through a view at the
 //     clamped starts), which elementwise consumers may join;
-//   - dynamic_update_slice becomes an Update step over its update's space;
+//   - dynamic_update_slice becomes an Update step over its update's space; in GPU schedules, an
+//     f32 scatter-add a Scatter step and arg_reduce an ArgReduce step;
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
@@ -507,6 +508,13 @@ class Fuser {
     return true;
   }
 
+  bool place_arg_reduce(int32_t i, const ir::Node& n) {
+    if (!o_.gpu || shape_numel(shape(n.out)) == 0) return false;
+    view_of(n.in[0]);
+    give_buffer(n.out, push(Step{.kind = StepKind::ArgReduce, .nodes = {i}, .space = shape(n.in[0])}));
+    return true;
+  }
+
   void place_host(int32_t i, const ir::Node& n) {
     for (int32_t u : n.in) contiguous(u);
     int32_t st = push(Step{.kind = StepKind::Host, .nodes = {i}});
@@ -542,6 +550,7 @@ class Fuser {
     } else if (n.op == Op::OptimizationBarrier) {  // its results are its operands, read where they are
       for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
     } else if (n.op == Op::Scatter && place_scatter(i, n)) {
+    } else if (n.op == Op::ArgReduce && place_arg_reduce(i, n)) {
     } else if (n.op == Op::DynamicUpdateSlice && place_update(i, n)) {
     } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
       place_host(i, n);

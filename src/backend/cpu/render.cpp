@@ -92,7 +92,8 @@ class Renderer {
                                    ir::type_str(type(n.out)));
           break;
         }
-        case StepKind::Scatter: throw SheafError("internal: a Scatter step in a CPU schedule");
+        case StepKind::Scatter:
+        case StepKind::ArgReduce: throw SheafError("internal: a GPU-only step in a CPU schedule");
       }
     }
     out.entry += "}\n";
