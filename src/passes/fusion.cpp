@@ -490,9 +490,14 @@ class Fuser {
 
   // dynamic_update_slice(x, u, starts..): x copied byte for byte into the result (unless the
   // backend runs it in place), then u's points written at the clamped starts.
+  // The operand x of a Scatter or Update step: contiguous, unless it is a splat the step fills.
+  void start_from(int32_t x) {
+    if (!splat_byte(g_, view_of(x))) contiguous(x);
+  }
+
   bool place_update(int32_t i, const ir::Node& n) {
     if (shape_numel(shape(n.out)) == 0) return false;
-    contiguous(n.in[0]);
+    start_from(n.in[0]);
     for (size_t k = 1; k < n.in.size(); ++k) view_of(n.in[k]);
     give_buffer(n.out, push(Step{.kind = StepKind::Update, .nodes = {i}, .space = shape(n.in[1])}));
     return true;
@@ -501,7 +506,7 @@ class Fuser {
   bool place_scatter(int32_t i, const ir::Node& n) {
     if (!o_.gpu || n.attrs.scatter != ScatterMode::Add || g_.type(n.out).dtype != DType::F32 || shape_numel(shape(n.out)) == 0)
       return false;
-    contiguous(n.in[0]);  // copied byte for byte into the result
+    start_from(n.in[0]);  // copied byte for byte into the result
     view_of(n.in[1]);
     view_of(n.in[2]);
     give_buffer(n.out, push(Step{.kind = StepKind::Scatter, .nodes = {i}, .space = shape(n.in[2])}));
@@ -584,6 +589,16 @@ bool loop_supported(const ir::Graph& g, const ir::Node& n, const FuseOptions& o)
 }
 
 Schedule fuse(const ir::Graph& g, const FuseOptions& o) { return Fuser(g, o).run(); }
+
+std::optional<uint8_t> splat_byte(const ir::Graph& g, const View& x) {
+  if (std::any_of(x.strides.begin(), x.strides.end(), [](int64_t s) { return s != 0; })) return std::nullopt;
+  const ir::Node& c = g.producer(x.buffer);
+  if (c.op != Op::Constant) return std::nullopt;
+  const size_t es = dtype_size(c.attrs.value.dtype());
+  const auto* e = reinterpret_cast<const uint8_t*>(c.attrs.value.bytes()) + static_cast<size_t>(x.offset) * es;
+  if (!std::all_of(e, e + es, [&](uint8_t b) { return b == e[0]; })) return std::nullopt;
+  return e[0];
+}
 
 bool loop_invariant(const ir::Node& n, size_t k) {
   const ir::Graph& body = *n.attrs.regions[1];

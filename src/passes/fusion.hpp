@@ -7,8 +7,9 @@
 //         outside are read through views
 //   Copy  a loop that materialises one view into a contiguous buffer
 //   Dot   dot_general as (batched) matrix products, operands read through strided views
-//   Update dynamic_update_slice: x (contiguous) copied into the result's buffer — skipped when the
-//         backend gives the result x's own buffer (in place) — then a loop over the update's
+//   Update dynamic_update_slice: x (contiguous, or a splat_byte fill) copied into the result's
+//         buffer — skipped when the backend gives the result x's own buffer (in place) — then a
+//         loop over the update's
 //         space writes each point at the clamped starts
 //   While a `while` node: its regions run as programs of their own (the backend renders them)
 //         over contiguous carried buffers; a carried value the body passes through unchanged
@@ -105,6 +106,12 @@ Schedule fuse(const ir::Graph& g, const FuseOptions& o = {});
 
 // Carried position k of a `while` node whose body returns its parameter k unchanged.
 bool loop_invariant(const ir::Node& n, size_t k);
+
+// The byte that every byte of a value read through `x` is, when `x` repeats one element (every
+// stride 0) of a constant whose bytes are all that byte (0 for +0.0 and integer 0): the zeros a
+// gradient's scatter-add or a loop's stack starts from. Scatter and Update steps then fill their
+// result with it instead of copying x (x is not materialised).
+std::optional<uint8_t> splat_byte(const ir::Graph& g, const View& x);
 
 // Row-major strides of `shape` (elements).
 std::vector<int64_t> contiguous_strides(const Shape& shape);

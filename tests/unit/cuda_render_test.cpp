@@ -295,6 +295,8 @@ std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, cons
       auto* src = static_cast<std::byte*>(table[static_cast<size_t>(l.slots[0])]) + l.offset;
       auto* dst = static_cast<std::byte*>(table[static_cast<size_t>(l.slots[1])]);
       if (dst != src) std::memcpy(dst, src, static_cast<size_t>(l.bytes));
+    } else if (l.kind == Launch::Kind::Fill) {
+      std::memset(table[static_cast<size_t>(l.slots[0])], l.byte, static_cast<size_t>(l.bytes));
     } else {  // as cpu::Program::run_host_step
       std::vector<Tensor> in;
       for (size_t j = 0; j < n.in.size(); ++j) {

@@ -34,6 +34,9 @@ constexpr const char* kProgram = R"(
 (defn ln-grad [x dy p] ((grad (fn [x p] (sum (* (cast dy :f32) (layer-norm x p))))) x p))
 (def t (random-randint 6 [64] 0 96))
 (defn xent [x t] (sparse-cross-entropy x t))
+(def table (random-normal 7 [50 96]))
+(defn embed-grad [table t] ((grad (fn [table] (sum (* (get table t) x)))) table))
+(defn placed [x] (dynamic-update-slice (zeros [128 96]) x [32 0]))
 )";
 
 struct Fused {
@@ -116,6 +119,26 @@ TEST_P(Recompute, CrossEntropyPicksPerRow) {
   for (const fusion::Step& st : f.schedule.steps) {
     if (st.kind != fusion::StepKind::Loop || st.space != Shape{64, 96}) continue;
     EXPECT_NE(st.reduce_dims, (std::vector<int64_t>{0, 1}));
+  }
+}
+
+// An embedding's gradient (a scatter-add on the GPU) and an update of zeros start from a fill of
+// their result: the zeros are never materialised (no Copy of a broadcast), nor copied. (The CPU
+// scatters on the host, from a contiguous copy of the zeros.)
+TEST_P(Recompute, ZerosToUpdateAreFilledNotWritten) {
+  for (auto [fn, args] : {std::pair{"embed-grad", std::vector<const char*>{"table", "t"}}, std::pair{"placed", std::vector<const char*>{"x"}}}) {
+    Fused f = fuse(in, fn, args, GetParam());
+    const bool on_host = std::string_view(fn) == "embed-grad" && !GetParam();
+    size_t starts = 0;
+    for (const fusion::Step& st : f.schedule.steps) {
+      EXPECT_TRUE(on_host || st.kind != fusion::StepKind::Copy) << fn << ": " << ir::print(f.graph);
+      if (st.kind != fusion::StepKind::Scatter && st.kind != fusion::StepKind::Update) continue;
+      const ir::Node& n = f.graph.nodes[static_cast<size_t>(st.nodes[0])];
+      const fusion::View& x = fusion::read_view(f.schedule, n.in[0], static_cast<int32_t>(&st - f.schedule.steps.data()));
+      EXPECT_EQ(fusion::splat_byte(f.graph, x), std::optional<uint8_t>{0}) << fn;
+      ++starts;
+    }
+    EXPECT_EQ(starts, on_host ? 0u : 1u) << fn;
   }
 }
 

@@ -188,11 +188,13 @@ class Renderer {
   }
 
   // An Update step's copy of x into the result, unless the result is x's own buffer (a loop
-  // updating a carried value in place).
+  // updating a carried value in place); a fill when x is a splat (fusion::splat_byte).
   std::string update_copy(size_t index, const Step& st) const {
     const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
     const View& x = at(n.in[0], index);
     const int64_t es = static_cast<int64_t>(dtype_size(type(n.out).dtype));
+    if (std::optional<uint8_t> byte = fusion::splat_byte(g_, x))
+      return fmt::format("  __builtin_memset(b[{}], {}, {});\n", m_.slot[n.out], *byte, shape_numel(type(n.out).shape) * es);
     return fmt::format("  if ((char*)b[{0}] != (char*)b[{1}] + {2}) __builtin_memcpy(b[{0}], (char*)b[{1}] + {2}, {3});\n",
                        m_.slot[n.out], m_.slot[x.buffer], x.offset * es, shape_numel(type(n.out).shape) * es);
   }

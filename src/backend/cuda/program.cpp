@@ -46,8 +46,8 @@ std::vector<double> launch_bytes(const ir::Graph& g, const cpu::MemoryPlan& m, c
       std::sort(slots.begin(), slots.end());
       slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
       for (int32_t slot : slots) b += slot_bytes[static_cast<size_t>(slot)];
-    } else if (l.kind == Launch::Kind::Copy) {
-      b = 2.0 * static_cast<double>(l.bytes);
+    } else if (l.kind == Launch::Kind::Copy || l.kind == Launch::Kind::Fill) {
+      b = (l.kind == Launch::Kind::Copy ? 2.0 : 1.0) * static_cast<double>(l.bytes);
     }
     bytes.push_back(b);
   }
@@ -371,6 +371,7 @@ void Program::Impl::launch(const Launch& l, size_t index) {
     if (dst != src) alloc->device().copy(dst, src, static_cast<size_t>(l.bytes));  // equal: updated in place
     return;
   }
+  if (l.kind == Launch::Kind::Fill) return alloc->device().fill(buffers[static_cast<size_t>(l.slots[0])], l.byte, static_cast<size_t>(l.bytes));
   values.resize(l.slots.size());
   args.resize(l.slots.size());
   for (size_t j = 0; j < l.slots.size(); ++j) values[j] = buffers[static_cast<size_t>(l.slots[j])], args[j] = &values[j];
@@ -404,7 +405,8 @@ std::string Program::launch_table() const {
         break;
       }
       case Launch::Kind::Copy:
-        r += fmt::format("step {:<3} copy  {:.3f} MB\n", l.step, bytes[i] / 1e6);
+      case Launch::Kind::Fill:
+        r += fmt::format("step {:<3} {}  {:.3f} MB\n", l.step, l.kind == Launch::Kind::Copy ? "copy" : "fill", bytes[i] / 1e6);
         break;
       case Launch::Kind::Host:
         r += fmt::format("step {:<3} host  {}\n", l.step, fmt::join(ops, ","));

@@ -180,14 +180,21 @@ class Renderer {
     line("const i64 i{} = {};", groups[0], groups.size() > 1 ? rest : linear);
   }
 
-  // The copy of a Scatter or Update step's operand x (contiguous) into its result.
+  // The copy of a Scatter or Update step's operand x (contiguous) into its result, or the fill
+  // of the result when x is a splat.
   Launch copy_of_operand(size_t index, const ir::Node& n) const {
     Launch copy{.kind = Launch::Kind::Copy, .step = index};
     const fusion::View& x = fusion::read_view(s_, n.in[0], static_cast<int32_t>(index));
     const auto es = static_cast<int64_t>(dtype_size(g_.type(n.out).dtype));
+    copy.bytes = shape_numel(g_.type(n.out).shape) * es;
+    if (std::optional<uint8_t> byte = fusion::splat_byte(g_, x)) {
+      copy.kind = Launch::Kind::Fill;
+      copy.slots = {slot(n.out)};
+      copy.byte = *byte;
+      return copy;
+    }
     copy.slots = {slot(x.buffer), slot(n.out)};
     copy.offset = x.offset * es;
-    copy.bytes = shape_numel(g_.type(n.out).shape) * es;
     return copy;
   }
 

@@ -63,7 +63,7 @@
 namespace sheaf::cuda {
 
 struct Launch {
-  enum class Kind { Kernel, Dot, Host, Copy } kind = Kind::Kernel;
+  enum class Kind { Kernel, Dot, Host, Copy, Fill } kind = Kind::Kernel;
   size_t step = 0;
   std::string kernel;              // Kernel: "s{step}" ("s{step}f": a split's finish), or an
                                    // earlier step's kernel with the same code (shared kernels)
@@ -72,8 +72,10 @@ struct Launch {
   std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out
                                    // buffers; Host: the operands' buffers, then the outputs
                                    // (-1: a loop invariant of a while, a view of its operand);
-                                   // Copy: source, destination (a Scatter step's x → its result)
-  int64_t offset = 0, bytes = 0;   // Copy: where in the source (bytes), how many
+                                   // Copy: source, destination (a Scatter step's x → its result);
+                                   // Fill: destination
+  int64_t offset = 0, bytes = 0;   // Copy: where in the source (bytes), how many; Fill: how many
+  uint8_t byte = 0;                // Fill: every byte's value (x a splat: fusion::splat_byte)
 };
 
 struct Kernels {
