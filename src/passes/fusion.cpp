@@ -11,7 +11,7 @@
 //   - a dynamic_slice starts a loop over its result (its operand read through a view at the
 //     clamped starts), which elementwise consumers may join;
 //   - dynamic_update_slice becomes an Update step over its update's space; in GPU schedules, an
-//     f32 scatter-add a Scatter step and arg_reduce an ArgReduce step;
+//     f32 scatter-add a Scatter step, arg_reduce and top_k a TopK step;
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
@@ -513,10 +513,14 @@ class Fuser {
     return true;
   }
 
-  bool place_arg_reduce(int32_t i, const ir::Node& n) {
-    if (!o_.gpu || shape_numel(shape(n.out)) == 0) return false;
+  // A kernel makes a pass over x's row per element picked: top_k with a larger k runs on the host.
+  static constexpr int64_t kMaxPicks = 64;
+
+  bool place_top_k(int32_t i, const ir::Node& n) {
+    if (!o_.gpu || shape_numel(shape(n.out)) == 0 || (n.op == Op::TopK && n.attrs.k > kMaxPicks)) return false;
     view_of(n.in[0]);
-    give_buffer(n.out, push(Step{.kind = StepKind::ArgReduce, .nodes = {i}, .space = shape(n.in[0])}));
+    int32_t st = push(Step{.kind = StepKind::TopK, .nodes = {i}, .space = shape(n.in[0])});
+    for (int32_t k = 0; k < n.nout; ++k) give_buffer(n.out + k, st);
     return true;
   }
 
@@ -555,7 +559,7 @@ class Fuser {
     } else if (n.op == Op::OptimizationBarrier) {  // its results are its operands, read where they are
       for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
     } else if (n.op == Op::Scatter && place_scatter(i, n)) {
-    } else if (n.op == Op::ArgReduce && place_arg_reduce(i, n)) {
+    } else if ((n.op == Op::ArgReduce || n.op == Op::TopK) && place_top_k(i, n)) {
     } else if (n.op == Op::DynamicUpdateSlice && place_update(i, n)) {
     } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
       place_host(i, n);

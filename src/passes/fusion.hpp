@@ -51,9 +51,11 @@ struct View {
 // Scatter (GPU schedules only): out = x with updates added at their indices — x copied into out's
 // buffer, then the updates added one thread per update point (atomically). `space` is the
 // updates' shape.
-// ArgReduce (GPU schedules only): arg_reduce(x) into a contiguous i32 buffer, x read through its
-// view; `space` is x's shape (the reduced axis is the node's attrs.axis).
-enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter, Update, ArgReduce };
+// TopK (GPU schedules only): the first k elements of x along one axis in arg_reduce's order (NaN,
+// then the larger value — the smaller for argmin —, then the smaller index) into contiguous
+// buffers, x read through its view: top_k with k ≤ 64 (values and i32 indices, the last axis) or
+// arg_reduce (k = 1, the index only, attrs.axis). `space` is x's shape.
+enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter, Update, TopK };
 
 // dot_general as products of matrices: for every batch index b (row-major over `batch`),
 // out[b] (m×n, contiguous) = A_b (m×k) · B_b (k×n), where A_b's element (r, c) is at
@@ -96,7 +98,7 @@ struct FuseOptions {
   // A GPU schedule: f16/bf16 products are Dot steps too (a GPU's products accumulate them in f32)
   // and f16/bf16 reductions are loops (its kernels always accumulate in f32 registers); otherwise
   // both are Host steps. Elementwise f16/bf16 ops are loops in both. f32 scatter-adds (gradients
-  // of gathers) are Scatter steps and arg_reduce ArgReduce steps (the CPU runs both on the host).
+  // of gathers) are Scatter steps, arg_reduce and top_k TopK steps (the CPU runs them on the host).
   bool gpu = false;
 };
 

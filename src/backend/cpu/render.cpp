@@ -93,7 +93,7 @@ class Renderer {
           break;
         }
         case StepKind::Scatter:
-        case StepKind::ArgReduce: throw SheafError("internal: a GPU-only step in a CPU schedule");
+        case StepKind::TopK: throw SheafError("internal: a GPU-only step in a CPU schedule");
       }
     }
     out.entry += "}\n";

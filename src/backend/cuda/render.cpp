@@ -121,8 +121,8 @@ class Renderer {
           k.launches.push_back(copy_of_operand(i, n));
           if (!scatter_kernel(i, l, k)) continue;
           break;
-        case StepKind::ArgReduce:
-          arg_reduce_kernel(i, l, k);
+        case StepKind::TopK:
+          top_k_kernel(i, l, k);
           break;
         case StepKind::Update:
           k.launches.push_back(copy_of_operand(i, n));
@@ -239,26 +239,30 @@ class Renderer {
     return true;
   }
 
-  // ArgReduce step `index`: a block per result point t (x's point with the axis dropped); its
-  // threads stride over the axis keeping their first best (value, index), then combine them in
-  // __shared__ memory by a tree of sh_arg_before; thread 0 stores the index.
-  void arg_reduce_kernel(size_t index, Launch& l, Kernels& k) {
+  // TopK step `index`: a block per row t (x's point with the axis dropped). Pass p finds the
+  // first element in sh_arg_before's order that comes after pass p − 1's pick (pv, pi): the
+  // threads stride over the row keeping their first best (value, index), combine them in
+  // __shared__ memory by a tree of sh_arg_before, and thread 0 stores pick p (top_k: its value
+  // too). Results are row-major [rows, k] (top_k's axis is the last; arg_reduce's k is 1).
+  void top_k_kernel(size_t index, Launch& l, Kernels& k) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(s_.steps[index].nodes[0])];
+    const bool top = n.op == ir::Op::TopK;
     const Shape& xs = g_.type(n.in[0]).shape;
     const DType dt = g_.type(n.in[0]).dtype;
-    const auto axis = static_cast<size_t>(n.attrs.axis);
-    const int64_t extent = xs[axis], points = shape_numel(g_.type(n.out).shape);
+    const size_t axis = top ? xs.size() - 1 : static_cast<size_t>(n.attrs.axis);
+    const int64_t extent = xs[axis], picks = top ? n.attrs.k : 1;
     const fusion::View& x = fusion::read_view(s_, n.in[0], static_cast<int32_t>(index));
     l.kernel = fmt::format("s{}", index);
     l.block = std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(extent))));
-    l.grid = points;
+    l.grid = shape_numel(xs) / extent;
     l.block_reduce = true;
-    l.slots = {slot(n.out), slot(x.buffer)};
+    l.slots = {slot(top ? n.out + 1 : n.out), slot(x.buffer)};
+    if (top) l.slots.insert(l.slots.begin() + 1, slot(n.out));
     const char* v = loop_code::vtype(dt);
     code_.clear();
     indent_ = 0;
-    line("extern \"C\" __global__ void __launch_bounds__({}) {}(i32* __restrict__ r, const {}* __restrict__ x) {{", l.block,
-         l.kernel, ctype(dt));
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}(i32* __restrict__ r, {}const {}* __restrict__ x) {{", l.block,
+         l.kernel, top ? fmt::format("{}* __restrict__ rv, ", ctype(dt)) : "", ctype(dt));
     indent_ = 2;
     line("__shared__ {} hv[{}];", v, l.block);
     line("__shared__ i32 hj[{}];", l.block);
@@ -269,20 +273,28 @@ class Renderer {
       line("const i64 d{0} = q % {1}; q /= {1};", d, xs[d]);
       at += fmt::format(" + d{} * {}", d, x.strides[d]);
     }
-    const char* order = n.attrs.reduce == Reduce::Max ? "true" : "false";
-    line("{} b = 0; i32 i = -1;", v);
-    line("for (i64 j = threadIdx.x; j < {}; j += {}) {{", extent, l.block);
-    line("  const {} e = {};", v, loop_code::load_expr(dt, fmt::format("x[{} + j * {}]", at, x.strides[axis])));
-    line("  if (sh_arg_before<{}>(e, (i32)j, b, i)) b = e, i = (i32)j;", order);
-    line("}}");
-    line("hv[threadIdx.x] = b; hj[threadIdx.x] = i;");
-    line("__syncthreads();");
-    line("for (unsigned w = {}; w > 0; w /= 2) {{", l.block / 2);
-    line("  if (threadIdx.x < w && sh_arg_before<{}>(hv[threadIdx.x + w], hj[threadIdx.x + w], hv[threadIdx.x], hj[threadIdx.x]))", order);
-    line("    hv[threadIdx.x] = hv[threadIdx.x + w], hj[threadIdx.x] = hj[threadIdx.x + w];");
+    const char* order = top || n.attrs.reduce == Reduce::Max ? "true" : "false";
+    line("{} pv = 0; i32 pi = -1;", v);
+    line("for (i64 p = 0; p < {}; ++p) {{", picks);
+    line("  {} b = 0; i32 i = -1;", v);
+    line("  for (i64 j = threadIdx.x; j < {}; j += {}) {{", extent, l.block);
+    line("    const {} e = {};", v, loop_code::load_expr(dt, fmt::format("x[{} + j * {}]", at, x.strides[axis])));
+    line("    if ((pi < 0 || sh_arg_before<{0}>(pv, pi, e, (i32)j)) && sh_arg_before<{0}>(e, (i32)j, b, i)) b = e, i = (i32)j;", order);
+    line("  }}");
+    line("  hv[threadIdx.x] = b; hj[threadIdx.x] = i;");
     line("  __syncthreads();");
+    line("  for (unsigned w = {}; w > 0; w /= 2) {{", l.block / 2);
+    line("    if (threadIdx.x < w && sh_arg_before<{}>(hv[threadIdx.x + w], hj[threadIdx.x + w], hv[threadIdx.x], hj[threadIdx.x]))", order);
+    line("      hv[threadIdx.x] = hv[threadIdx.x + w], hj[threadIdx.x] = hj[threadIdx.x + w];");
+    line("    __syncthreads();");
+    line("  }}");
+    line("  pv = hv[0], pi = hj[0];");
+    line("  if (threadIdx.x == 0) {{");
+    line("    r[blockIdx.x * {} + p] = pi;", picks);
+    if (top) line("    rv[blockIdx.x * {} + p] = {};", picks, loop_code::store_expr(dt, "pv"));
+    line("  }}");
+    line("  __syncthreads();  // hv[0], hj[0] read by every thread before the next pass writes them");
     line("}}");
-    line("if (threadIdx.x == 0) r[blockIdx.x] = hj[0];");
     indent_ = 0;
     line("}}");
     l.kernel = place(std::move(code_), l.kernel, k);

@@ -9,8 +9,10 @@
 // argument slots, and every Dot and Host step (run by the caller: cuBLASLt, host copies). A
 // Scatter step is a Copy (x into the result, by the caller) and a kernel of one thread per update
 // point adding it at its index with atomicAdd (indices outside [0, n) are skipped, as the host
-// kernel does). An ArgReduce step is a kernel of a block per result point whose threads stride
-// over the reduced axis and combine their (value, index) candidates in __shared__ memory. Kernels are shared: a step whose kernel has the same code as an earlier one's, but
+// kernel does). A TopK step (top_k; arg_reduce is its k = 1) is a kernel of a block per row: k
+// passes, each finding the first element in arg_reduce's order after the previous pass's pick —
+// its threads stride over the row, then combine their (value, index) candidates in __shared__
+// memory. Kernels are shared: a step whose kernel has the same code as an earlier one's, but
 // for the slots and value ids in its names (canonical in render.cpp; a model's repeated layers),
 // launches that earlier kernel with its own arguments, and the unit holds the code once.
 // Three strategies, per step:
