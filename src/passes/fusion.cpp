@@ -488,13 +488,13 @@ class Fuser {
     internal_[n.out] = true;
   }
 
-  // dynamic_update_slice(x, u, starts..): x copied byte for byte into the result (unless the
-  // backend runs it in place), then u's points written at the clamped starts.
   // The operand x of a Scatter or Update step: contiguous, unless it is a splat the step fills.
   void start_from(int32_t x) {
     if (!splat_byte(g_, view_of(x))) contiguous(x);
   }
 
+  // dynamic_update_slice(x, u, starts..): x copied byte for byte into the result (unless the
+  // backend runs it in place), then u's points written at the clamped starts.
   bool place_update(int32_t i, const ir::Node& n) {
     if (shape_numel(shape(n.out)) == 0) return false;
     start_from(n.in[0]);

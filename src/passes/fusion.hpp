@@ -7,10 +7,9 @@
 //         outside are read through views
 //   Copy  a loop that materialises one view into a contiguous buffer
 //   Dot   dot_general as (batched) matrix products, operands read through strided views
-//   Update dynamic_update_slice: x (contiguous, or a splat_byte fill) copied into the result's
-//         buffer — skipped when the backend gives the result x's own buffer (in place) — then a
-//         loop over the update's
-//         space writes each point at the clamped starts
+//   Update dynamic_update_slice: x (contiguous) copied into the result's buffer — skipped when the
+//         backend gives the result x's own buffer (in place); a fill when x is a splat_byte —
+//         then a loop over the update's space writes each point at the clamped starts
 //   While a `while` node: its regions run as programs of their own (the backend renders them)
 //         over contiguous carried buffers; a carried value the body passes through unchanged
 //         (a loop invariant) is not copied: the node's result is a view of the operand

@@ -256,8 +256,8 @@ class Renderer {
     l.block = std::min<int64_t>(o_.block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(extent))));
     l.grid = shape_numel(xs) / extent;
     l.block_reduce = true;
-    l.slots = {slot(top ? n.out + 1 : n.out), slot(x.buffer)};
-    if (top) l.slots.insert(l.slots.begin() + 1, slot(n.out));
+    // top_k's results are (values n.out, indices n.out + 1); the kernel takes (indices, values, x)
+    l.slots = top ? std::vector<int32_t>{slot(n.out + 1), slot(n.out), slot(x.buffer)} : std::vector<int32_t>{slot(n.out), slot(x.buffer)};
     const char* v = loop_code::vtype(dt);
     code_.clear();
     indent_ = 0;
