@@ -69,17 +69,8 @@ class DryDevice : public cuda::Device {
 
 struct Calls {
   uint64_t calls = 0;
-  cuda::ProgramStats last;  // the work of the last call
+  cuda::Work last;  // the work of the last call
 };
-
-cuda::ProgramStats minus(const cuda::ProgramStats& a, const cuda::ProgramStats& b) {
-  cuda::ProgramStats d;
-  d.kernels = a.kernels - b.kernels;
-  d.products = a.products - b.products;
-  d.kernel_bytes = a.kernel_bytes - b.kernel_bytes;
-  d.product_flops = a.product_flops - b.product_flops;
-  return d;
-}
 
 int run(int argc, char** argv) {
   const bool compile = argc > 1 && std::strcmp(argv[1], "--compile") == 0;
@@ -97,16 +88,16 @@ int run(int argc, char** argv) {
   // The work between two calls reaching the JIT is the earlier call's.
   std::map<std::string, Calls> by_fn;
   std::string running;
-  cuda::ProgramStats at_start;
+  cuda::Work at_start;
   auto close = [&] {
     if (running.empty()) return;
-    by_fn[running].last = minus(in.jit->stats().gpu, at_start);
+    by_fn[running].last = in.jit->stats().gpu.work - at_start;
   };
   in.jit->observe = [&](const Value& fn, std::span<const Value>) {
     close();
     running = fn.as<FnObj>().name;  // the JIT sees closures only
     ++by_fn[running].calls;
-    at_start = in.jit->stats().gpu;
+    at_start = in.jit->stats().gpu.work;
   };
   try {
     in.run_file(argv[file]);

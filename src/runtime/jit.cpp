@@ -301,8 +301,8 @@ void Jit::report(std::ostream& os) const {
                       gpu->device().describe(), s.gpu_built, s.gpu_build_s * 1e3, s.gpu.resident, s.gpu.reused, s.gpu.uploaded,
                       s.gpu.captured, s.gpu.replayed, s.gpu.host_steps, s.gpu.in_place, gpu->stats().in_use / 1048576.0,
                       gpu->stats().peak_in_use / 1048576.0, gpu->stats().cached / 1048576.0);
-    os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP\n", s.gpu.kernels,
-                      s.gpu.kernel_bytes / 1e9, s.gpu.products, s.gpu.product_flops / 1e12);
+    os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP\n", s.gpu.work.kernels,
+                      s.gpu.work.kernel_bytes / 1e9, s.gpu.work.products, s.gpu.work.product_flops / 1e12);
   }
 }
 

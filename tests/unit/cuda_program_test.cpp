@@ -374,10 +374,10 @@ TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
 )", "work.shf");
   const cuda::ProgramStats& s = gpu.stats();
   EXPECT_EQ(s.calls, 2u);
-  EXPECT_EQ(s.products, 2u);
-  EXPECT_EQ(s.product_flops, 2 * 2.0 * 40 * 30 * 50);
-  EXPECT_EQ(s.kernels, 2u);                    // x·2, once a call
-  EXPECT_EQ(s.kernel_bytes, 2 * (4000 + 4000.0));  // reads x, writes the result
+  EXPECT_EQ(s.work.products, 2u);
+  EXPECT_EQ(s.work.product_flops, 2 * 2.0 * 40 * 30 * 50);
+  EXPECT_EQ(s.work.kernels, 2u);                        // x·2, once a call
+  EXPECT_EQ(s.work.kernel_bytes, 2 * (4000 + 4000.0));  // reads x, writes the result
   std::ostringstream report;
   gpu.in.jit->report(report);
   EXPECT_NE(report.str().find("cuda work: 2 kernels touching 0.000 GB of buffers, 2 products of 0.000 TFLOP"), std::string::npos) << report.str();

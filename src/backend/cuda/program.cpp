@@ -32,7 +32,8 @@ struct Captured {
 size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype); }
 
 // The bytes each launch of `k` moves if every element of its buffers moves once: a kernel's
-// distinct argument buffers, a copy's both sides; 0 for products, host steps and loops.
+// distinct argument buffers, a copy's both sides, a fill's one; 0 for products, host steps and
+// loops.
 std::vector<double> launch_bytes(const ir::Graph& g, const cpu::MemoryPlan& m, const Kernels& k) {
   std::vector<double> slot_bytes(static_cast<size_t>(m.slots) + 1, 0);
   for (size_t v = 0; v < m.slot.size(); ++v)
@@ -60,11 +61,11 @@ double dot_flops(const fusion::DotLayout& d) {
   return 2.0 * batches * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
 }
 
-// The work of one run of launch table `k` (ProgramStats): kernels and the bytes of their
-// arguments' buffers, copies, products and their FLOPs. Host steps and loops count when they run.
-ProgramStats work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const Kernels& k) {
+// The work of one run of launch table `k`: kernels and the bytes of their arguments' buffers,
+// copies and fills, products and their FLOPs. Host steps and loops count when they run.
+Work work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const Kernels& k) {
   std::vector<double> bytes = launch_bytes(g, m, k);
-  ProgramStats w;
+  Work w;
   for (size_t i = 0; i < k.launches.size(); ++i) {
     const Launch& l = k.launches[i];
     w.kernel_bytes += bytes[i];
@@ -88,7 +89,7 @@ struct Program::Impl {
   std::vector<size_t> kernel_index;             // launch → its kernel's index in the module
   std::vector<std::shared_ptr<Buffer>> owned;   // the arena, the constants, the split reductions' scratch
   std::vector<DevicePtr> table;                 // slots of constants and arena buffers, filled once
-  ProgramStats work;                            // of one run of the launch table (work_of)
+  Work work;                                    // of one run of the launch table (work_of)
   std::vector<size_t> first;                    // result position → first position with the same value
   std::vector<bool> written;                    // result position → written by a Loop/Copy/Dot step
   std::vector<bool> in_place;                   // result position → updated in its argument's buffer (a loop body)
@@ -322,8 +323,7 @@ void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& lo
   stats.collectives += inner.collectives;
   stats.uploaded += inner.uploaded;
   stats.in_place += inner.in_place;
-  stats.kernels += inner.kernels, stats.products += inner.products;
-  stats.kernel_bytes += inner.kernel_bytes, stats.product_flops += inner.product_flops;
+  stats.work += inner.work;
   for (int32_t k = 0; k < n.nout; ++k) {
     const auto j = static_cast<size_t>(k);
     const int32_t slot = l.slots[n.in.size() + j];
@@ -421,8 +421,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   const ir::Graph& g = p.g;
   const cpu::MemoryPlan& m = p.memory;
   ++stats.calls;
-  stats.kernels += p.work.kernels, stats.products += p.work.products;
-  stats.kernel_bytes += p.work.kernel_bytes, stats.product_flops += p.work.product_flops;
+  stats.work += p.work;
   p.buffers = p.table;
   for (size_t i = 0; i < g.params.size(); ++i) p.buffers[m.slot[g.params[i]]] = p.input(i, args[i], stats);
   std::vector<Tensor> results(g.results.size());

@@ -31,6 +31,21 @@
 
 namespace sheaf::cuda {
 
+// The work launch tables asked for: kernels launched and the bytes of the buffers they touch (each
+// counted once a launch: the memory traffic if every element moves once; copies count both sides,
+// fills one), products and their FLOPs (2·m·n·k each).
+struct Work {
+  uint64_t kernels = 0, products = 0;
+  double kernel_bytes = 0, product_flops = 0;
+  Work& operator+=(const Work& w) {
+    kernels += w.kernels, products += w.products, kernel_bytes += w.kernel_bytes, product_flops += w.product_flops;
+    return *this;
+  }
+  Work operator-(const Work& w) const {
+    return {kernels - w.kernels, products - w.products, kernel_bytes - w.kernel_bytes, product_flops - w.product_flops};
+  }
+};
+
 struct ProgramStats {
   uint64_t calls = 0;                                // calls of a program
   uint64_t reused = 0, uploaded = 0, resident = 0;  // inputs: reused upload, fresh upload, already on the GPU
@@ -38,11 +53,7 @@ struct ProgramStats {
   uint64_t host_steps = 0;                           // Host steps run (each downloads and uploads)
   uint64_t collectives = 0;                          // all_reduce nodes summed on the device (NCCL)
   uint64_t in_place = 0;                             // loop iterations' updates of a carried value in its own buffer
-  // The work the launch tables asked for: kernels launched and the bytes of the buffers they touch
-  // (each counted once a launch: the memory traffic if every element moves once; copies count
-  // both sides), products and their FLOPs (2·m·n·k each).
-  uint64_t kernels = 0, products = 0;
-  double kernel_bytes = 0, product_flops = 0;
+  Work work;                                         // asked of the device by the launch tables run
 };
 
 struct ProgramOptions {

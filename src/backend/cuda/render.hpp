@@ -7,9 +7,9 @@
 // with one parameter per buffer the step touches (loop_code::LoopBody::buffers order; const
 // when only read); the launch table lists, in step order, each kernel with its grid, block and
 // argument slots, and every Dot and Host step (run by the caller: cuBLASLt, host copies). A
-// Scatter step is a Copy (x into the result, by the caller) and a kernel of one thread per update
-// point adding it at its index with atomicAdd (indices outside [0, n) are skipped, as the host
-// kernel does). A TopK step (top_k; arg_reduce is its k = 1) is a kernel of a block per row: k
+// Scatter step is a Copy (x into the result, by the caller; a Fill when x is a splat, as for an
+// Update step) and a kernel of one thread per update point adding it at its index with atomicAdd
+// (indices outside [0, n) are skipped, as the host kernel does). A TopK step (top_k; arg_reduce is its k = 1) is a kernel of a block per row: k
 // passes, each finding the first element in arg_reduce's order after the previous pass's pick —
 // its threads stride over the row, then combine their (value, index) candidates in __shared__
 // memory. Kernels are shared: a step whose kernel has the same code as an earlier one's, but
