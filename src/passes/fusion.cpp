@@ -190,22 +190,57 @@ class Fuser {
   // over the run's space) when it is a loop over that space whose reductions fold the run's rows
   // (its innermost dims), or — once the run has rows — a loop without reductions over the rows
   // themselves (a value per row: the mean from a sum), and it reads what the run wrote only at
-  // its own point or row.
+  // its own point or row. A step that would continue a run with rows but comes a few steps after
+  // its end moves up to it when it reads nothing those steps write (the gradient of a cross-entropy's
+  // logits, computed after the loss's sum over the batch though it needs only the per-row values).
   void mark_row_phases() {
     std::vector<int64_t> rows;  // the dims the run's first reduction folds; empty until one does
     for (size_t k = 0, first = 0; k < s_.steps.size(); ++k) {
-      Step& st = s_.steps[k];
-      const Shape& space = s_.steps[first].space;
-      const bool rows_inner = rows.empty() || innermost(rows, space.size());
-      const Shape per_row(space.begin(), space.end() - static_cast<std::ptrdiff_t>(rows_inner ? rows.size() : 0));
-      const bool over_space = st.space == space && rows_inner &&
-                              (!st.reduces || (innermost(st.reduce_dims, space.size()) && (rows.empty() || st.reduce_dims == rows)));
-      const bool over_rows = !rows.empty() && rows_inner && !st.reduces && squeezed(st.space) == squeezed(per_row);
-      st.row_phase = k > first && st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (over_space || over_rows) &&
-                     reads_rows(st, static_cast<int32_t>(first), static_cast<int32_t>(k), space, per_row);
-      if (!st.row_phase) first = k, rows.clear();
-      if (rows.empty() && st.reduces) rows = st.reduce_dims;
+      s_.steps[k].row_phase = k > first && continues_run(s_.steps[k], first, k, rows);
+      if (!s_.steps[k].row_phase && !rows.empty())
+        for (size_t j = k + 1; j < std::min(s_.steps.size(), k + kRunLookahead); ++j)
+          if (reads_none_of(s_.steps[j], k, j) && continues_run(s_.steps[j], first, k, rows)) {
+            move_step(j, k);
+            s_.steps[k].row_phase = true;
+            break;
+          }
+      if (!s_.steps[k].row_phase) first = k, rows.clear();
+      if (rows.empty() && s_.steps[k].reduces) rows = s_.steps[k].reduce_dims;
     }
+  }
+  static constexpr size_t kRunLookahead = 8;
+
+  // Whether `st`, placed at step k, continues the run of steps first..k-1 whose reductions fold
+  // `rows` (empty: none has reduced yet).
+  bool continues_run(const Step& st, size_t first, size_t k, const std::vector<int64_t>& rows) const {
+    const Shape& space = s_.steps[first].space;
+    const bool rows_inner = rows.empty() || innermost(rows, space.size());
+    const Shape per_row(space.begin(), space.end() - static_cast<std::ptrdiff_t>(rows_inner ? rows.size() : 0));
+    const bool over_space = st.space == space && rows_inner &&
+                            (!st.reduces || (innermost(st.reduce_dims, space.size()) && (rows.empty() || st.reduce_dims == rows)));
+    const bool over_rows = !rows.empty() && rows_inner && !st.reduces && squeezed(st.space) == squeezed(per_row);
+    return st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (over_space || over_rows) &&
+           reads_rows(st, static_cast<int32_t>(first), static_cast<int32_t>(k), space, per_row);
+  }
+
+  // Whether step j reads nothing that steps k..j-1 write (directly or through a copied view).
+  bool reads_none_of(const Step& st, size_t k, size_t j) const {
+    auto written_between = [&](int32_t v) { return s_.step_of[v] >= static_cast<int32_t>(k) && s_.step_of[v] < static_cast<int32_t>(j); };
+    for (int32_t ni : st.nodes)
+      for (int32_t u : g_.nodes[static_cast<size_t>(ni)].in) {
+        if (computes(s_, u, static_cast<int32_t>(j))) continue;
+        if (written_between(u) || (s_.view[u] && written_between(read_view(s_, u, static_cast<int32_t>(j)).buffer))) return false;
+      }
+    return true;
+  }
+
+  // Step j moves to position k < j (steps k..j-1 move one later); step numbers follow.
+  void move_step(size_t j, size_t k) {
+    std::rotate(s_.steps.begin() + static_cast<std::ptrdiff_t>(k), s_.steps.begin() + static_cast<std::ptrdiff_t>(j),
+                s_.steps.begin() + static_cast<std::ptrdiff_t>(j) + 1);
+    for (int32_t& st : s_.step_of)
+      if (st == static_cast<int32_t>(j)) st = static_cast<int32_t>(k);
+      else if (st >= static_cast<int32_t>(k) && st < static_cast<int32_t>(j)) ++st;
   }
 
   // Whether `dims` are the last dims of a space of rank `rank`.

@@ -34,6 +34,7 @@ constexpr const char* kProgram = R"(
 (defn ln-grad [x dy p] ((grad (fn [x p] (sum (* (cast dy :f32) (layer-norm x p))))) x p))
 (def t (random-randint 6 [64] 0 96))
 (defn xent [x t] (sparse-cross-entropy x t))
+(defn xent-vg [x t] ((value-and-grad (fn [x] (sparse-cross-entropy x t))) x))
 (def table (random-normal 7 [50 96]))
 (defn embed-grad [table t] ((grad (fn [table] (sum (* (get table t) x)))) table))
 (defn placed [x] (dynamic-update-slice (zeros [128 96]) x [32 0]))
@@ -143,8 +144,9 @@ TEST_P(Recompute, ZerosToUpdateAreFilledNotWritten) {
 }
 
 // Row phases (GPU schedules only): softmax's sum and normalising loops continue the run its max
-// loop starts; so does its gradient's elementwise loop after the row sum. A column sum after a row
-// sum does not (other dims), nor does anything in a CPU schedule.
+// loop starts; so does its gradient's elementwise loop after the row sum, and a cross-entropy's
+// gradient loop moves up to the run. A column sum after a row sum does not (other dims), nor does
+// anything in a CPU schedule.
 TEST_P(Recompute, RowPhasesOnlyOnTheGpuOverTheSameRows) {
   auto phases = [](const Fused& f) {
     std::string r;
@@ -158,6 +160,10 @@ TEST_P(Recompute, RowPhasesOnlyOnTheGpuOverTheSameRows) {
   // the loss's max, sum of exponentials, log and pick: one pass over the logits on the GPU
   const std::string xent = phases(fuse(in, "xent", {"x", "t"}, GetParam()));
   EXPECT_EQ(xent.substr(0, 4), GetParam() ? "Lppp" : "LLLL") << xent;
+  // its gradient needs only the per-row values: on the GPU it moves up from after the loss's sum
+  // over the batch (the last two loops) into the run — one pass more over the logits, not a kernel
+  const std::string xent_vg = phases(fuse(in, "xent-vg", {"x", "t"}, GetParam()));
+  EXPECT_EQ(xent_vg, GetParam() ? "LpppppLp" : "LLLLLLLL") << xent_vg;
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),
