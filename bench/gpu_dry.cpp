@@ -1,7 +1,8 @@
 // bench/gpu_dry.cpp — what a program asks of a GPU, measured on a machine without one.
 // Runs FILE.shf as `sheaf --device cuda FILE.shf -- ARGS` would, on a device that does nothing:
 // memory is address ranges that hold nothing (downloads read zeros, uploads are dropped), kernels
-// are rendered but neither compiled nor run, products and copies are skipped. The CUDA backend
+// are rendered but neither compiled nor run, products and copies are skipped, captured graphs
+// replay nothing. The CUDA backend
 // traces, fuses, plans memory, renders and walks its launch tables as on a GPU, so its work
 // counters (cuda::ProgramStats: kernels, bytes of the buffers they touch, products and FLOPs) are
 // exact; the values the program computes and prints are not.
@@ -28,6 +29,13 @@ namespace {
 class DryModule : public cuda::Module {
  public:
   void launch(size_t, int64_t, int64_t, void**) override {}
+};
+
+// A graph that replays nothing: the backend captures and replays as it would on a GPU, so the
+// report's captures and replays say which functions a GPU would run as CUDA graphs.
+class DryCapture : public cuda::Capture {
+ public:
+  void replay() override {}
 };
 
 class DryDevice : public cuda::Device {
@@ -59,7 +67,7 @@ class DryDevice : public cuda::Device {
   void synchronize() override {}
   std::unique_ptr<cuda::Capture> capture(const std::function<void()>& record) override {
     record();
-    return nullptr;
+    return std::make_unique<DryCapture>();
   }
 
  private:

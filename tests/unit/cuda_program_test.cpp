@@ -256,6 +256,34 @@ struct EmulatedAndReference {
   }
 };
 
+// A loop that feeds each step new host values (a learning rate from a schedule, rows gathered from
+// a dataset, as the examples' epochs do) re-uploads them into the buffers of values already
+// dropped at the same positions: its buffer tables cycle with the parameters' buffer sets, so the
+// steps after the first few replay captures. (Fresh buffers from the allocator instead: the 4-byte
+// rate and the 256-byte targets share its 512-byte blocks, trade them from step to step, and the
+// tables repeat every six steps, more than the captures kept: nothing was replayed.)
+constexpr const char* kScheduledBatches = R"(
+(defn loss [p x y] (mean (** (- (+ (@ x (get p :W)) (get p :b)) (reshape y 64 1)) 2)))
+(defn step [p lr x y]
+  (let [[l g] ((value-and-grad loss) p x y)]
+    [l {:W (- (get p :W) (* lr (get g :W))) :b (- (get p :b) (* lr (get g :b)))}]))
+(def p0 {:W (random-normal 3 [16 1]) :b (zeros [1])})
+(def XS (random-normal 4 [256 16]))
+(def YS (random-normal 5 [256]))
+(def trained (repeat [i 24] [[l p] [0.0 p0]]
+  (let [rows (+ (* 64 (mod i 4)) (arange 64))] (step p (/ 0.1 (+ 1.0 i)) (get XS rows) (get YS rows)))))
+(print "{:.5f}" (first trained))
+)";
+
+TEST(CudaResidency, NewHostValuesEveryStepStillReplay) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  EmulatedAndReference r(kScheduledBatches);
+  EXPECT_EQ(r.stats.calls, 24u);
+  EXPECT_EQ(r.stats.uploaded, 2u + 3 * 24) << "p0 once, then each step's rate and batch";
+  EXPECT_GE(r.stats.replayed, 18u) << r.stats.captured << " captures";
+  EXPECT_EQ(r.got, r.want);
+}
+
 // A language-model step (embedding gather + positions, bf16 products, a split and re-joined
 // activation, a tied head, cross-entropy, SGD) runs entirely in kernels and products: no host
 // step (the embedding's gradient is a scatter-add kernel), so repeated steps are captured and

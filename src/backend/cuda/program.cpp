@@ -207,7 +207,14 @@ DevicePtr Program::Impl::input(size_t position, const Tensor& t, ProgramStats& s
     return list.front().buffer->ptr();
   }
   ++stats.uploaded;
-  auto b = std::make_shared<Buffer>(alloc, t.nbytes());
+  // The buffer of a dropped value at this position takes the new one (the work queued before
+  // reads it first: one stream), so a loop fed new host values each step keeps its buffer tables
+  // and replays its captures; fresh memory from the allocator could trade places with other
+  // positions' blocks of the same size from step to step.
+  auto dropped = std::find_if(list.begin(), list.end(), [&](const Upload& u) {
+    return u.host.expired() && u.buffer.use_count() == 1 && u.buffer->bytes() == t.nbytes();
+  });
+  std::shared_ptr<Buffer> b = dropped != list.end() ? dropped->buffer : std::make_shared<Buffer>(alloc, t.nbytes());
   if (t.nbytes()) alloc->device().upload(b->ptr(), host.get(), t.nbytes());
   std::erase_if(list, [](const Upload& u) { return u.host.expired(); });
   list.insert(list.begin(), Upload{host.get(), host, b});
