@@ -196,10 +196,10 @@ class Fuser {
   void mark_row_phases() {
     std::vector<int64_t> rows;  // the dims the run's first reduction folds; empty until one does
     for (size_t k = 0, first = 0; k < s_.steps.size(); ++k) {
-      s_.steps[k].row_phase = k > first && continues_run(s_.steps[k], first, k, rows);
+      s_.steps[k].row_phase = k > first && continues_run(k, first, k, rows);
       if (!s_.steps[k].row_phase && !rows.empty())
         for (size_t j = k + 1; j < std::min(s_.steps.size(), k + kRunLookahead); ++j)
-          if (reads_none_of(s_.steps[j], k, j) && continues_run(s_.steps[j], first, k, rows)) {
+          if (reads_none_of(j, k) && continues_run(j, first, k, rows)) {
             move_step(j, k);
             s_.steps[k].row_phase = true;
             break;
@@ -210,9 +210,10 @@ class Fuser {
   }
   static constexpr size_t kRunLookahead = 8;
 
-  // Whether `st`, placed at step k, continues the run of steps first..k-1 whose reductions fold
-  // `rows` (empty: none has reduced yet).
-  bool continues_run(const Step& st, size_t first, size_t k, const std::vector<int64_t>& rows) const {
+  // Whether step `self`, placed at step k (self ≥ k), continues the run of steps first..k-1 whose
+  // reductions fold `rows` (empty: none has reduced yet).
+  bool continues_run(size_t self, size_t first, size_t k, const std::vector<int64_t>& rows) const {
+    const Step& st = s_.steps[self];
     const Shape& space = s_.steps[first].space;
     const bool rows_inner = rows.empty() || innermost(rows, space.size());
     const Shape per_row(space.begin(), space.end() - static_cast<std::ptrdiff_t>(rows_inner ? rows.size() : 0));
@@ -220,11 +221,12 @@ class Fuser {
                             (!st.reduces || (innermost(st.reduce_dims, space.size()) && (rows.empty() || st.reduce_dims == rows)));
     const bool over_rows = !rows.empty() && rows_inner && !st.reduces && squeezed(st.space) == squeezed(per_row);
     return st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (over_space || over_rows) &&
-           reads_rows(st, static_cast<int32_t>(first), static_cast<int32_t>(k), space, per_row);
+           reads_rows(static_cast<int32_t>(self), static_cast<int32_t>(first), static_cast<int32_t>(k), space, per_row);
   }
 
   // Whether step j reads nothing that steps k..j-1 write (directly or through a copied view).
-  bool reads_none_of(const Step& st, size_t k, size_t j) const {
+  bool reads_none_of(size_t j, size_t k) const {
+    const Step& st = s_.steps[j];
     auto written_between = [&](int32_t v) { return s_.step_of[v] >= static_cast<int32_t>(k) && s_.step_of[v] < static_cast<int32_t>(j); };
     for (int32_t ni : st.nodes)
       for (int32_t u : g_.nodes[static_cast<size_t>(ni)].in) {
@@ -250,15 +252,16 @@ class Fuser {
     return !dims.empty();
   }
 
-  // Whether loop `k` (over the run's `space`, or over its rows) reads the buffers of steps
-  // first..k-1 only at its own point: a value per point of `space` at that point, a value per row
-  // (a buffer over `per_row`, the dims of `space` before the rows) at its row.
-  bool reads_rows(const Step& st, int32_t first, int32_t k, const Shape& space, const Shape& per_row) const {
+  // Whether loop `self`, placed at step k (over the run's `space`, or over its rows), reads the
+  // buffers of steps first..k-1 only at its own point: a value per point of `space` at that point,
+  // a value per row (a buffer over `per_row`, the dims of `space` before the rows) at its row.
+  bool reads_rows(int32_t self, int32_t first, int32_t k, const Shape& space, const Shape& per_row) const {
+    const Step& st = s_.steps[static_cast<size_t>(self)];
     const bool over_space = st.space == space;
     for (int32_t ni : st.nodes) {
       const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
       for (int32_t u : n.in) {
-        if (computes(s_, u, k) || !s_.view[u]) continue;
+        if (computes(s_, u, self) || !s_.view[u]) continue;
         const View& w = read_view(s_, u, k);
         const int32_t by = s_.step_of[w.buffer];
         if (by < first || by >= k) continue;
