@@ -2,10 +2,10 @@
 // Runs FILE.shf as `sheaf --device cuda FILE.shf -- ARGS` would, on a device that does nothing:
 // memory is address ranges that hold nothing (downloads read zeros, uploads are dropped), kernels
 // are rendered but neither compiled nor run, products and copies are skipped, captured graphs
-// replay nothing. The CUDA backend
-// traces, fuses, plans memory, renders and walks its launch tables as on a GPU, so its work
-// counters (cuda::ProgramStats: kernels, bytes of the buffers they touch, products and FLOPs) are
-// exact; the values the program computes and prints are not.
+// replay nothing. The CUDA backend traces, fuses, plans memory, renders, walks its launch tables
+// and captures as on a GPU, so its work counters (cuda::ProgramStats: kernels, bytes of the
+// buffers they touch, products and FLOPs, captures and replays) are exact; the values the program
+// computes and prints are not.
 // Prints, per compiled function, its calls and the work of its last call (a training step's
 // function: one step), then the --jit-profile report. --compile: NVRTC also compiles every unit
 // to an sm_90 cubin, as the GPU would load it (no GPU needed), and the compile time is printed.

@@ -226,12 +226,12 @@ class Fuser {
 
   // Whether step j reads nothing that steps k..j-1 write (directly or through a copied view).
   bool reads_none_of(size_t j, size_t k) const {
-    const Step& st = s_.steps[j];
-    auto written_between = [&](int32_t v) { return s_.step_of[v] >= static_cast<int32_t>(k) && s_.step_of[v] < static_cast<int32_t>(j); };
-    for (int32_t ni : st.nodes)
+    const auto from = static_cast<int32_t>(k), self = static_cast<int32_t>(j);
+    auto written_between = [&](int32_t v) { return s_.step_of[v] >= from && s_.step_of[v] < self; };
+    for (int32_t ni : s_.steps[j].nodes)
       for (int32_t u : g_.nodes[static_cast<size_t>(ni)].in) {
-        if (computes(s_, u, static_cast<int32_t>(j))) continue;
-        if (written_between(u) || (s_.view[u] && written_between(read_view(s_, u, static_cast<int32_t>(j)).buffer))) return false;
+        if (computes(s_, u, self)) continue;
+        if (written_between(u) || (s_.view[u] && written_between(read_view(s_, u, self).buffer))) return false;
       }
     return true;
   }
