@@ -11,7 +11,10 @@
 //   - a dynamic_slice starts a loop over its result (its operand read through a view at the
 //     clamped starts), which elementwise consumers may join;
 //   - dynamic_update_slice becomes an Update step over its update's space; in GPU schedules, an
-//     f32 scatter-add a Scatter step, arg_reduce and top_k a TopK step;
+//     f32 scatter-add a Scatter step, arg_reduce and top_k a TopK step, and an attention chain
+//     (attention.hpp, found before the walk) one Attention step placed at its last node, its
+//     other nodes skipped (q, k and v copied first when their head dims are not contiguous and
+//     16-byte aligned);
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
@@ -20,6 +23,7 @@
 #include <algorithm>
 
 #include "base/error.hpp"
+#include "passes/rewrite.hpp"
 
 namespace sheaf::fusion {
 
@@ -132,6 +136,7 @@ class Fuser {
   }
 
   Schedule run() {
+    if (o_.gpu) find_attention_chains();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();
@@ -145,6 +150,8 @@ class Fuser {
   const FuseOptions& o_;
   Schedule s_;
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
+  std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
+  std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
@@ -562,6 +569,76 @@ class Fuser {
     return true;
   }
 
+  // The attention chains whose shapes an Attention step takes (fusion.hpp): head dims multiples
+  // of 16 (the products' k and n steps) up to kAttentionMaxHead, nothing empty.
+  void find_attention_chains() {
+    for (passes::AttentionMatch& m : passes::find_attention(g_)) {
+      const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
+      const int64_t d = shape(d1.in[0])[static_cast<size_t>(d1.attrs.dot.lhs_contract[0])], dv = shape(d2.out).back();
+      auto head = [](int64_t h) { return h > 0 && h % 16 == 0 && h <= kAttentionMaxHead; };
+      if (!head(d) || !head(dv) || shape_numel(shape(d2.out)) == 0 || shape_numel(shape(d1.out)) == 0) continue;
+      if (chain_of_.empty()) chain_of_.assign(g_.nodes.size(), -1);
+      for (int32_t n : m.nodes) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
+      chains_.push_back(std::move(m));
+    }
+  }
+
+  // Operand u of an Attention step, dims (batch.., rows, head): its batch and row strides, with a
+  // contiguous head dim and 16-byte alignment (else u is copied to a buffer of its own first).
+  void attention_operand(int32_t u, const std::vector<int64_t>& batch, int64_t rows, int64_t head,
+                         std::vector<int64_t>& batch_strides, int64_t& row_stride) {
+    auto aligned = [&](const View& w) {
+      bool ok = w.strides[static_cast<size_t>(head)] == 1 && w.offset % 8 == 0 && w.strides[static_cast<size_t>(rows)] % 8 == 0;
+      for (int64_t b : batch) ok = ok && w.strides[static_cast<size_t>(b)] % 8 == 0;
+      return ok;
+    };
+    if (!aligned(view_of(u))) own_buffer(u);
+    const View& w = *s_.view[u];
+    for (int64_t b : batch) batch_strides.push_back(w.strides[static_cast<size_t>(b)]);
+    row_stride = w.strides[static_cast<size_t>(rows)];
+  }
+
+  // Whether mask value `mask` [b.., t, s], read through `w`, is a constant keeping exactly s ≤ t.
+  bool causal_mask(const View& w, const AttentionLayout& a) const {
+    const Tensor* c = passes::constant_value(g_, w.buffer);
+    if (!c) return false;
+    std::vector<int64_t> at(a.batch.size(), 0);
+    for (int64_t b = 0, nb = shape_numel(a.batch); b < nb; ++b) {
+      int64_t base = w.offset, rest = b;
+      for (size_t i = a.batch.size(); i-- > 0; rest /= a.batch[i]) base += rest % a.batch[i] * a.batch_mask[i];
+      for (int64_t t = 0; t < a.t; ++t)
+        for (int64_t s = 0; s < a.s; ++s)
+          if ((c->get(base + t * a.mask_ts + s * a.mask_ss) != 0) != (s <= t)) return false;
+      if (std::all_of(a.batch_mask.begin(), a.batch_mask.end(), [](int64_t st) { return st == 0; })) break;  // every batch alike
+    }
+    return true;
+  }
+
+  void place_attention(const passes::AttentionMatch& m) {
+    const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
+    const DotDims &qk = d1.attrs.dot, &pv = d2.attrs.dot;
+    const Shape& out = shape(d2.out);
+    const size_t nb = out.size() - 2;
+    AttentionLayout a{.batch = Shape(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nb)),
+                      .t = out[nb], .s = shape(d2.in[0])[nb + 1], .d = shape(d1.in[0])[static_cast<size_t>(qk.lhs_contract[0])],
+                      .dv = out[nb + 1], .q = d1.in[0], .k = d1.in[1], .v = d2.in[1], .mask = m.mask, .prologue = m.prologue};
+    auto free_dim = [&](int32_t u, const std::vector<int64_t>& batch, int64_t contract) {
+      return free_dims(shape(u).size(), batch, {contract})[0];
+    };
+    attention_operand(a.q, qk.lhs_batch, free_dim(a.q, qk.lhs_batch, qk.lhs_contract[0]), qk.lhs_contract[0], a.batch_q, a.q_rs);
+    attention_operand(a.k, qk.rhs_batch, free_dim(a.k, qk.rhs_batch, qk.rhs_contract[0]), qk.rhs_contract[0], a.batch_k, a.k_rs);
+    attention_operand(a.v, pv.rhs_batch, pv.rhs_contract[0], free_dim(a.v, pv.rhs_batch, pv.rhs_contract[0]), a.batch_v, a.v_rs);
+    if (a.mask >= 0) {
+      const View& w = view_of(a.mask);
+      a.batch_mask.assign(w.strides.begin(), w.strides.begin() + static_cast<std::ptrdiff_t>(nb));
+      a.mask_ts = w.strides[nb], a.mask_ss = w.strides[nb + 1];
+      a.causal = causal_mask(w, a);
+    }
+    const int32_t st = push(Step{.kind = StepKind::Attention, .nodes = m.nodes, .space = shape(d1.out), .attention = std::move(a)});
+    for (int32_t n : m.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
+    give_buffer(d2.out, st);
+  }
+
   void place_host(int32_t i, const ir::Node& n) {
     for (int32_t u : n.in) contiguous(u);
     int32_t st = push(Step{.kind = StepKind::Host, .nodes = {i}});
@@ -580,7 +657,10 @@ class Fuser {
 
   void place(int32_t i) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
-    if (n.op == Op::Parameter || n.op == Op::Constant) {
+    if (!chain_of_.empty() && chain_of_[static_cast<size_t>(i)] >= 0) {  // placed with its chain's last node
+      const passes::AttentionMatch& m = chains_[static_cast<size_t>(chain_of_[static_cast<size_t>(i)])];
+      if (m.out == i) place_attention(m);
+    } else if (n.op == Op::Parameter || n.op == Op::Constant) {
       give_buffer(n.out, -1);
     } else if (is_view_op(n.op)) {
       place_view(n);

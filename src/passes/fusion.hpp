@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "ir/ir.hpp"
+#include "passes/attention.hpp"
 
 namespace sheaf::fusion {
 
@@ -56,7 +57,9 @@ struct View {
 // then the larger value — the smaller for argmin —, then the smaller index) into contiguous
 // buffers, x read through its view: top_k with k ≤ 64 (values and i32 indices, the last axis) or
 // arg_reduce (k = 1, the index only, attrs.axis). `space` is x's shape.
-enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter, Update, TopK };
+// Attention (GPU schedules only): the chain of a passes::AttentionMatch (attention.hpp) as one
+// step, `nodes` all of its nodes; only its last product's value gets a buffer (below).
+enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter, Update, TopK, Attention };
 
 // dot_general as products of matrices: for every batch index b (row-major over `batch`),
 // out[b] (m×n, contiguous) = A_b (m×k) · B_b (k×n), where A_b's element (r, c) is at
@@ -67,10 +70,26 @@ struct DotLayout {
   int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
 };
 
+// An Attention step: for every batch index b (row-major over `batch`), out[b] ([t, dv], contiguous)
+// = softmax over the s keys of prologue(Q_b · K_bᵀ) · V_b. Operand X (q, k, v: value ids, read
+// through read_view) has its element (row r, head-dim column c) of batch b at
+// view.offset + Σ batch_X[i]·b_i + r·X_rs + c — the head dims are contiguous, and the offset and
+// every stride are multiples of 8 (16-byte loads of f16/bf16). The mask (value id, -1: none) is
+// read at offset + Σ batch_mask[i]·b_i + t·mask_ts + s·mask_ss; `causal` when it is a constant
+// keeping exactly s ≤ t (the kernel then reads no mask and computes the condition).
+struct AttentionLayout {
+  std::vector<int64_t> batch, batch_q, batch_k, batch_v, batch_mask;
+  int64_t t = 0, s = 0, d = 0, dv = 0;
+  int64_t q_rs = 0, k_rs = 0, v_rs = 0, mask_ts = 0, mask_ss = 0;
+  int32_t q = -1, k = -1, v = -1, mask = -1;
+  std::vector<passes::ScoreOp> prologue;
+  bool causal = false;
+};
+
 struct Step {
   StepKind kind = StepKind::Loop;
   std::vector<int32_t> nodes;         // node indices, topological (Copy/Dot/Host: exactly one)
-  Shape space;                        // Loop/Copy/Update/Scatter: the iteration space
+  Shape space;                        // Loop/Copy/Update/Scatter: the iteration space; Attention: the scores
   bool reduces = false;               // Loop: has reductions, all folding `reduce_dims` (sorted; may be empty)
   std::vector<int64_t> reduce_dims;
   std::vector<int32_t> outputs;       // values this step writes into buffers
@@ -79,6 +98,7 @@ struct Step {
   bool row_phase = false;             // GPU Loop: may run as a later phase of the previous step's kernel (below)
   View source;                        // Copy: what it reads (the view's own entry is then contiguous)
   DotLayout dot;                      // Dot
+  AttentionLayout attention;          // Attention
 };
 
 struct Schedule {
@@ -99,9 +119,13 @@ struct FuseOptions {
   // A GPU schedule: f16/bf16 products are Dot steps too (a GPU's products accumulate them in f32)
   // and f16/bf16 reductions are loops (its kernels always accumulate in f32 registers); otherwise
   // both are Host steps. Elementwise f16/bf16 ops are loops in both. f32 scatter-adds (gradients
-  // of gathers) are Scatter steps, arg_reduce and top_k TopK steps (the CPU runs them on the host).
+  // of gathers) are Scatter steps, arg_reduce and top_k TopK steps (the CPU runs them on the host),
+  // and attention chains (attention.hpp) whose head dims are multiples of 16 up to
+  // kAttentionMaxHead are Attention steps.
   bool gpu = false;
 };
+
+inline constexpr int64_t kAttentionMaxHead = 96;
 
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.

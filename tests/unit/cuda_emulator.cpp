@@ -60,6 +60,48 @@ template <class... P> static const unsigned* sheaf_sizes(void (*)(P...)) {
 #define __launch_bounds__(n)
 #define __shared__ static
 #define __syncthreads() sheaf_sync()
+// Warp collectives (attention kernels): the lanes of a warp publish their operands, meet at the
+// block's barrier (every thread of the block calls them alike), read what they need, meet again.
+#define SHEAF_EMULATION 1
+static unsigned sheaf_lane_words[1024][6];
+static float sheaf_lane_value[1024];
+static inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
+  sheaf_lane_value[threadIdx.x] = v;
+  sheaf_sync();
+  const float r = sheaf_lane_value[threadIdx.x ^ unsigned(lane_mask)];
+  sheaf_sync();
+  return r;
+}
+static inline float sheaf_half_value(unsigned h, bool bf16) {
+  if (bf16) return __int_as_float(int(h << 16));
+  const unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0x1f) return __int_as_float(int(s | 0x7f800000u | (m << 13)));
+  if (e == 0) return (s ? -1.f : 1.f) * ldexpf(float(m), -24);
+  return __int_as_float(int(s | ((e + 112) << 23) | (m << 13)));
+}
+// mma.sync.m16n8k16.row.col with f32 accumulators (fragment layouts: backend/cuda/attention_kernel.cpp).
+template <bool Bf16> static inline void sheaf_mma(float* d, const unsigned* a, const unsigned* b) {
+  const unsigned t = threadIdx.x, warp = t & ~31u, g = (t & 31) >> 2, c = t & 3;
+  for (int i = 0; i < 4; ++i) sheaf_lane_words[t][i] = a[i];
+  sheaf_lane_words[t][4] = b[0], sheaf_lane_words[t][5] = b[1];
+  sheaf_sync();
+  auto half = [](unsigned word, unsigned k) { return sheaf_half_value((word >> (16 * (k & 1))) & 0xffffu, Bf16); };
+  float r[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned row = g + 8 * (i >> 1), col = 2 * c + (i & 1);
+    float acc = d[i];
+    for (unsigned k = 0; k < 16; ++k) {
+      const float x = half(sheaf_lane_words[warp + (row % 8) * 4 + (k % 8) / 2][(row >= 8) + 2 * (k >= 8)], k);
+      const float y = half(sheaf_lane_words[warp + col * 4 + (k % 8) / 2][4 + (k >= 8)], k);
+      acc += x * y;
+    }
+    r[i] = acc;
+  }
+  sheaf_sync();
+  for (int i = 0; i < 4; ++i) d[i] = r[i];
+}
+static inline void sh_mma_bf16(float* d, const unsigned* a, const unsigned* b) { sheaf_mma<true>(d, a, b); }
+static inline void sh_mma_f16(float* d, const unsigned* a, const unsigned* b) { sheaf_mma<false>(d, a, b); }
 static inline float atomicAdd(float* p, float v) {
   float old = *p, want;
   do want = old + v; while (!__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));

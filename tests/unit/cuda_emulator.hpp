@@ -15,7 +15,11 @@
 //   Products  f32 by sheaf::gemm; f16 and bf16 widened to f32, multiplied with f32 accumulation and
 //             rounded back (tf32 is ignored: f32 products are exact f32).
 //   atomicAdd (the scatter kernels') is a compare-and-swap loop; all_reduce_sum is the copy of a
-//             job of one.
+//             job of one. Warp collectives (attention kernels, which synchronise, so a block's
+//             threads run together): __shfl_xor_sync and mma.sync.m16n8k16 (sh_mma_bf16/f16, with
+//             its PTX fragment layouts and f32 accumulation) publish each lane's operands and meet
+//             at the block's barrier: every thread of a block calls them alike. SHEAF_EMULATION is
+//             defined.
 //   Capture   while `record` runs, launches, products, copies and fills are recorded (with copies of
 //             their arguments) instead of run; upload and download throw. replay() runs them in
 //             order, on the addresses used while recording.

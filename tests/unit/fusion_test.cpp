@@ -38,6 +38,18 @@ constexpr const char* kProgram = R"(
 (def table (random-normal 7 [50 96]))
 (defn embed-grad [table t] ((grad (fn [table] (sum (* (get table t) x)))) table))
 (defn placed [x] (dynamic-update-slice (zeros [128 96]) x [32 0]))
+(def qkv (cast (random-normal 8 [2 64 3 96]) :bf16))
+(defn heads [qkv]
+  (let [q (slice qkv 0 32 :axis 3) k (slice qkv 32 64 :axis 3) v (slice qkv 64 96 :axis 3)
+        s (* (cast (einsum "bthd,bshd->bhts" q k) :f32) 0.125)]
+    (einsum "bhts,bshd->bthd" (cast (softmax (where mask s -1e9) :axis -1) :bf16) v)))
+(defn heads-unmasked [qkv]
+  (let [q (slice qkv 0 32 :axis 3) k (slice qkv 32 64 :axis 3) v (slice qkv 64 96 :axis 3)]
+    (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
+(defn heads-grad [qkv] ((grad (fn [qkv] (sum (cast (heads qkv) :f32)))) qkv))
+(defn odd-heads [qkv]
+  (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
+    (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
 )";
 
 struct Fused {
@@ -164,6 +176,44 @@ TEST_P(Recompute, RowPhasesOnlyOnTheGpuOverTheSameRows) {
   // over the batch (the last two loops) into the run — one pass more over the logits, not a kernel
   const std::string xent_vg = phases(fuse(in, "xent-vg", {"x", "t"}, GetParam()));
   EXPECT_EQ(xent_vg, GetParam() ? "LpppppLp" : "LLLLLLLL") << xent_vg;
+}
+
+// Attention chains (passes/attention.hpp) are one Attention step in a GPU schedule, reading q, k
+// and v where they lie in the fused qkv tensor (head dims contiguous, 16-byte aligned): the causal
+// mask (a constant tril) is recognised, no mask is none. A training step's backward pass reads
+// the probabilities (no chain), head dims that are not multiples of 16 do not fit the tensor-core
+// steps, and a CPU schedule has no Attention step.
+TEST_P(Recompute, AttentionChainsAreOneStepOnTheGpu) {
+  auto attention = [](const Fused& f) {
+    std::vector<const fusion::Step*> r;
+    for (const fusion::Step& st : f.schedule.steps)
+      if (st.kind == fusion::StepKind::Attention) r.push_back(&st);
+    return r;
+  };
+  const Fused masked = fuse(in, "heads", {"qkv"}, GetParam());
+  const auto steps = attention(masked);
+  ASSERT_EQ(steps.size(), GetParam() ? 1u : 0u);
+  if (GetParam()) {
+    const fusion::AttentionLayout& a = steps[0]->attention;
+    EXPECT_TRUE(a.causal);
+    EXPECT_EQ(a.batch, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ((std::vector<int64_t>{a.t, a.s, a.d, a.dv}), (std::vector<int64_t>{64, 64, 32, 32}));
+    EXPECT_EQ(a.batch_q, (std::vector<int64_t>{64 * 3 * 96, 96}));
+    EXPECT_EQ(a.q_rs, 3 * 96);
+    EXPECT_EQ(fusion::read_view(masked.schedule, a.k, static_cast<int32_t>(steps[0] - masked.schedule.steps.data())).offset, 32);
+    EXPECT_EQ(masked.schedule.steps.size(), 2u) << "the attention step and the output's transposing copy";
+    ASSERT_EQ(a.prologue.size(), 4u);  // the product's rounding, the convert, the scale, the mask
+    EXPECT_EQ(a.prologue[2].kind, passes::ScoreOp::Kind::Mul);
+    EXPECT_EQ(a.prologue[2].c, 0.125);
+    EXPECT_EQ(a.prologue[3].kind, passes::ScoreOp::Kind::Mask);
+  }
+  const auto unmasked = attention(fuse(in, "heads-unmasked", {"qkv"}, GetParam()));
+  ASSERT_EQ(unmasked.size(), GetParam() ? 1u : 0u);
+  if (GetParam()) {
+    EXPECT_EQ(unmasked[0]->attention.mask, -1);
+  }
+  EXPECT_TRUE(attention(fuse(in, "heads-grad", {"qkv"}, GetParam())).empty());
+  EXPECT_TRUE(attention(fuse(in, "odd-heads", {"qkv"}, GetParam())).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),

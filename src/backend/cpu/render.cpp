@@ -93,7 +93,8 @@ class Renderer {
           break;
         }
         case StepKind::Scatter:
-        case StepKind::TopK: throw SheafError("internal: a GPU-only step in a CPU schedule");
+        case StepKind::TopK:
+        case StepKind::Attention: throw SheafError("internal: a GPU-only step in a CPU schedule");
       }
     }
     out.entry += "}\n";

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <map>
 
+#include "backend/cuda/attention_kernel.hpp"
 #include "backend/loop_code.hpp"
 #include "base/error.hpp"
 
@@ -102,6 +103,8 @@ class Renderer {
   Kernels run() {
     Kernels k;
     k.source = std::string(kPrelude) + loop_code::kScalarHelpers + kArgHelpers;
+    if (std::any_of(s_.steps.begin(), s_.steps.end(), [](const fusion::Step& st) { return st.kind == StepKind::Attention; }))
+      k.source += kAttentionHelpers;
     for (size_t i = 0, next = 1; i < s_.steps.size(); i = next) {
       const fusion::Step& st = s_.steps[i];
       next = i + 1;
@@ -124,6 +127,11 @@ class Renderer {
         case StepKind::TopK:
           top_k_kernel(i, l, k);
           break;
+        case StepKind::Attention: {
+          const std::string name = fmt::format("s{}", i);
+          l.kernel = place(attention_kernel(g_, s_, m_, i, name, l), name, k);
+          break;
+        }
         case StepKind::Update:
           k.launches.push_back(copy_of_operand(i, n));
           if (!kernel(i, l, k, &next)) continue;  // an empty update: the copy is all

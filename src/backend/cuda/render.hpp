@@ -12,7 +12,8 @@
 // (indices outside [0, n) are skipped, as the host kernel does). A TopK step (top_k; arg_reduce is its k = 1) is a kernel of a block per row: k
 // passes, each finding the first element in arg_reduce's order after the previous pass's pick —
 // its threads stride over the row, then combine their (value, index) candidates in __shared__
-// memory. Kernels are shared: a step whose kernel has the same code as an earlier one's, but
+// memory. An Attention step is the flash-attention kernel of attention_kernel.hpp (its helpers
+// join the unit's prelude). Kernels are shared: a step whose kernel has the same code as an earlier one's, but
 // for the slots and value ids in its names (canonical in render.cpp; a model's repeated layers),
 // launches that earlier kernel with its own arguments, and the unit holds the code once.
 // Three strategies, per step:

@@ -1,0 +1,262 @@
+// backend/cuda/attention_kernel.cpp — flash attention for an Attention step (attention_kernel.hpp).
+// Fragment layouts of mma.sync.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"), for lane
+// = 4·g + c of a warp: A (16 × 16, row-major pairs) a0 = (g, 2c..2c+1), a1 = (g + 8, 2c..),
+// a2 = (g, 2c + 8..), a3 = (g + 8, 2c + 8..); B (16 × 8) b0 = (k 2c..2c+1, n g), b1 = (k 2c + 8..,
+// n g); C/D (16 × 8, f32) d0, d1 = (g, 2c..2c+1), d2, d3 = (g + 8, 2c..). So the accumulators of
+// two adjacent 8-key score tiles are exactly the A fragment of a 16-key step of P·V.
+#include "backend/cuda/attention_kernel.hpp"
+
+#include <fmt/format.h>
+
+#include "backend/loop_code.hpp"
+#include "base/error.hpp"
+
+namespace sheaf::cuda {
+
+const char* const kAttentionHelpers = R"(struct alignas(16) sh_u4 { unsigned x, y, z, w; };
+#ifndef SHEAF_EMULATION
+static inline void sh_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+static inline void sh_mma_f16(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+)";
+
+namespace {
+
+constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;  // a block: 4 warps × 16 query rows; a key tile
+
+class AttentionRenderer {
+ public:
+  AttentionRenderer(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index)
+      : g_(g), s_(s), m_(m), index_(index), a_(s.steps[index].attention) {
+    const ir::Node& out = g.nodes[static_cast<size_t>(s.steps[index].nodes.back())];
+    dt_ = g.type(a_.q).dtype;
+    out_ = out.out;
+    if (dt_ != DType::BF16 && dt_ != DType::F16) throw SheafError("internal: an attention step on neither f16 nor bf16");
+    for (size_t i = 0; i < a_.prologue.size(); ++i)
+      if (a_.prologue[i].kind == passes::ScoreOp::Kind::Mask) mask_op_ = static_cast<int64_t>(i);
+    const passes::ScoreOp* mask = mask_op_ < 0 ? nullptr : &a_.prologue[static_cast<size_t>(mask_op_)];
+    skip_ = a_.causal && mask && mask_op_ + 1 == static_cast<int64_t>(a_.prologue.size()) && mask->keep_if && mask->c <= -1e4;
+  }
+
+  std::string run(const std::string& name, Launch& l) {
+    const int64_t q_tiles = (a_.t + kRows - 1) / kRows;
+    l.kernel = name;
+    l.block = kThreads;
+    l.grid = shape_numel(a_.batch) * q_tiles;
+    l.block_reduce = true;
+    const fusion::View &q = view(a_.q), &k = view(a_.k), &v = view(a_.v);
+    const bool reads_mask = a_.mask >= 0 && !a_.causal;
+    l.slots = {slot(q.buffer), slot(k.buffer), slot(v.buffer)};
+    if (reads_mask) l.slots.push_back(slot(view(a_.mask).buffer));
+    l.slots.push_back(slot(out_));
+
+    const char* h = loop_code::ctype(dt_);
+    const int64_t qs = a_.d + 8, vs = kKeys + 8;  // __shared__ row strides (elements): rows 16 bytes apart in banks
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}(const {h}* __restrict__ gq, const {h}* __restrict__ gk, "
+         "const {h}* __restrict__ gv, {}{h}* __restrict__ go) {{",
+         kThreads, name, reads_mask ? "const b8* __restrict__ gm, " : "", fmt::arg("h", h));
+    indent_ = 2;
+    line("__shared__ sh_u4 hq4[{}], hk4[{}], hv4[{}];", kRows * qs / 8, kKeys * qs / 8, a_.dv * vs / 8);
+    line("{0}* const sq = ({0}*)hq4; {0}* const sk = ({0}*)hk4; {0}* const svt = ({0}*)hv4;", h);
+    line("const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, c = tid & 3;");
+    line("const i64 bi = blockIdx.x / {};", q_tiles);
+    line("const int t0 = ({} - (int)(blockIdx.x % {})) * {};", q_tiles - 1, q_tiles, kRows);
+    batch_offsets(q, k, v, reads_mask);
+    // the Q tile
+    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", a_.t, qs, false);
+    line("float o[{}][4];", a_.dv / 8);
+    line("for (int n = 0; n < {}; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;", a_.dv / 8);
+    line("float m[2] = {{-__builtin_inff(), -__builtin_inff()}}, l[2] = {{0.f, 0.f}};");
+    const int64_t key_tiles = (a_.s + kKeys - 1) / kKeys;
+    if (skip_) line("const int tiles = t0 / {} + 1 < {} ? t0 / {} + 1 : {};", kKeys, key_tiles, kKeys, key_tiles);
+    else line("const int tiles = {};", key_tiles);
+    line("for (int kt = 0; kt < tiles; ++kt) {{");
+    indent_ += 2;
+    line("const int s0 = kt * {};", kKeys);
+    line("__syncthreads();  // every warp is done with the previous K and V tiles");
+    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", a_.s, qs, false);
+    load_tile("svt", "gv", "ov", a_.v_rs, a_.dv, "s0", a_.s, vs, true);
+    line("__syncthreads();");
+    scores(qs);
+    softmax_step(reads_mask);
+    values(vs);
+    indent_ -= 2;
+    line("}}");
+    store();
+    indent_ = 0;
+    line("}}");
+    return code_;
+  }
+
+ private:
+  const ir::Graph& g_;
+  const fusion::Schedule& s_;
+  const cpu::MemoryPlan& m_;
+  size_t index_;
+  const fusion::AttentionLayout& a_;
+  DType dt_ = DType::BF16;
+  int32_t out_ = -1;
+  int64_t mask_op_ = -1;
+  bool skip_ = false;  // causal: the key tiles above the diagonal are skipped
+  std::string code_;
+  int indent_ = 0;
+
+  const fusion::View& view(int32_t v) const { return fusion::read_view(s_, v, static_cast<int32_t>(index_)); }
+  int32_t slot(int32_t buffer) const { return m_.slot[static_cast<size_t>(buffer)]; }
+  std::string mma() const { return dt_ == DType::BF16 ? "sh_mma_bf16" : "sh_mma_f16"; }
+  std::string narrow(const std::string& x) const { return loop_code::store_expr(dt_, x); }
+
+  template <class... A>
+  void line(fmt::format_string<A...> f, A&&... a) {
+    code_ += fmt::format("{:{}}", "", indent_) + fmt::format(f, std::forward<A>(a)...) + "\n";
+  }
+
+  // oq, ok, ov (and om): where batch index bi's matrices start.
+  void batch_offsets(const fusion::View& q, const fusion::View& k, const fusion::View& v, bool reads_mask) {
+    std::string oq = std::to_string(q.offset), ok = std::to_string(k.offset), ov = std::to_string(v.offset);
+    std::string om = reads_mask ? std::to_string(view(a_.mask).offset) : "";
+    if (!a_.batch.empty()) line("i64 rest = bi;");
+    for (size_t i = a_.batch.size(); i-- > 0;) {
+      line("const i64 b{0} = rest % {1}; rest /= {1};", i, a_.batch[i]);
+      oq += fmt::format(" + b{} * {}", i, a_.batch_q[i]);
+      ok += fmt::format(" + b{} * {}", i, a_.batch_k[i]);
+      ov += fmt::format(" + b{} * {}", i, a_.batch_v[i]);
+      if (reads_mask) om += fmt::format(" + b{} * {}", i, a_.batch_mask[i]);
+    }
+    line("const i64 oq = {}, ok = {}, ov = {};", oq, ok, ov);
+    if (reads_mask) line("const i64 om = {};", om);
+  }
+
+  // Rows from..from+63 of a matrix at `src` + `at` (row stride rs, `cols` contiguous columns,
+  // `limit` rows) into __shared__ `dst` (row stride ds; `transposed`: column-major, column stride
+  // ds), zeros past the limit: 16-byte loads, 8 columns each.
+  void load_tile(const char* dst, const char* src, const char* at, int64_t rs, int64_t cols, const char* from,
+                 int64_t limit, int64_t ds, bool transposed) {
+    line("for (int x = tid; x < {}; x += {}) {{", kKeys * cols / 8, kThreads);
+    line("  const int r = x / {0}, cc = x % {0} * 8;", cols / 8);
+    line("  sh_u4 e = {{0u, 0u, 0u, 0u}};");
+    line("  if ({} + r < {}) e = *(const sh_u4*)({} + {} + (i64)({} + r) * {} + cc);", from, limit, src, at, from, rs);
+    if (transposed) {
+      line("  const {}* p = (const {}*)&e;", loop_code::ctype(dt_), loop_code::ctype(dt_));
+      line("  for (int j = 0; j < 8; ++j) {}[(cc + j) * {} + r] = p[j];", dst, ds);
+    } else {
+      line("  *(sh_u4*)({} + r * {} + cc) = e;", dst, ds);
+    }
+    line("}}");
+  }
+
+  // s[j][e]: this warp's 16 × 64 scores, 8-key tile j, accumulator e (row g + 8·(e / 2), key
+  // 8j + 2c + e % 2): Σ over the head dim in steps of 16.
+  void scores(int64_t qs) {
+    line("float s[{}][4];", kKeys / 8);
+    line("for (int j = 0; j < {}; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;", kKeys / 8);
+    line("for (int kk = 0; kk < {}; ++kk) {{", a_.d / 16);
+    line("  const {}* qa = sq + (warp * 16 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), qs);
+    line("  const unsigned a[4] = {{*(const unsigned*)qa, *(const unsigned*)(qa + {0}), *(const unsigned*)(qa + 8), "
+         "*(const unsigned*)(qa + {0} + 8)}};",
+         8 * qs);
+    line("  for (int j = 0; j < {}; ++j) {{", kKeys / 8);
+    line("    const {}* kb = sk + (j * 8 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), qs);
+    line("    const unsigned b[2] = {{*(const unsigned*)kb, *(const unsigned*)(kb + 8)}};");
+    line("    {}(s[j], a, b);", mma());
+    line("  }}");
+    line("}}");
+  }
+
+  // The prologue of one score x (row t, key k) as statements.
+  void prologue(bool reads_mask) {
+    for (const passes::ScoreOp& op : a_.prologue) {
+      switch (op.kind) {
+        case passes::ScoreOp::Kind::Round: break;
+        case passes::ScoreOp::Kind::Mul: line("x = x * {};", loop_code::literal(DType::F32, op.c)); break;
+        case passes::ScoreOp::Kind::Div: line("x = x / {};", loop_code::literal(DType::F32, op.c)); break;
+        case passes::ScoreOp::Kind::Mask: {
+          std::string kept = a_.causal ? "k <= t"
+                                       : fmt::format("t < {} && k < {} && (gm[om + (i64)t * {} + (i64)k * {}] != 0) == {}", a_.t,
+                                                     a_.s, a_.mask_ts, a_.mask_ss, op.keep_if ? "true" : "false");
+          line("if (!({})) x = {};", kept, loop_code::literal(DType::F32, op.c));
+          break;
+        }
+      }
+      if (op.dtype != DType::F32) line("x = {};", loop_code::load_expr(op.dtype, loop_code::store_expr(op.dtype, "x")));
+    }
+  }
+
+  // The scores through the prologue, the running max and sum, the output rescaled; s becomes
+  // exp(x − m) (keys past s: 0).
+  void softmax_step(bool reads_mask) {
+    line("float mx[2] = {{m[0], m[1]}};");
+    line("for (int j = 0; j < {}; ++j)", kKeys / 8);
+    line("  for (int e = 0; e < 4; ++e) {{");
+    indent_ += 4;
+    line("const int t = t0 + warp * 16 + g + 8 * (e >> 1), k = s0 + j * 8 + 2 * c + (e & 1);");
+    line("float x = s[j][e];");
+    prologue(reads_mask);
+    line("if (k >= {}) x = -__builtin_inff();", a_.s);
+    line("s[j][e] = x;");
+    line("mx[e >> 1] = fmaxf(mx[e >> 1], x);");
+    indent_ -= 4;
+    line("  }}");
+    line("float base[2], rs[2] = {{0.f, 0.f}};");
+    line("for (int r = 0; r < 2; ++r) {{");
+    line("  mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));");
+    line("  mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));");
+    line("  base[r] = mx[r] == -__builtin_inff() ? 0.f : mx[r];  // every score so far −inf: exp(−inf − 0) = 0");
+    line("  const float alpha = expf(m[r] - base[r]);");
+    line("  m[r] = mx[r];");
+    line("  l[r] *= alpha;");
+    line("  for (int n = 0; n < {}; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;", a_.dv / 8);
+    line("}}");
+    line("for (int j = 0; j < {}; ++j)", kKeys / 8);
+    line("  for (int e = 0; e < 4; ++e) s[j][e] = expf(s[j][e] - base[e >> 1]), rs[e >> 1] += s[j][e];");
+    line("l[0] += rs[0], l[1] += rs[1];  // this thread's part of the row sums (summed over the row's 4 threads at the end)");
+  }
+
+  // o += P·V: the 16-key steps' A fragments are pairs of score tiles, rounded to the operand type.
+  void values(int64_t vs) {
+    auto pack = [&](const std::string& lo, const std::string& hi) {
+      return fmt::format("(unsigned){} | ((unsigned){} << 16)", narrow(lo), narrow(hi));
+    };
+    line("for (int kk = 0; kk < {}; ++kk) {{", kKeys / 16);
+    line("  const unsigned a[4] = {{{}, {}, {}, {}}};", pack("s[2 * kk][0]", "s[2 * kk][1]"), pack("s[2 * kk][2]", "s[2 * kk][3]"),
+         pack("s[2 * kk + 1][0]", "s[2 * kk + 1][1]"), pack("s[2 * kk + 1][2]", "s[2 * kk + 1][3]"));
+    line("  for (int n = 0; n < {}; ++n) {{", a_.dv / 8);
+    line("    const {}* vb = svt + (n * 8 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), vs);
+    line("    const unsigned b[2] = {{*(const unsigned*)vb, *(const unsigned*)(vb + 8)}};");
+    line("    {}(o[n], a, b);", mma());
+    line("  }}");
+    line("}}");
+  }
+
+  // out[bi] rows t0.. (contiguous [t, dv]) = o / l, l summed over the row's threads.
+  void store() {
+    const DType od = g_.type(out_).dtype;
+    line("for (int r = 0; r < 2; ++r) {{");
+    line("  l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);");
+    line("  l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);");
+    line("}}");
+    line("for (int n = 0; n < {}; ++n)", a_.dv / 8);
+    line("  for (int e = 0; e < 4; ++e) {{");
+    line("    const int t = t0 + warp * 16 + g + 8 * (e >> 1);");
+    line("    if (t < {}) go[bi * {} + (i64)t * {} + n * 8 + 2 * c + (e & 1)] = {};", a_.t, a_.t * a_.dv, a_.dv,
+         loop_code::store_expr(od, "o[n][e] / l[e >> 1]"));
+    line("  }}");
+  }
+};
+
+}  // namespace
+
+std::string attention_kernel(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index,
+                             const std::string& name, Launch& l) {
+  return AttentionRenderer(g, s, m, index).run(name, l);
+}
+
+}  // namespace sheaf::cuda
