@@ -207,7 +207,8 @@ TEST_P(Recompute, AttentionChainsAreOneStepOnTheGpu) {
     EXPECT_EQ(a.prologue[2].c, 0.125);
     EXPECT_EQ(a.prologue[3].kind, passes::ScoreOp::Kind::Mask);
   }
-  const auto unmasked = attention(fuse(in, "heads-unmasked", {"qkv"}, GetParam()));
+  const Fused plain = fuse(in, "heads-unmasked", {"qkv"}, GetParam());
+  const auto unmasked = attention(plain);
   ASSERT_EQ(unmasked.size(), GetParam() ? 1u : 0u);
   if (GetParam()) {
     EXPECT_EQ(unmasked[0]->attention.mask, -1);
