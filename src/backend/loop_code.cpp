@@ -107,7 +107,6 @@ static inline u32 sh_f2u(float x) {
 )";
 
 namespace {
-bool is_half(DType d) { return d == DType::F16 || d == DType::BF16; }
 DType compute_type(DType d) { return is_half(d) ? DType::F32 : d; }  // what ops on d compute in
 // An f32 expression rounded to d (f16/bf16); other types as they are.
 std::string rounded(DType d, const std::string& e) {

@@ -61,8 +61,6 @@ std::string i64_array(const std::vector<int64_t>& v) {
 
 std::string i64_list(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
-bool is_half(DType d) { return d == DType::F16 || d == DType::BF16; }
-
 // Element i of t as an MLIR literal: floats always with a '.', non-finite floats as bit patterns.
 std::string element_literal(const Tensor& t, int64_t i) {
   const std::byte* p = t.bytes() + static_cast<size_t>(i) * dtype_size(t.dtype());

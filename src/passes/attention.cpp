@@ -14,8 +14,6 @@ namespace {
 
 using ir::Op;
 
-bool is_half(DType d) { return d == DType::F16 || d == DType::BF16; }
-
 std::vector<int64_t> first_dims(size_t n) {
   std::vector<int64_t> d(n);
   std::iota(d.begin(), d.end(), 0);
@@ -39,26 +37,20 @@ class Matcher {
     const ir::Node& cv = def(pc);
     if (cv.op != Op::Convert || g_.type(cv.in[0]).dtype != DType::F32) return std::nullopt;
     take(cv);
-    const ir::Node& div = def(cv.in[0]);
-    if (!binary(div, Binary::Div)) return std::nullopt;
-    const int32_t e = div.in[0];
-    if (!row_reduction(div.in[1], Reduce::Sum, e, ps)) return std::nullopt;
-    take(div);
+    const int32_t e = with_row_value(def(cv.in[0]), Binary::Div, Reduce::Sum, ps);
+    if (e < 0) return std::nullopt;
     const ir::Node& ex = def(e);
     if (ex.op != Op::Unary || ex.attrs.unary != Unary::Exp) return std::nullopt;
     take(ex);
-    const ir::Node& sub = def(ex.in[0]);
-    if (!binary(sub, Binary::Sub)) return std::nullopt;
-    const int32_t x = sub.in[0];
-    if (!row_reduction(sub.in[1], Reduce::Max, x, ps)) return std::nullopt;
-    take(sub);
+    const int32_t x = with_row_value(def(ex.in[0]), Binary::Sub, Reduce::Max, ps);
+    if (x < 0) return std::nullopt;
 
     AttentionMatch m;
     m.out = out_node;
     std::vector<ScoreOp> backwards;
     int32_t scores = -1;
     for (int32_t y = x;; y = prologue_operand(def(y), backwards, m.mask)) {
-      if (y < 0 || shape(y) != ps || !is_float(g_.type(y).dtype) || backwards.size() > kMaxPrologue) return std::nullopt;
+      if (y < 0 || shape(y) != ps || !is_float(g_.type(y).dtype)) return std::nullopt;
       if (def(y).op == Op::DotGeneral) {
         scores = y;
         break;
@@ -79,7 +71,6 @@ class Matcher {
   }
 
  private:
-  static constexpr size_t kMaxPrologue = 16;
   const ir::Graph& g_;
   std::vector<int32_t> uses_;
   std::vector<int32_t> taken_;  // node indices of the chain so far
@@ -119,6 +110,14 @@ class Matcher {
     take(n);
     backwards.push_back(op);
     return from;
+  }
+
+  // x when `n` is binary(x, b) with b the row values reduce(kind, x) (softmax's x − max x and
+  // e / Σ e over the last dim of `full`), else -1.
+  int32_t with_row_value(const ir::Node& n, Binary op, Reduce kind, const Shape& full) {
+    if (!binary(n, op) || !row_reduction(n.in[1], kind, n.in[0], full)) return -1;
+    take(n);
+    return n.in[0];
   }
 
   // `b` repeats along the last dim of `full` the values of r = reduce(kind, of) over that dim:

@@ -598,18 +598,18 @@ class Fuser {
     row_stride = w.strides[static_cast<size_t>(rows)];
   }
 
-  // Whether mask value `mask` [b.., t, s], read through `w`, is a constant keeping exactly s ≤ t.
-  bool causal_mask(const View& w, const AttentionLayout& a) const {
+  // Whether the mask [b.., t, s] of `a`, read through `w`, is a constant by which the scores are
+  // kept (where it is `keep_if`) exactly at s ≤ t.
+  bool causal_mask(const View& w, const AttentionLayout& a, bool keep_if) const {
     const Tensor* c = passes::constant_value(g_, w.buffer);
     if (!c) return false;
-    std::vector<int64_t> at(a.batch.size(), 0);
-    for (int64_t b = 0, nb = shape_numel(a.batch); b < nb; ++b) {
+    const bool every_batch_alike = std::all_of(a.batch_mask.begin(), a.batch_mask.end(), [](int64_t st) { return st == 0; });
+    for (int64_t b = 0, nb = every_batch_alike ? 1 : shape_numel(a.batch); b < nb; ++b) {
       int64_t base = w.offset, rest = b;
       for (size_t i = a.batch.size(); i-- > 0; rest /= a.batch[i]) base += rest % a.batch[i] * a.batch_mask[i];
       for (int64_t t = 0; t < a.t; ++t)
         for (int64_t s = 0; s < a.s; ++s)
-          if ((c->get(base + t * a.mask_ts + s * a.mask_ss) != 0) != (s <= t)) return false;
-      if (std::all_of(a.batch_mask.begin(), a.batch_mask.end(), [](int64_t st) { return st == 0; })) break;  // every batch alike
+          if (((c->get(base + t * a.mask_ts + s * a.mask_ss) != 0) == keep_if) != (s <= t)) return false;
     }
     return true;
   }
@@ -632,7 +632,8 @@ class Fuser {
       const View& w = view_of(a.mask);
       a.batch_mask.assign(w.strides.begin(), w.strides.begin() + static_cast<std::ptrdiff_t>(nb));
       a.mask_ts = w.strides[nb], a.mask_ss = w.strides[nb + 1];
-      a.causal = causal_mask(w, a);
+      auto mask_op = std::find_if(a.prologue.begin(), a.prologue.end(), [](const passes::ScoreOp& op) { return op.kind == passes::ScoreOp::Kind::Mask; });
+      a.causal = causal_mask(w, a, mask_op->keep_if);
     }
     const int32_t st = push(Step{.kind = StepKind::Attention, .nodes = m.nodes, .space = shape(d1.out), .attention = std::move(a)});
     for (int32_t n : m.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;

@@ -76,7 +76,8 @@ struct DotLayout {
 // view.offset + Σ batch_X[i]·b_i + r·X_rs + c — the head dims are contiguous, and the offset and
 // every stride are multiples of 8 (16-byte loads of f16/bf16). The mask (value id, -1: none) is
 // read at offset + Σ batch_mask[i]·b_i + t·mask_ts + s·mask_ss; `causal` when it is a constant
-// keeping exactly s ≤ t (the kernel then reads no mask and computes the condition).
+// by which the scores are kept exactly at s ≤ t (the kernel then reads no mask and computes the
+// condition).
 struct AttentionLayout {
   std::vector<int64_t> batch, batch_q, batch_k, batch_v, batch_mask;
   int64_t t = 0, s = 0, d = 0, dv = 0;

@@ -85,8 +85,6 @@ decltype(auto) dispatch(DType d, F f) {
   }
 }
 
-bool is_half(DType d) { return d == DType::F16 || d == DType::BF16; }
-
 float apply_unary(Unary op, float x) {
   switch (op) {
     case Unary::Neg: return -x;

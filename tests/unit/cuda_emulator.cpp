@@ -72,20 +72,18 @@ static inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
   sheaf_sync();
   return r;
 }
-static inline float sheaf_half_value(unsigned h, bool bf16) {
-  if (bf16) return __int_as_float(int(h << 16));
-  const unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  if (e == 0x1f) return __int_as_float(int(s | 0x7f800000u | (m << 13)));
-  if (e == 0) return (s ? -1.f : 1.f) * ldexpf(float(m), -24);
-  return __int_as_float(int(s | ((e + 112) << 23) | (m << 13)));
-}
+static inline float sh_b2f(unsigned short);  // kScalarHelpers' conversions, defined after this prelude
+static inline float sh_h2f(unsigned short);
 // mma.sync.m16n8k16.row.col with f32 accumulators (fragment layouts: backend/cuda/attention_kernel.cpp).
 template <bool Bf16> static inline void sheaf_mma(float* d, const unsigned* a, const unsigned* b) {
   const unsigned t = threadIdx.x, warp = t & ~31u, g = (t & 31) >> 2, c = t & 3;
   for (int i = 0; i < 4; ++i) sheaf_lane_words[t][i] = a[i];
   sheaf_lane_words[t][4] = b[0], sheaf_lane_words[t][5] = b[1];
   sheaf_sync();
-  auto half = [](unsigned word, unsigned k) { return sheaf_half_value((word >> (16 * (k & 1))) & 0xffffu, Bf16); };
+  auto half = [](unsigned word, unsigned k) {
+    const auto h = static_cast<unsigned short>(word >> (16 * (k & 1)));
+    return Bf16 ? sh_b2f(h) : sh_h2f(h);
+  };
   float r[4];
   for (unsigned i = 0; i < 4; ++i) {
     const unsigned row = g + 8 * (i >> 1), col = 2 * c + (i & 1);

@@ -39,11 +39,11 @@ class AttentionRenderer {
     const ir::Node& out = g.nodes[static_cast<size_t>(s.steps[index].nodes.back())];
     dt_ = g.type(a_.q).dtype;
     out_ = out.out;
-    if (dt_ != DType::BF16 && dt_ != DType::F16) throw SheafError("internal: an attention step on neither f16 nor bf16");
+    if (!is_half(dt_)) throw SheafError("internal: an attention step on neither f16 nor bf16");
     for (size_t i = 0; i < a_.prologue.size(); ++i)
       if (a_.prologue[i].kind == passes::ScoreOp::Kind::Mask) mask_op_ = static_cast<int64_t>(i);
     const passes::ScoreOp* mask = mask_op_ < 0 ? nullptr : &a_.prologue[static_cast<size_t>(mask_op_)];
-    skip_ = a_.causal && mask && mask_op_ + 1 == static_cast<int64_t>(a_.prologue.size()) && mask->keep_if && mask->c <= -1e4;
+    skip_ = a_.causal && mask && mask_op_ + 1 == static_cast<int64_t>(a_.prologue.size()) && mask->c <= -1e4;
   }
 
   std::string run(const std::string& name, Launch& l) {
@@ -71,22 +71,26 @@ class AttentionRenderer {
     line("const int t0 = ({} - (int)(blockIdx.x % {})) * {};", q_tiles - 1, q_tiles, kRows);
     batch_offsets(q, k, v, reads_mask);
     // the Q tile
-    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", a_.t, qs, false);
+    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kRows, a_.t, qs, false);
     line("float o[{}][4];", a_.dv / 8);
     line("for (int n = 0; n < {}; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;", a_.dv / 8);
     line("float m[2] = {{-__builtin_inff(), -__builtin_inff()}}, l[2] = {{0.f, 0.f}};");
     const int64_t key_tiles = (a_.s + kKeys - 1) / kKeys;
-    if (skip_) line("const int tiles = t0 / {} + 1 < {} ? t0 / {} + 1 : {};", kKeys, key_tiles, kKeys, key_tiles);
-    else line("const int tiles = {};", key_tiles);
+    if (skip_) {  // the last tile holding a key s ≤ t for the block's last row t0 + kRows − 1
+      line("const int last = (t0 + {}) / {};", kRows - 1, kKeys);
+      line("const int tiles = last + 1 < {0} ? last + 1 : {0};", key_tiles);
+    } else {
+      line("const int tiles = {};", key_tiles);
+    }
     line("for (int kt = 0; kt < tiles; ++kt) {{");
     indent_ += 2;
     line("const int s0 = kt * {};", kKeys);
     line("__syncthreads();  // every warp is done with the previous K and V tiles");
-    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", a_.s, qs, false);
-    load_tile("svt", "gv", "ov", a_.v_rs, a_.dv, "s0", a_.s, vs, true);
+    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kKeys, a_.s, qs, false);
+    load_tile("svt", "gv", "ov", a_.v_rs, a_.dv, "s0", kKeys, a_.s, vs, true);
     line("__syncthreads();");
     scores(qs);
-    softmax_step(reads_mask);
+    softmax_step();
     values(vs);
     indent_ -= 2;
     line("}}");
@@ -135,12 +139,12 @@ class AttentionRenderer {
     if (reads_mask) line("const i64 om = {};", om);
   }
 
-  // Rows from..from+63 of a matrix at `src` + `at` (row stride rs, `cols` contiguous columns,
-  // `limit` rows) into __shared__ `dst` (row stride ds; `transposed`: column-major, column stride
+  // `rows` rows of a matrix from row `from`, at `src` + `at` (row stride rs, `cols` contiguous
+  // columns, `limit` rows) into __shared__ `dst` (row stride ds; `transposed`: column-major, column stride
   // ds), zeros past the limit: 16-byte loads, 8 columns each.
-  void load_tile(const char* dst, const char* src, const char* at, int64_t rs, int64_t cols, const char* from,
+  void load_tile(const char* dst, const char* src, const char* at, int64_t rs, int64_t cols, const char* from, int64_t rows,
                  int64_t limit, int64_t ds, bool transposed) {
-    line("for (int x = tid; x < {}; x += {}) {{", kKeys * cols / 8, kThreads);
+    line("for (int x = tid; x < {}; x += {}) {{", rows * cols / 8, kThreads);
     line("  const int r = x / {0}, cc = x % {0} * 8;", cols / 8);
     line("  sh_u4 e = {{0u, 0u, 0u, 0u}};");
     line("  if ({} + r < {}) e = *(const sh_u4*)({} + {} + (i64)({} + r) * {} + cc);", from, limit, src, at, from, rs);
@@ -172,7 +176,7 @@ class AttentionRenderer {
   }
 
   // The prologue of one score x (row t, key k) as statements.
-  void prologue(bool reads_mask) {
+  void prologue() {
     for (const passes::ScoreOp& op : a_.prologue) {
       switch (op.kind) {
         case passes::ScoreOp::Kind::Round: break;
@@ -192,14 +196,14 @@ class AttentionRenderer {
 
   // The scores through the prologue, the running max and sum, the output rescaled; s becomes
   // exp(x − m) (keys past s: 0).
-  void softmax_step(bool reads_mask) {
+  void softmax_step() {
     line("float mx[2] = {{m[0], m[1]}};");
     line("for (int j = 0; j < {}; ++j)", kKeys / 8);
     line("  for (int e = 0; e < 4; ++e) {{");
     indent_ += 4;
     line("const int t = t0 + warp * 16 + g + 8 * (e >> 1), k = s0 + j * 8 + 2 * c + (e & 1);");
     line("float x = s[j][e];");
-    prologue(reads_mask);
+    prologue();
     line("if (k >= {}) x = -__builtin_inff();", a_.s);
     line("s[j][e] = x;");
     line("mx[e >> 1] = fmaxf(mx[e >> 1], x);");
