@@ -167,12 +167,19 @@ class AttentionRenderer {
     line("  const unsigned a[4] = {{*(const unsigned*)qa, *(const unsigned*)(qa + {0}), *(const unsigned*)(qa + 8), "
          "*(const unsigned*)(qa + {0} + 8)}};",
          8 * qs);
-    line("  for (int j = 0; j < {}; ++j) {{", kKeys / 8);
-    line("    const {}* kb = sk + (j * 8 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), qs);
-    line("    const unsigned b[2] = {{*(const unsigned*)kb, *(const unsigned*)(kb + 8)}};");
-    line("    {}(s[j], a, b);", mma());
-    line("  }}");
+    mma_tiles("s", "sk", kKeys / 8, qs);
     line("}}");
+  }
+
+  // Inside a loop over kk with the A fragment a[4] of its 16-column step: acc[j] += a · B_j for the
+  // `tiles` 8-column tiles j, B_j's fragment read from __shared__ `src` (a row per B column:
+  // row j·8 + g, columns kk·16 + 2c.., row stride ld).
+  void mma_tiles(const char* acc, const char* src, int64_t tiles, int64_t ld) {
+    line("  for (int j = 0; j < {}; ++j) {{", tiles);
+    line("    const {}* bj = {} + (j * 8 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), src, ld);
+    line("    const unsigned b[2] = {{*(const unsigned*)bj, *(const unsigned*)(bj + 8)}};");
+    line("    {}({}[j], a, b);", mma(), acc);
+    line("  }}");
   }
 
   // The prologue of one score x (row t, key k) as statements.
@@ -232,11 +239,7 @@ class AttentionRenderer {
     line("for (int kk = 0; kk < {}; ++kk) {{", kKeys / 16);
     line("  const unsigned a[4] = {{{}, {}, {}, {}}};", pack("s[2 * kk][0]", "s[2 * kk][1]"), pack("s[2 * kk][2]", "s[2 * kk][3]"),
          pack("s[2 * kk + 1][0]", "s[2 * kk + 1][1]"), pack("s[2 * kk + 1][2]", "s[2 * kk + 1][3]"));
-    line("  for (int n = 0; n < {}; ++n) {{", a_.dv / 8);
-    line("    const {}* vb = svt + (n * 8 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), vs);
-    line("    const unsigned b[2] = {{*(const unsigned*)vb, *(const unsigned*)(vb + 8)}};");
-    line("    {}(o[n], a, b);", mma());
-    line("  }}");
+    mma_tiles("o", "svt", a_.dv / 8, vs);
     line("}}");
   }
 
