@@ -4,6 +4,7 @@
 #include "passes/attention.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <numeric>
 #include <optional>
 
@@ -22,7 +23,10 @@ std::vector<int64_t> first_dims(size_t n) {
 
 class Matcher {
  public:
-  explicit Matcher(const ir::Graph& g) : g_(g), uses_(use_counts(g)) {}
+  explicit Matcher(const ir::Graph& g) : g_(g), uses_(use_counts(g)), readers_(g.types.size()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (int32_t u : g.nodes[i].in) readers_[static_cast<size_t>(u)].push_back(static_cast<int32_t>(i));
+  }
 
   std::optional<AttentionMatch> match(int32_t out_node) {
     taken_.clear();
@@ -37,13 +41,16 @@ class Matcher {
     const ir::Node& cv = def(pc);
     if (cv.op != Op::Convert || g_.type(cv.in[0]).dtype != DType::F32) return std::nullopt;
     take(cv);
-    const int32_t e = with_row_value(def(cv.in[0]), Binary::Div, Reduce::Sum, ps);
-    if (e < 0) return std::nullopt;
-    const ir::Node& ex = def(e);
+    Forward f{.pb = pc, .p = cv.in[0]};
+    f.e = with_row_value(def(cv.in[0]), Binary::Div, Reduce::Sum, ps);
+    if (f.e < 0) return std::nullopt;
+    f.row_sum = reduced_, f.sum_b = def(cv.in[0]).in[1];
+    const ir::Node& ex = def(f.e);
     if (ex.op != Op::Unary || ex.attrs.unary != Unary::Exp) return std::nullopt;
     take(ex);
     const int32_t x = with_row_value(def(ex.in[0]), Binary::Sub, Reduce::Max, ps);
     if (x < 0) return std::nullopt;
+    f.row_max = reduced_;
 
     AttentionMatch m;
     m.out = out_node;
@@ -65,15 +72,174 @@ class Matcher {
     m.prologue.push_back({.kind = ScoreOp::Kind::Round, .dtype = h});
     m.prologue.insert(m.prologue.end(), backwards.rbegin(), backwards.rend());
     std::sort(taken_.begin(), taken_.end());
-    if (std::adjacent_find(taken_.begin(), taken_.end()) != taken_.end() || !closed(out_node)) return std::nullopt;
+    if (std::adjacent_find(taken_.begin(), taken_.end()) != taken_.end()) return std::nullopt;
     m.nodes = taken_;
+    if (closed({out_node})) return m;
+    // a training step: the chain's other readers must be its backward pass
+    taken_.clear();
+    m.grad = backward(m, f);
+    if (!m.grad) return std::nullopt;
+    std::sort(taken_.begin(), taken_.end());
+    m.grad->nodes = taken_;
+    if (taken_.front() < out_node) return std::nullopt;  // the gradient's step runs after the chain's
+    taken_.insert(taken_.end(), m.nodes.begin(), m.nodes.end());
+    std::sort(taken_.begin(), taken_.end());
+    if (std::adjacent_find(taken_.begin(), taken_.end()) != taken_.end() ||
+        !closed({out_node, m.grad->dq.node, m.grad->dk.node, m.grad->dv.node}))
+      return std::nullopt;
     return m;
   }
 
  private:
+  // Values of a forward chain its backward pass reads: convert(p), p, e, Σ broadcast; nodes:
+  // the row max and sum.
+  struct Forward {
+    int32_t pb = -1, p = -1, e = -1, sum_b = -1, row_max = -1, row_sum = -1;
+  };
+
   const ir::Graph& g_;
   std::vector<int32_t> uses_;
+  std::vector<std::vector<int32_t>> readers_;  // value → the nodes reading it (a node once per operand)
   std::vector<int32_t> taken_;  // node indices of the chain so far
+  int32_t reduced_ = -1;        // the reduce node of the last row_reduction matched
+
+  // The backward pass of forward chain `m` (attention.hpp), its nodes taken.
+  std::optional<AttentionGrad> backward(const AttentionMatch& m, const Forward& f) {
+    const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
+    const Shape& ps = shape(f.pb);
+    const size_t nb = ps.size() - 2, rank = ps.size();
+    const DType h = g_.type(f.pb).dtype;
+    AttentionGrad a{.row_max = f.row_max, .row_sum = f.row_sum};
+    // dV = convert(p)ᵀ·dO: the reader of convert(p) beside the value product
+    const ir::Node* dv = nullptr;
+    for (int32_t r : readers_[static_cast<size_t>(f.pb)])
+      if (r != m.out) dv = &g_.nodes[static_cast<size_t>(r)];
+    if (!dv || uses_[static_cast<size_t>(f.pb)] != 2) return std::nullopt;
+    auto gv = grad_product(*dv, f.pb, nb, nb, a.d_out, a.d_out_batch, a.d_out_rows);
+    if (!gv || g_.type(a.d_out).dtype != h) return std::nullopt;
+    take(*dv);
+    a.dv = *gv;
+    a.d_out_head = free_dim(shape(a.d_out).size(), a.d_out_batch, a.d_out_rows);
+    // dPb = dO·Vᵀ, dP = convert(dPb)
+    const DotDims& pv = d2.attrs.dot;
+    const int64_t v_head = free_dim(shape(d2.in[1]).size(), pv.rhs_batch, pv.rhs_contract[0]);
+    const ir::Node* dpb = nullptr;
+    for (int32_t r : readers_[static_cast<size_t>(a.d_out)]) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
+      const DotDims& d = n.attrs.dot;
+      if (n.op == Op::DotGeneral && n.in[0] == a.d_out && n.in[1] == d2.in[1] && d.lhs_batch == a.d_out_batch &&
+          d.rhs_batch == pv.rhs_batch && d.lhs_contract == std::vector<int64_t>{a.d_out_head} &&
+          d.rhs_contract == std::vector<int64_t>{v_head} && shape(n.out) == ps && g_.type(n.out).dtype == h)
+        dpb = &n;
+    }
+    if (!dpb) return std::nullopt;
+    take(*dpb);
+    const ir::Node* dp = sole_reader(dpb->out);
+    if (!dp || dp->op != Op::Convert || g_.type(dp->out).dtype != DType::F32) return std::nullopt;
+    take(*dp);
+    // softmax's VJP: (dP / Σ + bcast(Σ_S −(dP·p) / Σ))·e
+    const ir::Node *first = nullptr, *prod = nullptr;
+    for (int32_t r : readers_[static_cast<size_t>(dp->out)]) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
+      if (binary(n, Binary::Div) && n.in[0] == dp->out && n.in[1] == f.sum_b) first = &n;
+      else if (binary(n, Binary::Mul) && other(n, dp->out) == f.p) prod = &n;
+    }
+    if (!first || !prod) return std::nullopt;
+    take(*first), take(*prod);
+    const ir::Node* q = sole_reader(prod->out);
+    if (!q || !binary(*q, Binary::Div) || q->in[0] != prod->out || q->in[1] != f.sum_b) return std::nullopt;
+    take(*q);
+    const ir::Node* neg = sole_reader(q->out);
+    if (!neg || neg->op != Op::Unary || neg->attrs.unary != Unary::Neg) return std::nullopt;
+    take(*neg);
+    const ir::Node* add = sole_reader(first->out);
+    if (!add || !binary(*add, Binary::Add) || !row_reduction(other(*add, first->out), Reduce::Sum, neg->out, ps)) return std::nullopt;
+    take(*add);
+    const ir::Node* dx = sole_reader(add->out);
+    if (!dx || !binary(*dx, Binary::Mul) || other(*dx, add->out) != f.e) return std::nullopt;
+    take(*dx);
+    // the prologue's VJPs, last op first
+    int32_t grad = dx->out;
+    for (size_t i = m.prologue.size(); i-- > 1;) {
+      const ScoreOp& op = m.prologue[i];
+      const DType before = m.prologue[i - 1].dtype;
+      if (op.kind == ScoreOp::Kind::Round && op.dtype == before) continue;
+      const ir::Node* n = sole_reader(grad);
+      if (!n || !prologue_grad(*n, grad, op, before, m.mask)) return std::nullopt;
+      take(*n);
+      grad = n->out;
+    }
+    if (g_.type(grad).dtype != h || uses_[static_cast<size_t>(grad)] != 2) return std::nullopt;
+    // dQ = dS·K (contracting S), dK = dSᵀ·Q (contracting T)
+    const DotDims& qk = d1.attrs.dot;
+    for (int32_t r : readers_[static_cast<size_t>(grad)]) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
+      int32_t y = -1;
+      std::vector<int64_t> batch;
+      int64_t rows = -1;
+      if (auto p = grad_product(n, grad, nb + 1, nb, y, batch, rows);
+          p && y == d1.in[1] && batch == qk.rhs_batch && rows == free_dim(rank, qk.rhs_batch, qk.rhs_contract[0]))
+        a.dq = *p, take(n);
+      else if (auto p2 = grad_product(n, grad, nb, nb, y, batch, rows);
+               p2 && y == d1.in[0] && batch == qk.lhs_batch && rows == free_dim(rank, qk.lhs_batch, qk.lhs_contract[0]))
+        a.dk = *p2, take(n);
+    }
+    if (a.dq.node < 0 || a.dk.node < 0) return std::nullopt;
+    return a;
+  }
+
+  // Whether node n, reading the gradient `grad` of prologue op `op`'s result, is that op's VJP
+  // (its operand's gradient; `before`: the operand's dtype).
+  bool prologue_grad(const ir::Node& n, int32_t grad, const ScoreOp& op, DType before, int32_t mask) const {
+    switch (op.kind) {
+      case ScoreOp::Kind::Round: return n.op == Op::Convert && g_.type(n.out).dtype == before;
+      case ScoreOp::Kind::Mul: return binary(n, Binary::Mul) && splat(other(n, grad)) == op.c;
+      case ScoreOp::Kind::Div: return binary(n, Binary::Div) && n.in[0] == grad && splat(n.in[1]) == op.c;
+      case ScoreOp::Kind::Mask:
+        return n.op == Op::Select && n.in[0] == mask && n.in[op.keep_if ? 1 : 2] == grad &&
+               is_splat_of(g_, n.in[op.keep_if ? 2 : 1], 0.0);
+    }
+    return false;
+  }
+
+  // A product of the gradient (attention.hpp's GradProduct): n = dot_general(x, y) or
+  // dot_general(y, x) with nb batch dims (x's first, y's `y_batch`), contracting x's dim `contract`
+  // with y's dim `y_rows`, of x's dtype.
+  std::optional<GradProduct> grad_product(const ir::Node& n, int32_t x, int64_t contract, size_t nb, int32_t& y,
+                                          std::vector<int64_t>& y_batch, int64_t& y_rows) {
+    if (n.op != Op::DotGeneral || g_.type(n.out).dtype != g_.type(x).dtype) return std::nullopt;
+    const DotDims& d = n.attrs.dot;
+    const bool lhs = n.in[0] == x;
+    if (!lhs && n.in[1] != x) return std::nullopt;
+    const auto &xb = lhs ? d.lhs_batch : d.rhs_batch, &xc = lhs ? d.lhs_contract : d.rhs_contract;
+    const auto &yb = lhs ? d.rhs_batch : d.lhs_batch, &yc = lhs ? d.rhs_contract : d.lhs_contract;
+    y = n.in[lhs ? 1 : 0];
+    if (y == x || xb != first_dims(nb) || xc != std::vector<int64_t>{contract} ||
+        !one_free_dim(shape(y).size(), yb, yc, nb))
+      return std::nullopt;
+    y_batch = yb, y_rows = yc[0];
+    return GradProduct{.node = static_cast<int32_t>(&n - g_.nodes.data()), .transposed = !lhs};
+  }
+
+  // The one dim of a rank-`rank` operand that is neither batch nor `contract`.
+  static int64_t free_dim(size_t rank, const std::vector<int64_t>& batch, int64_t contract) {
+    for (int64_t i = 0; i < static_cast<int64_t>(rank); ++i)
+      if (i != contract && std::find(batch.begin(), batch.end(), i) == batch.end()) return i;
+    return -1;
+  }
+
+  // The node reading v when it is read once, else nullptr.
+  const ir::Node* sole_reader(int32_t v) const {
+    if (uses_[static_cast<size_t>(v)] != 1 || readers_[static_cast<size_t>(v)].size() != 1) return nullptr;
+    return &g_.nodes[static_cast<size_t>(readers_[static_cast<size_t>(v)][0])];
+  }
+
+  // The operand of binary node n that is not v (-1 when neither or both are).
+  static int32_t other(const ir::Node& n, int32_t v) {
+    if (n.in[0] == v && n.in[1] != v) return n.in[1];
+    if (n.in[1] == v && n.in[0] != v) return n.in[0];
+    return -1;
+  }
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   const ir::Node& def(int32_t v) const { return g_.producer(v); }
@@ -81,6 +247,7 @@ class Matcher {
   static bool binary(const ir::Node& n, Binary b) { return n.op == Op::Binary && n.attrs.binary == b; }
 
   std::optional<double> splat(int32_t v) const {
+    if (v < 0) return std::nullopt;
     auto s = splat_scalar(g_, v);
     if (!s) return std::nullopt;
     return s->get(0);
@@ -125,6 +292,7 @@ class Matcher {
   bool row_reduction(int32_t b, Reduce kind, int32_t of, const Shape& full) {
     const size_t rank = full.size();
     const Shape rows(full.begin(), full.end() - 1);
+    if (b < 0) return false;
     const ir::Node& bc = def(b);
     if (bc.op != Op::BroadcastInDim || shape(b) != full) return false;
     int32_t r = bc.in[0];
@@ -143,6 +311,7 @@ class Matcher {
       return false;
     take(bc);
     take(red);
+    reduced_ = static_cast<int32_t>(&red - g_.nodes.data());
     return true;
   }
 
@@ -165,15 +334,16 @@ class Matcher {
            one_free_dim(shape(d1.in[1]).size(), d.rhs_batch, d.rhs_contract, nb);
   }
 
-  // Whether every value the taken nodes compute but the last product's is read only by taken
-  // nodes (and is not a result).
-  bool closed(int32_t out_node) const {
+  // Whether every value the taken nodes compute but those of `outs` (node indices) is read only
+  // by taken nodes (and is not a result).
+  bool closed(std::initializer_list<int32_t> outs) const {
     std::vector<int32_t> inside(g_.types.size(), 0);
     for (int32_t ni : taken_)
       for (int32_t u : g_.nodes[static_cast<size_t>(ni)].in) ++inside[static_cast<size_t>(u)];
     for (int32_t ni : taken_) {
       const int32_t v = g_.nodes[static_cast<size_t>(ni)].out;
-      if (ni != out_node && inside[static_cast<size_t>(v)] != uses_[static_cast<size_t>(v)]) return false;
+      if (std::find(outs.begin(), outs.end(), ni) == outs.end() && inside[static_cast<size_t>(v)] != uses_[static_cast<size_t>(v)])
+        return false;
     }
     return true;
   }

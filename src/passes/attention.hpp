@@ -10,10 +10,19 @@
 //                                   broadcast back by reshape/broadcast_in_dim)
 //   o = dot_general(convert(p), V)  V [.., S, DV] of Q's type: o [b.., T, DV] of that type
 // where every value of the chain but o is read only inside it (not a result): a program that
-// keeps the probabilities (a training step, whose backward pass reads them) has no match.
+// keeps the probabilities for anything else has no match — but for the backward pass our VJP
+// rules emit for the chain (a training step), which is then matched with it (AttentionGrad):
+//   dPb = dot_general(dO, V)        dO [.., T, DV] (o's cotangent, any dim order): [b.., T, S]
+//   dV  = dot_general(convert(p), dO) contracting T (either operand order)
+//   dx  = (convert(dPb)/Σ + bcast(Σ_S −(convert(dPb)·p)/Σ))·e   softmax's VJP (its max has none)
+//   dS  = the prologue's VJPs in reverse (select to 0 where masked, the scale, the converts)
+//   dQ  = dot_general(dS, K) contracting S, dK = dot_general(dS, Q) contracting T (either order)
+// with every value of both but o, dQ, dK and dV read only inside them, and every node of the
+// backward pass after o's product (its first node, a product reading dO, is where its step runs).
 // Nothing here changes the graph; fusion decides what runs where.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/ir.hpp"
@@ -29,11 +38,29 @@ struct ScoreOp {
   bool keep_if = true;   // Mask: the score is kept where the mask is keep_if, else the fill
 };
 
+// A product of the gradient: dot_general(x, y) or dot_general(y, x) of x [b.., T, S] (dS or
+// convert(p)) contracting one of x's two last dims with y's rows; its result is [b.., rows, head]
+// (x's other dim, y's head dim), or [b.., head, rows] when `transposed`.
+struct GradProduct {
+  int32_t node = -1;
+  bool transposed = false;
+};
+
+struct AttentionGrad {
+  std::vector<int32_t> nodes;             // node indices, ascending (none of the forward chain's)
+  int32_t d_out = -1;                     // value id of dO
+  std::vector<int64_t> d_out_batch;       // dO's dims: its batch dims (in b's order), rows T, head DV
+  int64_t d_out_rows = -1, d_out_head = -1;
+  int32_t row_max = -1, row_sum = -1;     // forward nodes: softmax's reduce_max and reduce_sum [b.., T]
+  GradProduct dq, dk, dv;
+};
+
 struct AttentionMatch {
   std::vector<int32_t> nodes;     // node indices of the chain, ascending (`scores` first, `out` last)
   int32_t scores = -1, out = -1;  // node indices: dot_general(Q, K), dot_general(convert(p), V)
   std::vector<ScoreOp> prologue;  // from the product's f32 value (its rounding first) to x
   int32_t mask = -1;              // value id of the Mask op's bool operand (-1: none)
+  std::optional<AttentionGrad> grad;  // the chain's backward pass (a training step)
 };
 
 // The matches of `g`, in graph order; they share no node.

@@ -14,7 +14,8 @@
 //     f32 scatter-add a Scatter step, arg_reduce and top_k a TopK step, and an attention chain
 //     (attention.hpp, found before the walk) one Attention step placed at its last node, its
 //     other nodes skipped (q, k and v copied first when their head dims are not contiguous and
-//     16-byte aligned);
+//     16-byte aligned), and the chain's gradient one AttentionGrad step placed at its first node
+//     (attention.hpp: a product reading dO, after the chain);
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
@@ -152,6 +153,7 @@ class Fuser {
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
   std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
+  std::vector<int32_t> chain_step_;             // chain → its Attention step
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
@@ -570,17 +572,22 @@ class Fuser {
   }
 
   // The attention chains whose shapes an Attention step takes (fusion.hpp): head dims multiples
-  // of 16 (the products' k and n steps) up to kAttentionMaxHead, nothing empty.
+  // of 16 (the products' k and n steps) up to kAttentionMaxHead (kAttentionGradMaxHead with a
+  // gradient), nothing empty.
   void find_attention_chains() {
     for (passes::AttentionMatch& m : passes::find_attention(g_)) {
       const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
       const int64_t d = shape(d1.in[0])[static_cast<size_t>(d1.attrs.dot.lhs_contract[0])], dv = shape(d2.out).back();
-      auto head = [](int64_t h) { return h > 0 && h % 16 == 0 && h <= kAttentionMaxHead; };
+      const int64_t most = m.grad ? kAttentionGradMaxHead : kAttentionMaxHead;
+      auto head = [&](int64_t h) { return h > 0 && h % 16 == 0 && h <= most; };
       if (!head(d) || !head(dv) || shape_numel(shape(d2.out)) == 0 || shape_numel(shape(d1.out)) == 0) continue;
       if (chain_of_.empty()) chain_of_.assign(g_.nodes.size(), -1);
       for (int32_t n : m.nodes) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
+      if (m.grad)
+        for (int32_t n : m.grad->nodes) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
       chains_.push_back(std::move(m));
     }
+    chain_step_.assign(chains_.size(), -1);
   }
 
   // Operand u of an Attention step, dims (batch.., rows, head): its batch and row strides, with a
@@ -635,9 +642,33 @@ class Fuser {
       auto mask_op = std::find_if(a.prologue.begin(), a.prologue.end(), [](const passes::ScoreOp& op) { return op.kind == passes::ScoreOp::Kind::Mask; });
       a.causal = causal_mask(w, a, mask_op->keep_if);
     }
+    if (m.grad) {
+      a.out = d2.out;
+      a.row_max = g_.nodes[static_cast<size_t>(m.grad->row_max)].out;
+      a.row_sum = g_.nodes[static_cast<size_t>(m.grad->row_sum)].out;
+    }
     const int32_t st = push(Step{.kind = StepKind::Attention, .nodes = m.nodes, .space = shape(d1.out), .attention = std::move(a)});
+    chain_step_[static_cast<size_t>(chain_of_[static_cast<size_t>(m.out)])] = st;
     for (int32_t n : m.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
     give_buffer(d2.out, st);
+    if (m.grad) give_buffer(step(st).attention.row_max, st), give_buffer(step(st).attention.row_sum, st);
+  }
+
+  // The AttentionGrad step of chain m, whose Attention step has been placed.
+  void place_attention_grad(const passes::AttentionMatch& m) {
+    const passes::AttentionGrad& ag = *m.grad;
+    AttentionLayout a = step(chain_step_[static_cast<size_t>(chain_of_[static_cast<size_t>(m.out)])]).attention;
+    a.d_out = ag.d_out;
+    attention_operand(a.d_out, ag.d_out_batch, ag.d_out_rows, ag.d_out_head, a.batch_do, a.do_rs);
+    auto grad_out = [&](const passes::GradProduct& p, int64_t rows, int64_t head) {
+      const int32_t v = g_.nodes[static_cast<size_t>(p.node)].out;
+      return p.transposed ? AttentionLayout::GradOut{v, 1, rows} : AttentionLayout::GradOut{v, head, 1};
+    };
+    a.grad_q = grad_out(ag.dq, a.t, a.d), a.grad_k = grad_out(ag.dk, a.s, a.d), a.grad_v = grad_out(ag.dv, a.s, a.dv);
+    const int32_t st = push(Step{.kind = StepKind::AttentionGrad, .nodes = ag.nodes, .space = shape(g_.nodes[static_cast<size_t>(m.scores)].out),
+                                 .attention = a});
+    for (int32_t n : ag.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
+    for (int32_t v : {a.grad_q.value, a.grad_k.value, a.grad_v.value}) give_buffer(v, st);
   }
 
   void place_host(int32_t i, const ir::Node& n) {
@@ -661,6 +692,7 @@ class Fuser {
     if (!chain_of_.empty() && chain_of_[static_cast<size_t>(i)] >= 0) {  // placed with its chain's last node
       const passes::AttentionMatch& m = chains_[static_cast<size_t>(chain_of_[static_cast<size_t>(i)])];
       if (m.out == i) place_attention(m);
+      else if (m.grad && m.grad->nodes.front() == i) place_attention_grad(m);
     } else if (n.op == Op::Parameter || n.op == Op::Constant) {
       give_buffer(n.out, -1);
     } else if (is_view_op(n.op)) {
@@ -726,6 +758,13 @@ std::optional<uint8_t> splat_byte(const ir::Graph& g, const View& x) {
 bool loop_invariant(const ir::Node& n, size_t k) {
   const ir::Graph& body = *n.attrs.regions[1];
   return body.results[k] == body.params[k];
+}
+
+std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad) {
+  std::vector<int32_t> r{a.q, a.k, a.v};
+  if (a.mask >= 0) r.push_back(a.mask);
+  if (grad) r.insert(r.end(), {a.d_out, a.out, a.row_max, a.row_sum});
+  return r;
 }
 
 bool computes(const Schedule& s, int32_t v, int32_t step) {

@@ -58,8 +58,12 @@ struct View {
 // buffers, x read through its view: top_k with k ≤ 64 (values and i32 indices, the last axis) or
 // arg_reduce (k = 1, the index only, attrs.axis). `space` is x's shape.
 // Attention (GPU schedules only): the chain of a passes::AttentionMatch (attention.hpp) as one
-// step, `nodes` all of its nodes; only its last product's value gets a buffer (below).
-enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter, Update, TopK, Attention };
+// step, `nodes` all of its nodes; only its last product's value gets a buffer (below) — and,
+// when the chain has an AttentionGrad, softmax's row max and sum.
+// AttentionGrad (GPU schedules only): that gradient as one step (`nodes` its nodes), placed at
+// its first node (everything it reads is ready there; what reads its results comes later): dQ,
+// dK and dV from q, k, v, the mask, dO, the forward's output and row values.
+enum class StepKind : uint8_t { Loop, Copy, Dot, While, Host, Scatter, Update, TopK, Attention, AttentionGrad };
 
 // dot_general as products of matrices: for every batch index b (row-major over `batch`),
 // out[b] (m×n, contiguous) = A_b (m×k) · B_b (k×n), where A_b's element (r, c) is at
@@ -78,14 +82,31 @@ struct DotLayout {
 // read at offset + Σ batch_mask[i]·b_i + t·mask_ts + s·mask_ss; `causal` when it is a constant
 // by which the scores are kept exactly at s ≤ t (the kernel then reads no mask and computes the
 // condition).
+// With a gradient (AttentionGrad steps, and the Attention step of the chain they differentiate):
+// row_max and row_sum are softmax's row values (f32 [b.., t], contiguous), which the Attention step
+// writes; out is its output. The AttentionGrad step reads those and dO (value id d_out, read like
+// q: batch strides batch_do, row stride do_rs, contiguous head dim), and writes the gradients of
+// q, k and v: for batch b, row r (q: t rows; k, v: s rows), head column c at
+// b·rows·head + r·rs + c·cs of the value's contiguous buffer.
 struct AttentionLayout {
+  struct GradOut {
+    int32_t value = -1;
+    int64_t rs = 0, cs = 0;
+  };
   std::vector<int64_t> batch, batch_q, batch_k, batch_v, batch_mask;
   int64_t t = 0, s = 0, d = 0, dv = 0;
   int64_t q_rs = 0, k_rs = 0, v_rs = 0, mask_ts = 0, mask_ss = 0;
   int32_t q = -1, k = -1, v = -1, mask = -1;
   std::vector<passes::ScoreOp> prologue;
   bool causal = false;
+  int32_t row_max = -1, row_sum = -1, out = -1, d_out = -1;
+  std::vector<int64_t> batch_do;
+  int64_t do_rs = 0;
+  GradOut grad_q, grad_k, grad_v;
 };
+
+// The values an Attention or AttentionGrad step reads (through read_view).
+std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad);
 
 struct Step {
   StepKind kind = StepKind::Loop;
@@ -122,11 +143,12 @@ struct FuseOptions {
   // both are Host steps. Elementwise f16/bf16 ops are loops in both. f32 scatter-adds (gradients
   // of gathers) are Scatter steps, arg_reduce and top_k TopK steps (the CPU runs them on the host),
   // and attention chains (attention.hpp) whose head dims are multiples of 16 up to
-  // kAttentionMaxHead are Attention steps.
+  // kAttentionMaxHead are Attention steps — with their gradient an AttentionGrad step when the
+  // head dims are at most kAttentionGradMaxHead (else neither is fused).
   bool gpu = false;
 };
 
-inline constexpr int64_t kAttentionMaxHead = 96;
+inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;
 
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.

@@ -47,6 +47,7 @@ constexpr const char* kProgram = R"(
   (let [q (slice qkv 0 32 :axis 3) k (slice qkv 32 64 :axis 3) v (slice qkv 64 96 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
 (defn heads-grad [qkv] ((grad (fn [qkv] (sum (cast (heads qkv) :f32)))) qkv))
+(defn heads-vg [qkv] ((value-and-grad (fn [qkv] (sum (cast (heads qkv) :f32)))) qkv))
 (defn odd-heads [qkv]
   (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
@@ -180,16 +181,19 @@ TEST_P(Recompute, RowPhasesOnlyOnTheGpuOverTheSameRows) {
 
 // Attention chains (passes/attention.hpp) are one Attention step in a GPU schedule, reading q, k
 // and v where they lie in the fused qkv tensor (head dims contiguous, 16-byte aligned): the causal
-// mask (a constant tril) is recognised, no mask is none. A training step's backward pass reads
-// the probabilities (no chain), head dims that are not multiples of 16 do not fit the tensor-core
-// steps, and a CPU schedule has no Attention step.
+// mask (a constant tril) is recognised, no mask is none. A training step's backward pass is one
+// AttentionGrad step (below); a gradient alone has no chain (nothing reads the forward output, so
+// its product is gone), head dims that are not multiples of 16 do not fit the tensor-core steps,
+// and a CPU schedule has no Attention step.
+std::vector<const fusion::Step*> steps_of(const Fused& f, fusion::StepKind kind) {
+  std::vector<const fusion::Step*> r;
+  for (const fusion::Step& st : f.schedule.steps)
+    if (st.kind == kind) r.push_back(&st);
+  return r;
+}
+
 TEST_P(Recompute, AttentionChainsAreOneStepOnTheGpu) {
-  auto attention = [](const Fused& f) {
-    std::vector<const fusion::Step*> r;
-    for (const fusion::Step& st : f.schedule.steps)
-      if (st.kind == fusion::StepKind::Attention) r.push_back(&st);
-    return r;
-  };
+  auto attention = [](const Fused& f) { return steps_of(f, fusion::StepKind::Attention); };
   const Fused masked = fuse(in, "heads", {"qkv"}, GetParam());
   const auto steps = attention(masked);
   ASSERT_EQ(steps.size(), GetParam() ? 1u : 0u);
@@ -215,6 +219,36 @@ TEST_P(Recompute, AttentionChainsAreOneStepOnTheGpu) {
   }
   EXPECT_TRUE(attention(fuse(in, "heads-grad", {"qkv"}, GetParam())).empty());
   EXPECT_TRUE(attention(fuse(in, "odd-heads", {"qkv"}, GetParam())).empty());
+}
+
+// A training step's attention (value and gradient): the Attention step also writes softmax's row
+// max and sum, and the backward pass our VJP rules emit is one AttentionGrad step after it, reading
+// those, the forward output and dO (the sum's cotangent, copied: its head dim is not contiguous),
+// writing dQ, dK and dV — none of the [.., T, S] gradients reaches memory.
+TEST_P(Recompute, AttentionGradientIsOneStepOnTheGpu) {
+  const Fused vg = fuse(in, "heads-vg", {"qkv"}, GetParam());
+  const auto forward = steps_of(vg, fusion::StepKind::Attention), backward = steps_of(vg, fusion::StepKind::AttentionGrad);
+  ASSERT_EQ(forward.size(), GetParam() ? 1u : 0u);
+  ASSERT_EQ(backward.size(), GetParam() ? 1u : 0u);
+  if (!GetParam()) return;
+  const fusion::AttentionLayout &f = forward[0]->attention, &b = backward[0]->attention;
+  EXPECT_LT(forward[0], backward[0]);
+  ASSERT_GE(f.row_max, 0);
+  EXPECT_EQ(vg.graph.type(f.row_max).shape, (Shape{2, 3, 64}));
+  EXPECT_EQ(vg.graph.type(f.row_sum).shape, (Shape{2, 3, 64}));
+  EXPECT_EQ(b.row_max, f.row_max);
+  EXPECT_EQ(b.out, f.out);
+  EXPECT_TRUE(b.causal);
+  EXPECT_EQ(b.do_rs % 8, 0);
+  for (const auto& o : {b.grad_q, b.grad_k, b.grad_v}) {
+    ASSERT_GE(o.value, 0);
+    EXPECT_EQ(vg.schedule.step_of[o.value], static_cast<int32_t>(backward[0] - vg.schedule.steps.data()));
+  }
+  // no buffer of the scores' shape but the (constant) mask: the [2, 3, 64, 64] gradients stay in the kernels
+  for (size_t v = 0; v < vg.graph.types.size(); ++v)
+    EXPECT_FALSE(vg.schedule.has_buffer[v] && vg.graph.types[v].shape == (Shape{2, 3, 64, 64}) &&
+                 vg.graph.producer(static_cast<int32_t>(v)).op != ir::Op::Constant)
+        << "value " << v << " " << ir::op_name(vg.graph.producer(static_cast<int32_t>(v)).op);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),

@@ -20,6 +20,10 @@ std::vector<std::vector<int32_t>> buffers_read(const ir::Graph& g, const fusion:
       reads[i].push_back(st.source.buffer);
       continue;
     }
+    if (st.kind == StepKind::Attention || st.kind == StepKind::AttentionGrad) {
+      for (int32_t v : fusion::attention_reads(st.attention, st.kind == StepKind::AttentionGrad)) read(v);
+      continue;
+    }
     for (int32_t n : st.nodes)
       for (int32_t u : g.nodes[static_cast<size_t>(n)].in) read(u);
   }

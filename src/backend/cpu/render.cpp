@@ -94,7 +94,8 @@ class Renderer {
         }
         case StepKind::Scatter:
         case StepKind::TopK:
-        case StepKind::Attention: throw SheafError("internal: a GPU-only step in a CPU schedule");
+        case StepKind::Attention:
+        case StepKind::AttentionGrad: throw SheafError("internal: a GPU-only step in a CPU schedule");
       }
     }
     out.entry += "}\n";

@@ -31,6 +31,7 @@ static inline void sh_mma_f16(float* d, const unsigned* a, const unsigned* b) {
 namespace {
 
 constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;  // a block: 4 warps × 16 query rows; a key tile
+constexpr int64_t kInner = 32;  // the gradient: the tiles a block's 64 rows (keys or queries) meet in turn
 
 class AttentionRenderer {
  public:
@@ -57,12 +58,15 @@ class AttentionRenderer {
     l.slots = {slot(q.buffer), slot(k.buffer), slot(v.buffer)};
     if (reads_mask) l.slots.push_back(slot(view(a_.mask).buffer));
     l.slots.push_back(slot(out_));
+    const bool stats = a_.row_max >= 0;  // a gradient step reads the row max and sum
+    if (stats) l.slots.insert(l.slots.end(), {slot(a_.row_max), slot(a_.row_sum)});
 
     const char* h = loop_code::ctype(dt_);
     const int64_t qs = a_.d + 8, vs = kKeys + 8;  // __shared__ row strides (elements): rows 16 bytes apart in banks
     line("extern \"C\" __global__ void __launch_bounds__({}) {}(const {h}* __restrict__ gq, const {h}* __restrict__ gk, "
-         "const {h}* __restrict__ gv, {}{h}* __restrict__ go) {{",
-         kThreads, name, reads_mask ? "const b8* __restrict__ gm, " : "", fmt::arg("h", h));
+         "const {h}* __restrict__ gv, {}{h}* __restrict__ go{}) {{",
+         kThreads, name, reads_mask ? "const b8* __restrict__ gm, " : "",
+         stats ? ", float* __restrict__ gmax, float* __restrict__ gsum" : "", fmt::arg("h", h));
     indent_ = 2;
     line("__shared__ sh_u4 hq4[{}], hk4[{}], hv4[{}];", kRows * qs / 8, kKeys * qs / 8, a_.dv * vs / 8);
     line("{0}* const sq = ({0}*)hq4; {0}* const sk = ({0}*)hk4; {0}* const svt = ({0}*)hv4;", h);
@@ -100,6 +104,47 @@ class AttentionRenderer {
     return code_;
   }
 
+  // The gradient (attention_kernel.hpp): blocks b·(kt + qt) + j, j < kt: dK and dV of key tile j;
+  // else dQ of query tile j − kt.
+  std::string run_grad(const std::string& name, Launch& l) {
+    const int64_t key_tiles = (a_.s + kRows - 1) / kRows, q_tiles = (a_.t + kRows - 1) / kRows;
+    l.kernel = name;
+    l.block = kThreads;
+    l.grid = shape_numel(a_.batch) * (key_tiles + q_tiles);
+    l.block_reduce = true;
+    const bool reads_mask = a_.mask >= 0 && !a_.causal;
+    l.slots = {slot(view(a_.q).buffer), slot(view(a_.k).buffer), slot(view(a_.v).buffer)};
+    if (reads_mask) l.slots.push_back(slot(view(a_.mask).buffer));
+    l.slots.insert(l.slots.end(), {slot(view(a_.d_out).buffer), slot(a_.out), slot(a_.row_max), slot(a_.row_sum),
+                                   slot(a_.grad_q.value), slot(a_.grad_k.value), slot(a_.grad_v.value)});
+    const char* h = loop_code::ctype(dt_);
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}(const {h}* __restrict__ gq, const {h}* __restrict__ gk, "
+         "const {h}* __restrict__ gv, {}const {h}* __restrict__ gdo, const {h}* __restrict__ go, const float* __restrict__ gmax, "
+         "const float* __restrict__ gsum, {h}* __restrict__ gdq, {h}* __restrict__ gdk, {h}* __restrict__ gdv) {{",
+         kThreads, name, reads_mask ? "const b8* __restrict__ gm, " : "", fmt::arg("h", h));
+    indent_ = 2;
+    const int64_t qs = a_.d + 8, vs = a_.dv + 8, ts = kInner + 8;  // __shared__ row strides (elements)
+    const int64_t kv_role = (kRows * (qs + vs) + kInner * (qs + vs) + (a_.d + a_.dv) * ts) / 8 + 3 * kInner / 4;
+    const int64_t q_role = (kRows * (qs + vs) + kInner * (qs + vs) + a_.d * ts) / 8 + 3 * kRows / 4;
+    line("__shared__ sh_u4 pool[{}];", std::max(kv_role, q_role));
+    line("const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, c = tid & 3;");
+    line("const i64 bi = blockIdx.x / {};", key_tiles + q_tiles);
+    line("const int role = (int)(blockIdx.x % {});", key_tiles + q_tiles);
+    batch_offsets(view(a_.q), view(a_.k), view(a_.v), reads_mask);
+    line("if (role < {}) {{", key_tiles);
+    indent_ += 2;
+    keys_role(qs, vs, ts);
+    indent_ -= 2;
+    line("}} else {{");
+    indent_ += 2;
+    queries_role(qs, vs, ts, key_tiles);
+    indent_ -= 2;
+    line("}}");
+    indent_ = 0;
+    line("}}");
+    return code_;
+  }
+
  private:
   const ir::Graph& g_;
   const fusion::Schedule& s_;
@@ -123,10 +168,11 @@ class AttentionRenderer {
     code_ += fmt::format("{:{}}", "", indent_) + fmt::format(f, std::forward<A>(a)...) + "\n";
   }
 
-  // oq, ok, ov (and om): where batch index bi's matrices start.
+  // oq, ok, ov (and om, odo): where batch index bi's matrices start.
   void batch_offsets(const fusion::View& q, const fusion::View& k, const fusion::View& v, bool reads_mask) {
     std::string oq = std::to_string(q.offset), ok = std::to_string(k.offset), ov = std::to_string(v.offset);
     std::string om = reads_mask ? std::to_string(view(a_.mask).offset) : "";
+    std::string odo = a_.d_out >= 0 ? std::to_string(view(a_.d_out).offset) : "";
     if (!a_.batch.empty()) line("i64 rest = bi;");
     for (size_t i = a_.batch.size(); i-- > 0;) {
       line("const i64 b{0} = rest % {1}; rest /= {1};", i, a_.batch[i]);
@@ -134,9 +180,11 @@ class AttentionRenderer {
       ok += fmt::format(" + b{} * {}", i, a_.batch_k[i]);
       ov += fmt::format(" + b{} * {}", i, a_.batch_v[i]);
       if (reads_mask) om += fmt::format(" + b{} * {}", i, a_.batch_mask[i]);
+      if (a_.d_out >= 0) odo += fmt::format(" + b{} * {}", i, a_.batch_do[i]);
     }
     line("const i64 oq = {}, ok = {}, ov = {};", oq, ok, ov);
     if (reads_mask) line("const i64 om = {};", om);
+    if (a_.d_out >= 0) line("const i64 odo = {};", odo);
   }
 
   // `rows` rows of a matrix from row `from`, at `src` + `at` (row stride rs, `cols` contiguous
@@ -159,15 +207,19 @@ class AttentionRenderer {
 
   // s[j][e]: this warp's 16 × 64 scores, 8-key tile j, accumulator e (row g + 8·(e / 2), key
   // 8j + 2c + e % 2): Σ over the head dim in steps of 16.
-  void scores(int64_t qs) {
-    line("float s[{}][4];", kKeys / 8);
-    line("for (int j = 0; j < {}; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;", kKeys / 8);
-    line("for (int kk = 0; kk < {}; ++kk) {{", a_.d / 16);
-    line("  const {}* qa = sq + (warp * 16 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), qs);
+  void scores(int64_t qs) { product("s", "sq", qs, a_.d, "sk", kKeys / 8, qs); }
+
+  // acc[tiles][4] = A·Bᵀ for this warp's 16 rows of A (__shared__ `a_src`, row stride a_ld, row
+  // warp·16 + g..) over `depth` columns in steps of 16, B's rows in __shared__ `b_src` (mma_tiles).
+  void product(const char* acc, const char* a_src, int64_t a_ld, int64_t depth, const char* b_src, int64_t tiles, int64_t b_ld) {
+    line("float {}[{}][4];", acc, tiles);
+    line("for (int j = 0; j < {0}; ++j) {1}[j][0] = {1}[j][1] = {1}[j][2] = {1}[j][3] = 0.f;", tiles, acc);
+    line("for (int kk = 0; kk < {}; ++kk) {{", depth / 16);
+    line("  const {}* qa = {} + (warp * 16 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), a_src, a_ld);
     line("  const unsigned a[4] = {{*(const unsigned*)qa, *(const unsigned*)(qa + {0}), *(const unsigned*)(qa + 8), "
          "*(const unsigned*)(qa + {0} + 8)}};",
-         8 * qs);
-    mma_tiles("s", "sk", kKeys / 8, qs);
+         8 * a_ld);
+    mma_tiles(acc, b_src, tiles, b_ld);
     line("}}");
   }
 
@@ -182,6 +234,155 @@ class AttentionRenderer {
     line("  }}");
   }
 
+  // dK and dV of this warp's 16 keys of key tile `role` (64 keys, K and V in __shared__ memory):
+  // over the query tiles (kInner rows; causal: from the diagonal's), Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ,
+  // then dV += Pᵀ·dO and dK += dSᵀ·Q from the accumulators.
+  void keys_role(int64_t qs, int64_t vs, int64_t ts) {
+    const char* h = loop_code::ctype(dt_);
+    line("{0}* const sk = ({0}*)pool; {0}* const sv = sk + {1}; {0}* const sq = sv + {2}; {0}* const sqt = sq + {3};", h, kRows * qs,
+         kRows * vs, kInner * qs);
+    line("{0}* const sdo = sqt + {1}; {0}* const sdot = sdo + {2}; float* const srow = (float*)(sdot + {3});", h, a_.d * ts,
+         kInner * vs, a_.dv * ts);
+    line("const int s0 = role * {};", kRows);
+    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kRows, a_.s, qs, false);
+    load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kRows, a_.s, vs, false);
+    line("float dk[{}][4], dv[{}][4];", a_.d / 8, a_.dv / 8);
+    line("for (int n = 0; n < {}; ++n) dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.f;", a_.d / 8);
+    line("for (int n = 0; n < {}; ++n) dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.f;", a_.dv / 8);
+    line("for (int qt = {}; qt < {}; ++qt) {{", skip_ ? fmt::format("s0 / {}", kInner) : "0", (a_.t + kInner - 1) / kInner);
+    indent_ += 2;
+    line("const int t0 = qt * {};", kInner);
+    line("__syncthreads();  // every warp is done with the previous tiles (and K, V are loaded)");
+    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kInner, a_.t, qs, false);
+    load_tile("sqt", "gq", "oq", a_.q_rs, a_.d, "t0", kInner, a_.t, ts, true);
+    load_tile("sdo", "gdo", "odo", a_.do_rs, a_.dv, "t0", kInner, a_.t, vs, false);
+    load_tile("sdot", "gdo", "odo", a_.do_rs, a_.dv, "t0", kInner, a_.t, ts, true);
+    row_values(kInner);
+    line("__syncthreads();");
+    product("st", "sk", qs, a_.d, "sq", kInner / 8, qs);
+    product("dpt", "sv", vs, a_.dv, "sdo", kInner / 8, vs);
+    line("for (int j = 0; j < {}; ++j)", kInner / 8);
+    line("  for (int e = 0; e < 4; ++e) {{");
+    indent_ += 4;
+    line("const int r = j * 8 + 2 * c + (e & 1), t = t0 + r, k = s0 + warp * 16 + g + 8 * (e >> 1);");
+    score_grad("st[j][e]", "dpt[j][e]", kInner);
+    indent_ -= 4;
+    line("  }}");
+    from_accumulators("dv", "st", "sdot", a_.dv / 8, ts);
+    from_accumulators("dk", "dpt", "sqt", a_.d / 8, ts);
+    indent_ -= 2;
+    line("}}");
+    store_grad("gdk", "dk", a_.grad_k, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.d);
+    store_grad("gdv", "dv", a_.grad_v, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.dv);
+  }
+
+  // dQ of this warp's 16 rows of query tile role − key_tiles (64 rows, Q and dO in __shared__
+  // memory): over the key tiles (kInner keys; causal: up to the diagonal's), S = Q·Kᵀ and
+  // dP = dO·Vᵀ, then dQ += dS·K from the accumulators.
+  void queries_role(int64_t qs, int64_t vs, int64_t ts, int64_t key_tiles) {
+    const char* h = loop_code::ctype(dt_);
+    line("{0}* const sq = ({0}*)pool; {0}* const sdo = sq + {1}; {0}* const sk = sdo + {2}; {0}* const skt = sk + {3};", h, kRows * qs,
+         kRows * vs, kInner * qs);
+    line("{0}* const sv = skt + {1}; float* const srow = (float*)(sv + {2});", h, a_.d * ts, kInner * vs);
+    line("const int t0 = (role - {}) * {};", key_tiles, kRows);
+    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kRows, a_.t, qs, false);
+    load_tile("sdo", "gdo", "odo", a_.do_rs, a_.dv, "t0", kRows, a_.t, vs, false);
+    row_values(kRows);
+    line("float dq[{}][4];", a_.d / 8);
+    line("for (int n = 0; n < {}; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;", a_.d / 8);
+    const int64_t inner_tiles = (a_.s + kInner - 1) / kInner;
+    if (skip_) line("const int tiles = (t0 + {0}) / {1} + 1 < {2} ? (t0 + {0}) / {1} + 1 : {2};", kRows - 1, kInner, inner_tiles);
+    else line("const int tiles = {};", inner_tiles);
+    line("for (int kt = 0; kt < tiles; ++kt) {{");
+    indent_ += 2;
+    line("const int s0 = kt * {};", kInner);
+    line("__syncthreads();  // every warp is done with the previous tiles (and Q, dO, the row values are loaded)");
+    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, qs, false);
+    load_tile("skt", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, ts, true);
+    load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kInner, a_.s, vs, false);
+    line("__syncthreads();");
+    product("s", "sq", qs, a_.d, "sk", kInner / 8, qs);
+    product("dp", "sdo", vs, a_.dv, "sv", kInner / 8, vs);
+    line("for (int j = 0; j < {}; ++j)", kInner / 8);
+    line("  for (int e = 0; e < 4; ++e) {{");
+    indent_ += 4;
+    line("const int r = warp * 16 + g + 8 * (e >> 1), t = t0 + r, k = s0 + j * 8 + 2 * c + (e & 1);");
+    score_grad("s[j][e]", "dp[j][e]", kRows);
+    indent_ -= 4;
+    line("  }}");
+    from_accumulators("dq", "dp", "skt", a_.d / 8, ts);
+    indent_ -= 2;
+    line("}}");
+    store_grad("gdq", "dq", a_.grad_q, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.d);
+  }
+
+  // srow[r], srow[n + r], srow[2n + r] for the n rows from t0: the row max, the row sum and
+  // D = Σ dO∘O (rowsum(dP∘P)); rows past t: 0, 1, 0.
+  void row_values(int64_t n) {
+    line("if (tid < {}) {{", n);
+    line("  const int t = t0 + tid;");
+    line("  float mx = 0.f, sm = 1.f, dd = 0.f;");
+    line("  if (t < {}) {{", a_.t);
+    line("    mx = gmax[bi * {0} + t], sm = gsum[bi * {0} + t];", a_.t);
+    line("    for (int j = 0; j < {}; ++j) dd += {} * {};", a_.dv, loop_code::load_expr(dt_, "gdo[odo + (i64)t * " + std::to_string(a_.do_rs) + " + j]"),
+         loop_code::load_expr(dt_, fmt::format("go[bi * {} + (i64)t * {} + j]", a_.t * a_.dv, a_.dv)));
+    line("  }}");
+    line("  srow[tid] = mx, srow[{0} + tid] = sm, srow[{1} + tid] = dd;", n, 2 * n);
+    line("}}");
+  }
+
+  // With x the raw score and dp the raw dO·Vᵀ of row t, key k (its row values at srow[r],
+  // srow[n + r], srow[2n + r]: row_values): x becomes P (0 past t or s), dp becomes dS
+  // (the softmax's VJP P·(dP − D), dP rounded as the product's result, then the prologue's VJPs
+  // in reverse: masked scores get 0, the scale, the converts' roundings; 0 past t or s).
+  void score_grad(const char* x_at, const char* dp_at, int64_t n) {
+    line("float x = {}, p = 0.f, ds = 0.f;", x_at);
+    prologue();
+    line("if (t < {} && k < {}) {{", a_.t, a_.s);
+    indent_ += 2;
+    line("p = expf(x - srow[r]) / srow[{} + r];", n);
+    line("float dpr = {};", dp_at);
+    round("dpr", dt_);
+    line("ds = p * (dpr - srow[{} + r]);", 2 * n);
+    for (size_t i = a_.prologue.size(); i-- > 1;) {
+      const passes::ScoreOp& op = a_.prologue[i];
+      switch (op.kind) {
+        case passes::ScoreOp::Kind::Round: round("ds", a_.prologue[i - 1].dtype); break;
+        case passes::ScoreOp::Kind::Mul: line("ds = ds * {};", loop_code::literal(DType::F32, op.c)); round("ds", op.dtype); break;
+        case passes::ScoreOp::Kind::Div: line("ds = ds / {};", loop_code::literal(DType::F32, op.c)); round("ds", op.dtype); break;
+        case passes::ScoreOp::Kind::Mask: line("if (!({})) ds = 0.f;", kept(op)); break;
+      }
+    }
+    indent_ -= 2;
+    line("}}");
+    line("{} = p, {} = ds;", x_at, dp_at);
+  }
+
+  // acc[n] += A·B over the kInner columns of the 8-column accumulator tiles `from` (rounded to
+  // the operand type: A fragments, as P in the forward pass), B's rows in __shared__ `src`.
+  void from_accumulators(const char* acc, const char* from, const char* src, int64_t tiles, int64_t ld) {
+    auto pack = [&](const std::string& lo, const std::string& hi) {
+      return fmt::format("(unsigned){} | ((unsigned){} << 16)", narrow(lo), narrow(hi));
+    };
+    auto at = [&](const char* tile, int e) { return fmt::format("{}[{}][{}]", from, tile, e); };
+    line("for (int kk = 0; kk < {}; ++kk) {{", kInner / 16);
+    line("  const unsigned a[4] = {{{}, {}, {}, {}}};", pack(at("2 * kk", 0), at("2 * kk", 1)), pack(at("2 * kk", 2), at("2 * kk", 3)),
+         pack(at("2 * kk + 1", 0), at("2 * kk + 1", 1)), pack(at("2 * kk + 1", 2), at("2 * kk + 1", 3)));
+    mma_tiles(acc, src, tiles, ld);
+    line("}}");
+  }
+
+  // The gradient `o` (GradOut) of this warp's rows (row expression `row`, `rows` of them, `head`
+  // columns) from accumulators acc, rounded to the output type.
+  void store_grad(const char* dst, const char* acc, const fusion::AttentionLayout::GradOut& o, const char* row, int64_t rows, int64_t head) {
+    line("for (int n = 0; n < {}; ++n)", head / 8);
+    line("  for (int e = 0; e < 4; ++e) {{");
+    line("    const int r = {};", row);
+    line("    if (r < {}) {}[bi * {} + (i64)r * {} + (i64)(n * 8 + 2 * c + (e & 1)) * {}] = {};", rows, dst, rows * head, o.rs, o.cs,
+         loop_code::store_expr(g_.type(o.value).dtype, fmt::format("{}[n][e]", acc)));
+    line("  }}");
+  }
+
   // The prologue of one score x (row t, key k) as statements.
   void prologue() {
     for (const passes::ScoreOp& op : a_.prologue) {
@@ -189,16 +390,22 @@ class AttentionRenderer {
         case passes::ScoreOp::Kind::Round: break;
         case passes::ScoreOp::Kind::Mul: line("x = x * {};", loop_code::literal(DType::F32, op.c)); break;
         case passes::ScoreOp::Kind::Div: line("x = x / {};", loop_code::literal(DType::F32, op.c)); break;
-        case passes::ScoreOp::Kind::Mask: {
-          std::string kept = a_.causal ? "k <= t"
-                                       : fmt::format("t < {} && k < {} && (gm[om + (i64)t * {} + (i64)k * {}] != 0) == {}", a_.t,
-                                                     a_.s, a_.mask_ts, a_.mask_ss, op.keep_if ? "true" : "false");
-          line("if (!({})) x = {};", kept, loop_code::literal(DType::F32, op.c));
-          break;
-        }
+        case passes::ScoreOp::Kind::Mask: line("if (!({})) x = {};", kept(op), loop_code::literal(DType::F32, op.c)); break;
       }
-      if (op.dtype != DType::F32) line("x = {};", loop_code::load_expr(op.dtype, loop_code::store_expr(op.dtype, "x")));
+      round("x", op.dtype);
     }
+  }
+
+  // Whether Mask op `op` keeps the score of row t, key k.
+  std::string kept(const passes::ScoreOp& op) const {
+    if (a_.causal) return "k <= t";
+    return fmt::format("t < {} && k < {} && (gm[om + (i64)t * {} + (i64)k * {}] != 0) == {}", a_.t, a_.s, a_.mask_ts, a_.mask_ss,
+                       op.keep_if ? "true" : "false");
+  }
+
+  // x = x rounded to d (nothing for f32).
+  void round(const char* x, DType d) {
+    if (d != DType::F32) line("{} = {};", x, loop_code::load_expr(d, loop_code::store_expr(d, x)));
   }
 
   // The scores through the prologue, the running max and sum, the output rescaled; s becomes
@@ -249,6 +456,10 @@ class AttentionRenderer {
     line("for (int r = 0; r < 2; ++r) {{");
     line("  l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);");
     line("  l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);");
+    if (a_.row_max >= 0) {
+      line("  const int t = t0 + warp * 16 + g + 8 * r;");
+      line("  if (c == 0 && t < {0}) gmax[bi * {0} + t] = m[r], gsum[bi * {0} + t] = l[r];", a_.t);
+    }
     line("}}");
     line("for (int n = 0; n < {}; ++n)", a_.dv / 8);
     line("  for (int e = 0; e < 4; ++e) {{");
@@ -263,7 +474,8 @@ class AttentionRenderer {
 
 std::string attention_kernel(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index,
                              const std::string& name, Launch& l) {
-  return AttentionRenderer(g, s, m, index).run(name, l);
+  AttentionRenderer r(g, s, m, index);
+  return s.steps[index].kind == fusion::StepKind::AttentionGrad ? r.run_grad(name, l) : r.run(name, l);
 }
 
 }  // namespace sheaf::cuda

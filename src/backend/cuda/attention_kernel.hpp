@@ -13,7 +13,18 @@
 // Causal steps skip the key tiles above the diagonal when the mask is the prologue's last op and
 // its fill is at most −10⁴ (exp(fill − m) is 0 in f32 for any row max m above fill + 104: the
 // reference's terms for those keys vanish). A row whose every score is −inf gives NaN, as softmax
-// does.
+// does. A chain with a gradient step also stores each row's max m and sum l (f32).
+// The gradient (an AttentionGrad step: FlashAttention-2's backward pass, without atomics) is one
+// kernel of two kinds of blocks, 4 warps each: per batch index, one block per 64 keys computes
+// their dK and dV — K and V in __shared__ memory, it meets the query tiles of 32 rows in turn
+// (causal: from the diagonal's), computing Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ by mma.sync with Q, Qᵀ, dO
+// and dOᵀ in __shared__ memory, then dV += Pᵀ·dO and dK += dSᵀ·Q with Pᵀ and dSᵀ taken from the
+// accumulators — and one block per 64 query rows computes their dQ over key tiles of 32 (S = Q·Kᵀ,
+// dP = dO·Vᵀ, dQ += dS·K). P = exp(prologue(s) − m) / l is recomputed from the forward's row
+// values, dS = P·(dP − D) with D = Σ dO∘O per row (= Σ dP∘P; FlashAttention's identity: O and dP
+// rounded as the graph rounds them), then the prologue's VJPs in reverse (masked scores 0, the
+// scale, the converts' roundings). Head dims up to 64 (fusion::kAttentionGradMaxHead): 38 KB of
+// __shared__ memory at 64.
 #pragma once
 #include <functional>
 #include <string>
@@ -28,8 +39,10 @@ namespace sheaf::cuda {
 // brings its own helpers) gets only sh_u4.
 extern const char* const kAttentionHelpers;
 
-// Kernel `name` of Attention step `index`: its text. Sets l's grid, block, block_reduce and slots
-// (the buffers, in parameter order: q, k, v, the mask when read, out).
+// Kernel `name` of Attention or AttentionGrad step `index`: its text. Sets l's grid, block,
+// block_reduce and slots (the buffers, in parameter order — Attention: q, k, v, the mask when
+// read, out, the row max and sum when written; AttentionGrad: q, k, v, the mask when read, dO,
+// out, the row max and sum, dQ, dK, dV).
 std::string attention_kernel(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index,
                              const std::string& name, Launch& l);
 

@@ -103,7 +103,7 @@ class Renderer {
   Kernels run() {
     Kernels k;
     k.source = std::string(kPrelude) + loop_code::kScalarHelpers + kArgHelpers;
-    if (std::any_of(s_.steps.begin(), s_.steps.end(), [](const fusion::Step& st) { return st.kind == StepKind::Attention; }))
+    if (std::any_of(s_.steps.begin(), s_.steps.end(), [](const fusion::Step& st) { return st.kind == StepKind::Attention || st.kind == StepKind::AttentionGrad; }))
       k.source += kAttentionHelpers;
     for (size_t i = 0, next = 1; i < s_.steps.size(); i = next) {
       const fusion::Step& st = s_.steps[i];
@@ -127,7 +127,8 @@ class Renderer {
         case StepKind::TopK:
           top_k_kernel(i, l, k);
           break;
-        case StepKind::Attention: {
+        case StepKind::Attention:
+        case StepKind::AttentionGrad: {
           const std::string name = fmt::format("s{}", i);
           l.kernel = place(attention_kernel(g_, s_, m_, i, name, l), name, k);
           break;
