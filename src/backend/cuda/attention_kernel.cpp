@@ -259,15 +259,8 @@ class AttentionRenderer {
     load_tile("sdot", "gdo", "odo", a_.do_rs, a_.dv, "t0", kInner, a_.t, ts, true);
     row_values(kInner);
     line("__syncthreads();");
-    product("st", "sk", qs, a_.d, "sq", kInner / 8, qs);
-    product("dpt", "sv", vs, a_.dv, "sdo", kInner / 8, vs);
-    line("for (int j = 0; j < {}; ++j)", kInner / 8);
-    line("  for (int e = 0; e < 4; ++e) {{");
-    indent_ += 4;
-    line("const int r = j * 8 + 2 * c + (e & 1), t = t0 + r, k = s0 + warp * 16 + g + 8 * (e >> 1);");
-    score_grad("st[j][e]", "dpt[j][e]", kInner);
-    indent_ -= 4;
-    line("  }}");
+    tile_grads({"st", "sk", "sq"}, {"dpt", "sv", "sdo"}, qs, vs, "r = j * 8 + 2 * c + (e & 1), t = t0 + r, k = s0 + warp * 16 + g + 8 * (e >> 1)",
+               kInner);
     from_accumulators("dv", "st", "sdot", a_.dv / 8, ts);
     from_accumulators("dk", "dpt", "sqt", a_.d / 8, ts);
     indent_ -= 2;
@@ -301,19 +294,32 @@ class AttentionRenderer {
     load_tile("skt", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, ts, true);
     load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kInner, a_.s, vs, false);
     line("__syncthreads();");
-    product("s", "sq", qs, a_.d, "sk", kInner / 8, qs);
-    product("dp", "sdo", vs, a_.dv, "sv", kInner / 8, vs);
-    line("for (int j = 0; j < {}; ++j)", kInner / 8);
-    line("  for (int e = 0; e < 4; ++e) {{");
-    indent_ += 4;
-    line("const int r = warp * 16 + g + 8 * (e >> 1), t = t0 + r, k = s0 + j * 8 + 2 * c + (e & 1);");
-    score_grad("s[j][e]", "dp[j][e]", kRows);
-    indent_ -= 4;
-    line("  }}");
+    tile_grads({"s", "sq", "sk"}, {"dp", "sdo", "sv"}, qs, vs, "r = warp * 16 + g + 8 * (e >> 1), t = t0 + r, k = s0 + j * 8 + 2 * c + (e & 1)",
+               kRows);
     from_accumulators("dq", "dp", "skt", a_.d / 8, ts);
     indent_ -= 2;
     line("}}");
     store_grad("gdq", "dq", a_.grad_q, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.d);
+  }
+
+  // One product of a tile pair: its accumulators, A's and B's __shared__ tiles (product()).
+  struct Product {
+    const char *acc, *a, *b;
+  };
+
+  // The tile pair's scores (s: over the head dim, row stride qs) and dO·Vᵀ (dp: over the value
+  // head dim, row stride vs), then score_grad at each accumulator j, e (`index` declares r, t, k;
+  // n: the rows of srow).
+  void tile_grads(const Product& s, const Product& dp, int64_t qs, int64_t vs, const char* index, int64_t n) {
+    product(s.acc, s.a, qs, a_.d, s.b, kInner / 8, qs);
+    product(dp.acc, dp.a, vs, a_.dv, dp.b, kInner / 8, vs);
+    line("for (int j = 0; j < {}; ++j)", kInner / 8);
+    line("  for (int e = 0; e < 4; ++e) {{");
+    indent_ += 4;
+    line("const int {};", index);
+    score_grad(fmt::format("{}[j][e]", s.acc), fmt::format("{}[j][e]", dp.acc), n);
+    indent_ -= 4;
+    line("  }}");
   }
 
   // srow[r], srow[n + r], srow[2n + r] for the n rows from t0: the row max, the row sum and
@@ -335,7 +341,7 @@ class AttentionRenderer {
   // srow[n + r], srow[2n + r]: row_values): x becomes P (0 past t or s), dp becomes dS
   // (the softmax's VJP P·(dP − D), dP rounded as the product's result, then the prologue's VJPs
   // in reverse: masked scores get 0, the scale, the converts' roundings; 0 past t or s).
-  void score_grad(const char* x_at, const char* dp_at, int64_t n) {
+  void score_grad(const std::string& x_at, const std::string& dp_at, int64_t n) {
     line("float x = {}, p = 0.f, ds = 0.f;", x_at);
     prologue();
     line("if (t < {} && k < {}) {{", a_.t, a_.s);
