@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "dist/collectives.hpp"
 #include "ir/recorder.hpp"
+#include "tensor/dot.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
 
@@ -41,13 +42,6 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
   return inv;
 }
 
-// Axes of [0, rank) in neither list, increasing (the free axes of a dot_general operand).
-std::vector<int64_t> free_axes(int64_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < rank; ++i)
-    if (std::find(a.begin(), a.end(), i) == a.end() && std::find(b.begin(), b.end(), i) == b.end()) out.push_back(i);
-  return out;
-}
 // Position of v among the sorted values of `xs`.
 int64_t rank_among(const std::vector<int64_t>& xs, int64_t v) {
   return std::count_if(xs.begin(), xs.end(), [&](int64_t x) { return x < v; });
@@ -249,8 +243,8 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
       const DotDims& d = a.dot;
       const Tensor &lhs = x[0], &rhs = x[1];
       auto nb = static_cast<int64_t>(d.lhs_batch.size());
-      std::vector<int64_t> lf = free_axes(lhs.rank(), d.lhs_batch, d.lhs_contract);
-      std::vector<int64_t> rf = free_axes(rhs.rank(), d.rhs_batch, d.rhs_contract);
+      std::vector<int64_t> lf = free_dims(lhs.rank(), d.lhs_batch, d.lhs_contract);
+      std::vector<int64_t> rf = free_dims(rhs.rank(), d.rhs_batch, d.rhs_contract);
       auto nlf = static_cast<int64_t>(lf.size()), nrf = static_cast<int64_t>(rf.size());
       std::vector<int64_t> gbatch(static_cast<size_t>(nb));
       std::iota(gbatch.begin(), gbatch.end(), 0);

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "passes/rewrite.hpp"
+#include "tensor/dot.hpp"
 
 namespace sheaf::passes {
 namespace {
@@ -221,11 +222,9 @@ class Matcher {
     return GradProduct{.node = static_cast<int32_t>(&n - g_.nodes.data()), .transposed = !lhs};
   }
 
-  // The one dim of a rank-`rank` operand that is neither batch nor `contract`.
+  // The one free dim of an operand whose other dims are `batch` and `contract`.
   static int64_t free_dim(size_t rank, const std::vector<int64_t>& batch, int64_t contract) {
-    for (int64_t i = 0; i < static_cast<int64_t>(rank); ++i)
-      if (i != contract && std::find(batch.begin(), batch.end(), i) == batch.end()) return i;
-    return -1;
+    return free_dims(static_cast<int64_t>(rank), batch, {contract}).front();
   }
 
   // The node reading v when it is read once, else nullptr.

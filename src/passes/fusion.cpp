@@ -25,6 +25,7 @@
 
 #include "base/error.hpp"
 #include "passes/rewrite.hpp"
+#include "tensor/dot.hpp"
 
 namespace sheaf::fusion {
 
@@ -102,18 +103,12 @@ std::optional<std::pair<int64_t, int64_t>> merge_axes(const Shape& shape, const 
   return std::pair{size, stride};
 }
 
-std::vector<int64_t> free_dims(size_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  std::vector<int64_t> r;
-  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
-    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) r.push_back(d);
-  return r;
-}
 
 std::optional<DotLayout> dot_layout(const Shape& ls, const View& l, const Shape& rs, const View& r, const DotDims& d) {
-  auto rows = merge_axes(ls, l.strides, free_dims(ls.size(), d.lhs_batch, d.lhs_contract));
+  auto rows = merge_axes(ls, l.strides, free_dims(static_cast<int64_t>(ls.size()), d.lhs_batch, d.lhs_contract));
   auto inner = merge_axes(ls, l.strides, d.lhs_contract);
   auto rinner = merge_axes(rs, r.strides, d.rhs_contract);
-  auto cols = merge_axes(rs, r.strides, free_dims(rs.size(), d.rhs_batch, d.rhs_contract));
+  auto cols = merge_axes(rs, r.strides, free_dims(static_cast<int64_t>(rs.size()), d.rhs_batch, d.rhs_contract));
   if (!rows || !inner || !rinner || !cols) return std::nullopt;
   DotLayout out;
   for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
@@ -153,7 +148,6 @@ class Fuser {
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
   std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
-  std::vector<int32_t> chain_step_;             // chain → its Attention step
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
@@ -587,7 +581,6 @@ class Fuser {
         for (int32_t n : m.grad->nodes) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
       chains_.push_back(std::move(m));
     }
-    chain_step_.assign(chains_.size(), -1);
   }
 
   // Operand u of an Attention step, dims (batch.., rows, head): its batch and row strides, with a
@@ -628,9 +621,10 @@ class Fuser {
     const size_t nb = out.size() - 2;
     AttentionLayout a{.batch = Shape(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nb)),
                       .t = out[nb], .s = shape(d2.in[0])[nb + 1], .d = shape(d1.in[0])[static_cast<size_t>(qk.lhs_contract[0])],
-                      .dv = out[nb + 1], .q = d1.in[0], .k = d1.in[1], .v = d2.in[1], .mask = m.mask, .prologue = m.prologue};
+                      .dv = out[nb + 1], .q = d1.in[0], .k = d1.in[1], .v = d2.in[1], .mask = m.mask, .prologue = m.prologue,
+                      .out = d2.out};
     auto free_dim = [&](int32_t u, const std::vector<int64_t>& batch, int64_t contract) {
-      return free_dims(shape(u).size(), batch, {contract})[0];
+      return free_dims(static_cast<int64_t>(shape(u).size()), batch, {contract})[0];
     };
     attention_operand(a.q, qk.lhs_batch, free_dim(a.q, qk.lhs_batch, qk.lhs_contract[0]), qk.lhs_contract[0], a.batch_q, a.q_rs);
     attention_operand(a.k, qk.rhs_batch, free_dim(a.k, qk.rhs_batch, qk.rhs_contract[0]), qk.rhs_contract[0], a.batch_k, a.k_rs);
@@ -643,12 +637,10 @@ class Fuser {
       a.causal = causal_mask(w, a, mask_op->keep_if);
     }
     if (m.grad) {
-      a.out = d2.out;
       a.row_max = g_.nodes[static_cast<size_t>(m.grad->row_max)].out;
       a.row_sum = g_.nodes[static_cast<size_t>(m.grad->row_sum)].out;
     }
     const int32_t st = push(Step{.kind = StepKind::Attention, .nodes = m.nodes, .space = shape(d1.out), .attention = std::move(a)});
-    chain_step_[static_cast<size_t>(chain_of_[static_cast<size_t>(m.out)])] = st;
     for (int32_t n : m.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
     give_buffer(d2.out, st);
     if (m.grad) give_buffer(step(st).attention.row_max, st), give_buffer(step(st).attention.row_sum, st);
@@ -657,7 +649,7 @@ class Fuser {
   // The AttentionGrad step of chain m, whose Attention step has been placed.
   void place_attention_grad(const passes::AttentionMatch& m) {
     const passes::AttentionGrad& ag = *m.grad;
-    AttentionLayout a = step(chain_step_[static_cast<size_t>(chain_of_[static_cast<size_t>(m.out)])]).attention;
+    AttentionLayout a = step(s_.step_of[g_.nodes[static_cast<size_t>(m.out)].out]).attention;  // the chain's step
     a.d_out = ag.d_out;
     attention_operand(a.d_out, ag.d_out_batch, ag.d_out_rows, ag.d_out_head, a.batch_do, a.do_rs);
     auto grad_out = [&](const passes::GradProduct& p, int64_t rows, int64_t head) {

@@ -82,9 +82,9 @@ struct DotLayout {
 // read at offset + Σ batch_mask[i]·b_i + t·mask_ts + s·mask_ss; `causal` when it is a constant
 // by which the scores are kept exactly at s ≤ t (the kernel then reads no mask and computes the
 // condition).
-// With a gradient (AttentionGrad steps, and the Attention step of the chain they differentiate):
-// row_max and row_sum are softmax's row values (f32 [b.., t], contiguous), which the Attention step
-// writes; out is its output. The AttentionGrad step reads those and dO (value id d_out, read like
+// out is the Attention step's output (contiguous [b.., t, dv]). With a gradient (AttentionGrad
+// steps, and the Attention step of the chain they differentiate): row_max and row_sum are
+// softmax's row values (f32 [b.., t], contiguous), which the Attention step writes. The AttentionGrad step reads those and dO (value id d_out, read like
 // q: batch strides batch_do, row stride do_rs, contiguous head dim), and writes the gradients of
 // q, k and v: for batch b, row r (q: t rows; k, v: s rows), head column c at
 // b·rows·head + r·rs + c·cs of the value's contiguous buffer.

@@ -89,14 +89,6 @@ void run_batches(const Matrices& l, const Matrices& r, const Shape& batch_shape,
   }
 }
 
-// Dims of `rank` in neither list, in order.
-std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  std::vector<int64_t> r;
-  for (int64_t d = 0; d < rank; ++d)
-    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) r.push_back(d);
-  return r;
-}
-
 void check(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {
   auto where = [&] { return fmt::format("{} and {}", type_str(lhs), type_str(rhs)); };
   if (lhs.dtype() != rhs.dtype()) throw SheafError(fmt::format("dot_general: operands {} differ in dtype", where()));
@@ -124,6 +116,14 @@ void check(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {
 }
 
 }  // namespace
+
+std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract) {
+  std::vector<int64_t> r;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() && std::find(contract.begin(), contract.end(), d) == contract.end())
+      r.push_back(d);
+  return r;
+}
 
 Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {
   check(lhs, rhs, dims);

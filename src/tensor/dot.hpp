@@ -19,4 +19,7 @@ struct DotDims {
 
 Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dims);
 
+// The free dims of a dot_general operand of rank `rank`: those in neither list, in order.
+std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract);
+
 }  // namespace sheaf

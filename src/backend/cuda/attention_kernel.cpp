@@ -32,14 +32,14 @@ namespace {
 
 constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;  // a block: 4 warps × 16 query rows; a key tile
 constexpr int64_t kInner = 32;  // the gradient: the tiles a block's 64 rows (keys or queries) meet in turn
+constexpr int64_t kTs = kInner + 8;  // the gradient: __shared__ row stride of the transposed (Qᵀ, dOᵀ, Kᵀ) tiles
 
 class AttentionRenderer {
  public:
   AttentionRenderer(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index)
       : g_(g), s_(s), m_(m), index_(index), a_(s.steps[index].attention) {
-    const ir::Node& out = g.nodes[static_cast<size_t>(s.steps[index].nodes.back())];
     dt_ = g.type(a_.q).dtype;
-    out_ = out.out;
+    reads_mask_ = a_.mask >= 0 && !a_.causal;
     if (!is_half(dt_)) throw SheafError("internal: an attention step on neither f16 nor bf16");
     for (size_t i = 0; i < a_.prologue.size(); ++i)
       if (a_.prologue[i].kind == passes::ScoreOp::Kind::Mask) mask_op_ = static_cast<int64_t>(i);
@@ -49,53 +49,31 @@ class AttentionRenderer {
 
   std::string run(const std::string& name, Launch& l) {
     const int64_t q_tiles = (a_.t + kRows - 1) / kRows;
-    l.kernel = name;
-    l.block = kThreads;
-    l.grid = shape_numel(a_.batch) * q_tiles;
-    l.block_reduce = true;
-    const fusion::View &q = view(a_.q), &k = view(a_.k), &v = view(a_.v);
-    const bool reads_mask = a_.mask >= 0 && !a_.causal;
-    l.slots = {slot(q.buffer), slot(k.buffer), slot(v.buffer)};
-    if (reads_mask) l.slots.push_back(slot(view(a_.mask).buffer));
-    l.slots.push_back(slot(out_));
     const bool stats = a_.row_max >= 0;  // a gradient step reads the row max and sum
+    begin(name, l, q_tiles,
+          fmt::format("{}* __restrict__ go{}", loop_code::ctype(dt_), stats ? ", float* __restrict__ gmax, float* __restrict__ gsum" : ""));
+    l.slots.push_back(slot(a_.out));
     if (stats) l.slots.insert(l.slots.end(), {slot(a_.row_max), slot(a_.row_sum)});
-
-    const char* h = loop_code::ctype(dt_);
-    const int64_t qs = a_.d + 8, vs = kKeys + 8;  // __shared__ row strides (elements): rows 16 bytes apart in banks
-    line("extern \"C\" __global__ void __launch_bounds__({}) {}(const {h}* __restrict__ gq, const {h}* __restrict__ gk, "
-         "const {h}* __restrict__ gv, {}{h}* __restrict__ go{}) {{",
-         kThreads, name, reads_mask ? "const b8* __restrict__ gm, " : "",
-         stats ? ", float* __restrict__ gmax, float* __restrict__ gsum" : "", fmt::arg("h", h));
-    indent_ = 2;
-    line("__shared__ sh_u4 hq4[{}], hk4[{}], hv4[{}];", kRows * qs / 8, kKeys * qs / 8, a_.dv * vs / 8);
-    line("{0}* const sq = ({0}*)hq4; {0}* const sk = ({0}*)hk4; {0}* const svt = ({0}*)hv4;", h);
-    line("const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, c = tid & 3;");
-    line("const i64 bi = blockIdx.x / {};", q_tiles);
+    const int64_t vs = kKeys + 8;  // Vᵀ's __shared__ row stride
+    line("__shared__ sh_u4 hq4[{}], hk4[{}], hv4[{}];", kRows * qs_ / 8, kKeys * qs_ / 8, a_.dv * vs / 8);
+    line("{0}* const sq = ({0}*)hq4; {0}* const sk = ({0}*)hk4; {0}* const svt = ({0}*)hv4;", loop_code::ctype(dt_));
     line("const int t0 = ({} - (int)(blockIdx.x % {})) * {};", q_tiles - 1, q_tiles, kRows);
-    batch_offsets(q, k, v, reads_mask);
     // the Q tile
-    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kRows, a_.t, qs, false);
-    line("float o[{}][4];", a_.dv / 8);
-    line("for (int n = 0; n < {}; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;", a_.dv / 8);
+    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kRows, a_.t, qs_, false);
+    accumulators("o", a_.dv / 8);
     line("float m[2] = {{-__builtin_inff(), -__builtin_inff()}}, l[2] = {{0.f, 0.f}};");
-    const int64_t key_tiles = (a_.s + kKeys - 1) / kKeys;
-    if (skip_) {  // the last tile holding a key s ≤ t for the block's last row t0 + kRows − 1
-      line("const int last = (t0 + {}) / {};", kRows - 1, kKeys);
-      line("const int tiles = last + 1 < {0} ? last + 1 : {0};", key_tiles);
-    } else {
-      line("const int tiles = {};", key_tiles);
-    }
+    key_tile_count(kKeys);
     line("for (int kt = 0; kt < tiles; ++kt) {{");
     indent_ += 2;
     line("const int s0 = kt * {};", kKeys);
     line("__syncthreads();  // every warp is done with the previous K and V tiles");
-    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kKeys, a_.s, qs, false);
+    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kKeys, a_.s, qs_, false);
     load_tile("svt", "gv", "ov", a_.v_rs, a_.dv, "s0", kKeys, a_.s, vs, true);
     line("__syncthreads();");
-    scores(qs);
+    // s[j][e]: this warp's 16 × 64 scores, 8-key tile j, accumulator e (row g + 8·(e / 2), key 8j + 2c + e % 2)
+    product("s", "sq", qs_, a_.d, "sk", kKeys / 8, qs_);
     softmax_step();
-    values(vs);
+    from_accumulators("o", "s", "svt", a_.dv / 8, vs, kKeys);  // o += P·V
     indent_ -= 2;
     line("}}");
     store();
@@ -108,36 +86,21 @@ class AttentionRenderer {
   // else dQ of query tile j − kt.
   std::string run_grad(const std::string& name, Launch& l) {
     const int64_t key_tiles = (a_.s + kRows - 1) / kRows, q_tiles = (a_.t + kRows - 1) / kRows;
-    l.kernel = name;
-    l.block = kThreads;
-    l.grid = shape_numel(a_.batch) * (key_tiles + q_tiles);
-    l.block_reduce = true;
-    const bool reads_mask = a_.mask >= 0 && !a_.causal;
-    l.slots = {slot(view(a_.q).buffer), slot(view(a_.k).buffer), slot(view(a_.v).buffer)};
-    if (reads_mask) l.slots.push_back(slot(view(a_.mask).buffer));
+    begin(name, l, key_tiles + q_tiles,
+          fmt::format("const {h}* __restrict__ gdo, const {h}* __restrict__ go, const float* __restrict__ gmax, const float* __restrict__ gsum, "
+                      "{h}* __restrict__ gdq, {h}* __restrict__ gdk, {h}* __restrict__ gdv",
+                      fmt::arg("h", loop_code::ctype(dt_))));
     l.slots.insert(l.slots.end(), {slot(view(a_.d_out).buffer), slot(a_.out), slot(a_.row_max), slot(a_.row_sum),
                                    slot(a_.grad_q.value), slot(a_.grad_k.value), slot(a_.grad_v.value)});
-    const char* h = loop_code::ctype(dt_);
-    line("extern \"C\" __global__ void __launch_bounds__({}) {}(const {h}* __restrict__ gq, const {h}* __restrict__ gk, "
-         "const {h}* __restrict__ gv, {}const {h}* __restrict__ gdo, const {h}* __restrict__ go, const float* __restrict__ gmax, "
-         "const float* __restrict__ gsum, {h}* __restrict__ gdq, {h}* __restrict__ gdk, {h}* __restrict__ gdv) {{",
-         kThreads, name, reads_mask ? "const b8* __restrict__ gm, " : "", fmt::arg("h", h));
-    indent_ = 2;
-    const int64_t qs = a_.d + 8, vs = a_.dv + 8, ts = kInner + 8;  // __shared__ row strides (elements)
-    const int64_t kv_role = (kRows * (qs + vs) + kInner * (qs + vs) + (a_.d + a_.dv) * ts) / 8 + 3 * kInner / 4;
-    const int64_t q_role = (kRows * (qs + vs) + kInner * (qs + vs) + a_.d * ts) / 8 + 3 * kRows / 4;
-    line("__shared__ sh_u4 pool[{}];", std::max(kv_role, q_role));
-    line("const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, c = tid & 3;");
-    line("const i64 bi = blockIdx.x / {};", key_tiles + q_tiles);
+    line("__shared__ sh_u4 pool[{}];", std::max(pool_size(keys_regions(), kInner), pool_size(queries_regions(), kRows)));
     line("const int role = (int)(blockIdx.x % {});", key_tiles + q_tiles);
-    batch_offsets(view(a_.q), view(a_.k), view(a_.v), reads_mask);
     line("if (role < {}) {{", key_tiles);
     indent_ += 2;
-    keys_role(qs, vs, ts);
+    keys_role();
     indent_ -= 2;
     line("}} else {{");
     indent_ += 2;
-    queries_role(qs, vs, ts, key_tiles);
+    queries_role(key_tiles);
     indent_ -= 2;
     line("}}");
     indent_ = 0;
@@ -152,7 +115,8 @@ class AttentionRenderer {
   size_t index_;
   const fusion::AttentionLayout& a_;
   DType dt_ = DType::BF16;
-  int32_t out_ = -1;
+  bool reads_mask_ = false;  // a mask that is not causal is read
+  int64_t qs_ = a_.d + 8, vs_ = a_.dv + 8;  // __shared__ row strides of Q, K (d columns) and V, dO (dv): rows 16 bytes apart in banks
   int64_t mask_op_ = -1;
   bool skip_ = false;  // causal: the key tiles above the diagonal are skipped
   std::string code_;
@@ -168,10 +132,29 @@ class AttentionRenderer {
     code_ += fmt::format("{:{}}", "", indent_) + fmt::format(f, std::forward<A>(a)...) + "\n";
   }
 
+  // The kernel's signature — q, k, v, the mask when read (their slots in l), then `params` — and
+  // first lines: the thread's warp, row group g and lane c, its block's batch index bi (`blocks`
+  // blocks per batch index: l's grid), the operands' offsets (batch_offsets).
+  void begin(const std::string& name, Launch& l, int64_t blocks, const std::string& params) {
+    l.kernel = name;
+    l.block = kThreads;
+    l.grid = shape_numel(a_.batch) * blocks;
+    l.block_reduce = true;
+    l.slots = {slot(view(a_.q).buffer), slot(view(a_.k).buffer), slot(view(a_.v).buffer)};
+    if (reads_mask_) l.slots.push_back(slot(view(a_.mask).buffer));
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}(const {h}* __restrict__ gq, const {h}* __restrict__ gk, "
+         "const {h}* __restrict__ gv, {}{}) {{",
+         kThreads, name, reads_mask_ ? "const b8* __restrict__ gm, " : "", params, fmt::arg("h", loop_code::ctype(dt_)));
+    indent_ = 2;
+    line("const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, c = tid & 3;");
+    line("const i64 bi = blockIdx.x / {};", blocks);
+    batch_offsets();
+  }
+
   // oq, ok, ov (and om, odo): where batch index bi's matrices start.
-  void batch_offsets(const fusion::View& q, const fusion::View& k, const fusion::View& v, bool reads_mask) {
-    std::string oq = std::to_string(q.offset), ok = std::to_string(k.offset), ov = std::to_string(v.offset);
-    std::string om = reads_mask ? std::to_string(view(a_.mask).offset) : "";
+  void batch_offsets() {
+    std::string oq = std::to_string(view(a_.q).offset), ok = std::to_string(view(a_.k).offset), ov = std::to_string(view(a_.v).offset);
+    std::string om = reads_mask_ ? std::to_string(view(a_.mask).offset) : "";
     std::string odo = a_.d_out >= 0 ? std::to_string(view(a_.d_out).offset) : "";
     if (!a_.batch.empty()) line("i64 rest = bi;");
     for (size_t i = a_.batch.size(); i-- > 0;) {
@@ -179,11 +162,11 @@ class AttentionRenderer {
       oq += fmt::format(" + b{} * {}", i, a_.batch_q[i]);
       ok += fmt::format(" + b{} * {}", i, a_.batch_k[i]);
       ov += fmt::format(" + b{} * {}", i, a_.batch_v[i]);
-      if (reads_mask) om += fmt::format(" + b{} * {}", i, a_.batch_mask[i]);
+      if (reads_mask_) om += fmt::format(" + b{} * {}", i, a_.batch_mask[i]);
       if (a_.d_out >= 0) odo += fmt::format(" + b{} * {}", i, a_.batch_do[i]);
     }
     line("const i64 oq = {}, ok = {}, ov = {};", oq, ok, ov);
-    if (reads_mask) line("const i64 om = {};", om);
+    if (reads_mask_) line("const i64 om = {};", om);
     if (a_.d_out >= 0) line("const i64 odo = {};", odo);
   }
 
@@ -205,15 +188,10 @@ class AttentionRenderer {
     line("}}");
   }
 
-  // s[j][e]: this warp's 16 × 64 scores, 8-key tile j, accumulator e (row g + 8·(e / 2), key
-  // 8j + 2c + e % 2): Σ over the head dim in steps of 16.
-  void scores(int64_t qs) { product("s", "sq", qs, a_.d, "sk", kKeys / 8, qs); }
-
   // acc[tiles][4] = A·Bᵀ for this warp's 16 rows of A (__shared__ `a_src`, row stride a_ld, row
   // warp·16 + g..) over `depth` columns in steps of 16, B's rows in __shared__ `b_src` (mma_tiles).
   void product(const char* acc, const char* a_src, int64_t a_ld, int64_t depth, const char* b_src, int64_t tiles, int64_t b_ld) {
-    line("float {}[{}][4];", acc, tiles);
-    line("for (int j = 0; j < {0}; ++j) {1}[j][0] = {1}[j][1] = {1}[j][2] = {1}[j][3] = 0.f;", tiles, acc);
+    accumulators(acc, tiles);
     line("for (int kk = 0; kk < {}; ++kk) {{", depth / 16);
     line("  const {}* qa = {} + (warp * 16 + g) * {} + kk * 16 + 2 * c;", loop_code::ctype(dt_), a_src, a_ld);
     line("  const unsigned a[4] = {{*(const unsigned*)qa, *(const unsigned*)(qa + {0}), *(const unsigned*)(qa + 8), "
@@ -221,6 +199,20 @@ class AttentionRenderer {
          8 * a_ld);
     mma_tiles(acc, b_src, tiles, b_ld);
     line("}}");
+  }
+
+  // float acc[tiles][4], zeros.
+  void accumulators(const char* acc, int64_t tiles) {
+    line("float {}[{}][4];", acc, tiles);
+    line("for (int j = 0; j < {0}; ++j) {1}[j][0] = {1}[j][1] = {1}[j][2] = {1}[j][3] = 0.f;", tiles, acc);
+  }
+
+  // const int tiles: how many tiles of `keys` keys the block of rows t0.. meets — with causal
+  // skipping, up to the one holding its last row's diagonal.
+  void key_tile_count(int64_t keys) {
+    const int64_t total = (a_.s + keys - 1) / keys;
+    if (skip_) line("const int tiles = (t0 + {0}) / {1} + 1 < {2} ? (t0 + {0}) / {1} + 1 : {2};", kRows - 1, keys, total);
+    else line("const int tiles = {};", total);
   }
 
   // Inside a loop over kk with the A fragment a[4] of its 16-column step: acc[j] += a · B_j for the
@@ -237,69 +229,89 @@ class AttentionRenderer {
   // dK and dV of this warp's 16 keys of key tile `role` (64 keys, K and V in __shared__ memory):
   // over the query tiles (kInner rows; causal: from the diagonal's), Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ,
   // then dV += Pᵀ·dO and dK += dSᵀ·Q from the accumulators.
-  void keys_role(int64_t qs, int64_t vs, int64_t ts) {
-    const char* h = loop_code::ctype(dt_);
-    line("{0}* const sk = ({0}*)pool; {0}* const sv = sk + {1}; {0}* const sq = sv + {2}; {0}* const sqt = sq + {3};", h, kRows * qs,
-         kRows * vs, kInner * qs);
-    line("{0}* const sdo = sqt + {1}; {0}* const sdot = sdo + {2}; float* const srow = (float*)(sdot + {3});", h, a_.d * ts,
-         kInner * vs, a_.dv * ts);
+  void keys_role() {
+    carve(keys_regions(), kInner);
     line("const int s0 = role * {};", kRows);
-    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kRows, a_.s, qs, false);
-    load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kRows, a_.s, vs, false);
-    line("float dk[{}][4], dv[{}][4];", a_.d / 8, a_.dv / 8);
-    line("for (int n = 0; n < {}; ++n) dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.f;", a_.d / 8);
-    line("for (int n = 0; n < {}; ++n) dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.f;", a_.dv / 8);
+    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kRows, a_.s, qs_, false);
+    load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kRows, a_.s, vs_, false);
+    accumulators("dk", a_.d / 8);
+    accumulators("dv", a_.dv / 8);
     line("for (int qt = {}; qt < {}; ++qt) {{", skip_ ? fmt::format("s0 / {}", kInner) : "0", (a_.t + kInner - 1) / kInner);
     indent_ += 2;
     line("const int t0 = qt * {};", kInner);
     line("__syncthreads();  // every warp is done with the previous tiles (and K, V are loaded)");
-    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kInner, a_.t, qs, false);
-    load_tile("sqt", "gq", "oq", a_.q_rs, a_.d, "t0", kInner, a_.t, ts, true);
-    load_tile("sdo", "gdo", "odo", a_.do_rs, a_.dv, "t0", kInner, a_.t, vs, false);
-    load_tile("sdot", "gdo", "odo", a_.do_rs, a_.dv, "t0", kInner, a_.t, ts, true);
+    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kInner, a_.t, qs_, false);
+    load_tile("sqt", "gq", "oq", a_.q_rs, a_.d, "t0", kInner, a_.t, kTs, true);
+    load_tile("sdo", "gdo", "odo", a_.do_rs, a_.dv, "t0", kInner, a_.t, vs_, false);
+    load_tile("sdot", "gdo", "odo", a_.do_rs, a_.dv, "t0", kInner, a_.t, kTs, true);
     row_values(kInner);
     line("__syncthreads();");
-    tile_grads({"st", "sk", "sq"}, {"dpt", "sv", "sdo"}, qs, vs, "r = j * 8 + 2 * c + (e & 1), t = t0 + r, k = s0 + warp * 16 + g + 8 * (e >> 1)",
+    tile_grads({"st", "sk", "sq"}, {"dpt", "sv", "sdo"}, "r = j * 8 + 2 * c + (e & 1), t = t0 + r, k = s0 + warp * 16 + g + 8 * (e >> 1)",
                kInner);
-    from_accumulators("dv", "st", "sdot", a_.dv / 8, ts);
-    from_accumulators("dk", "dpt", "sqt", a_.d / 8, ts);
+    from_accumulators("dv", "st", "sdot", a_.dv / 8, kTs, kInner);
+    from_accumulators("dk", "dpt", "sqt", a_.d / 8, kTs, kInner);
     indent_ -= 2;
     line("}}");
-    store_grad("gdk", "dk", a_.grad_k, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.d);
-    store_grad("gdv", "dv", a_.grad_v, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.dv);
+    store_rows("gdk", "dk[n][e]", a_.grad_k, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.d);
+    store_rows("gdv", "dv[n][e]", a_.grad_v, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.dv);
   }
 
   // dQ of this warp's 16 rows of query tile role − key_tiles (64 rows, Q and dO in __shared__
   // memory): over the key tiles (kInner keys; causal: up to the diagonal's), S = Q·Kᵀ and
   // dP = dO·Vᵀ, then dQ += dS·K from the accumulators.
-  void queries_role(int64_t qs, int64_t vs, int64_t ts, int64_t key_tiles) {
-    const char* h = loop_code::ctype(dt_);
-    line("{0}* const sq = ({0}*)pool; {0}* const sdo = sq + {1}; {0}* const sk = sdo + {2}; {0}* const skt = sk + {3};", h, kRows * qs,
-         kRows * vs, kInner * qs);
-    line("{0}* const sv = skt + {1}; float* const srow = (float*)(sv + {2});", h, a_.d * ts, kInner * vs);
+  void queries_role(int64_t key_tiles) {
+    carve(queries_regions(), kRows);
     line("const int t0 = (role - {}) * {};", key_tiles, kRows);
-    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kRows, a_.t, qs, false);
-    load_tile("sdo", "gdo", "odo", a_.do_rs, a_.dv, "t0", kRows, a_.t, vs, false);
+    load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kRows, a_.t, qs_, false);
+    load_tile("sdo", "gdo", "odo", a_.do_rs, a_.dv, "t0", kRows, a_.t, vs_, false);
     row_values(kRows);
-    line("float dq[{}][4];", a_.d / 8);
-    line("for (int n = 0; n < {}; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;", a_.d / 8);
-    const int64_t inner_tiles = (a_.s + kInner - 1) / kInner;
-    if (skip_) line("const int tiles = (t0 + {0}) / {1} + 1 < {2} ? (t0 + {0}) / {1} + 1 : {2};", kRows - 1, kInner, inner_tiles);
-    else line("const int tiles = {};", inner_tiles);
+    accumulators("dq", a_.d / 8);
+    key_tile_count(kInner);
     line("for (int kt = 0; kt < tiles; ++kt) {{");
     indent_ += 2;
     line("const int s0 = kt * {};", kInner);
     line("__syncthreads();  // every warp is done with the previous tiles (and Q, dO, the row values are loaded)");
-    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, qs, false);
-    load_tile("skt", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, ts, true);
-    load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kInner, a_.s, vs, false);
+    load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, qs_, false);
+    load_tile("skt", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, kTs, true);
+    load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kInner, a_.s, vs_, false);
     line("__syncthreads();");
-    tile_grads({"s", "sq", "sk"}, {"dp", "sdo", "sv"}, qs, vs, "r = warp * 16 + g + 8 * (e >> 1), t = t0 + r, k = s0 + j * 8 + 2 * c + (e & 1)",
+    tile_grads({"s", "sq", "sk"}, {"dp", "sdo", "sv"}, "r = warp * 16 + g + 8 * (e >> 1), t = t0 + r, k = s0 + j * 8 + 2 * c + (e & 1)",
                kRows);
-    from_accumulators("dq", "dp", "skt", a_.d / 8, ts);
+    from_accumulators("dq", "dp", "skt", a_.d / 8, kTs, kInner);
     indent_ -= 2;
     line("}}");
-    store_grad("gdq", "dq", a_.grad_q, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.d);
+    store_rows("gdq", "dq[n][e]", a_.grad_q, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.d);
+  }
+
+  // A __shared__ array of the operand type: its name and elements.
+  struct Region {
+    const char* name;
+    int64_t elements;
+  };
+
+  // The __shared__ arrays of the gradient's roles (keys_role, queries_role); each also has srow,
+  // 3 floats per row of its inner (kInner) or own (kRows) tile.
+  std::vector<Region> keys_regions() const {
+    return {{"sk", kRows * qs_}, {"sv", kRows * vs_}, {"sq", kInner * qs_}, {"sqt", a_.d * kTs}, {"sdo", kInner * vs_}, {"sdot", a_.dv * kTs}};
+  }
+  std::vector<Region> queries_regions() const {
+    return {{"sq", kRows * qs_}, {"sdo", kRows * vs_}, {"sk", kInner * qs_}, {"skt", a_.d * kTs}, {"sv", kInner * vs_}};
+  }
+
+  // sh_u4 units of `regions` and a srow of 3 floats for each of `rows` rows (every region a
+  // multiple of 8 elements, so each starts 16-byte aligned).
+  static int64_t pool_size(const std::vector<Region>& regions, int64_t rows) {
+    int64_t elements = 0;
+    for (const Region& r : regions) elements += r.elements;
+    return elements / 8 + 3 * rows / 4;
+  }
+
+  // The regions' pointers into __shared__ `pool`, one after another, then srow.
+  void carve(const std::vector<Region>& regions, int64_t rows) {
+    const char* h = loop_code::ctype(dt_);
+    int64_t at = 0;
+    for (const Region& r : regions) line("{0}* const {1} = ({0}*)pool + {2};", h, r.name, at), at += r.elements;
+    line("float* const srow = (float*)(({}*)pool + {});  // {} floats", h, at, 3 * rows);
   }
 
   // One product of a tile pair: its accumulators, A's and B's __shared__ tiles (product()).
@@ -307,12 +319,12 @@ class AttentionRenderer {
     const char *acc, *a, *b;
   };
 
-  // The tile pair's scores (s: over the head dim, row stride qs) and dO·Vᵀ (dp: over the value
-  // head dim, row stride vs), then score_grad at each accumulator j, e (`index` declares r, t, k;
+  // The tile pair's scores (s: over the head dim, row stride qs_) and dO·Vᵀ (dp: over the value
+  // head dim, row stride vs_), then score_grad at each accumulator j, e (`index` declares r, t, k;
   // n: the rows of srow).
-  void tile_grads(const Product& s, const Product& dp, int64_t qs, int64_t vs, const char* index, int64_t n) {
-    product(s.acc, s.a, qs, a_.d, s.b, kInner / 8, qs);
-    product(dp.acc, dp.a, vs, a_.dv, dp.b, kInner / 8, vs);
+  void tile_grads(const Product& s, const Product& dp, const char* index, int64_t n) {
+    product(s.acc, s.a, qs_, a_.d, s.b, kInner / 8, qs_);
+    product(dp.acc, dp.a, vs_, a_.dv, dp.b, kInner / 8, vs_);
     line("for (int j = 0; j < {}; ++j)", kInner / 8);
     line("  for (int e = 0; e < 4; ++e) {{");
     indent_ += 4;
@@ -364,28 +376,30 @@ class AttentionRenderer {
     line("{} = p, {} = ds;", x_at, dp_at);
   }
 
-  // acc[n] += A·B over the kInner columns of the 8-column accumulator tiles `from` (rounded to
-  // the operand type: A fragments, as P in the forward pass), B's rows in __shared__ `src`.
-  void from_accumulators(const char* acc, const char* from, const char* src, int64_t tiles, int64_t ld) {
+  // acc[n] += A·B over the `cols` columns of the 8-column accumulator tiles `from`, rounded to the
+  // operand type: a 16-column step's A fragment is a pair of tiles (P·V, Pᵀ·dO, dSᵀ·Q, dS·K). B's
+  // rows in __shared__ `src` (row stride ld).
+  void from_accumulators(const char* acc, const char* from, const char* src, int64_t tiles, int64_t ld, int64_t cols) {
     auto pack = [&](const std::string& lo, const std::string& hi) {
       return fmt::format("(unsigned){} | ((unsigned){} << 16)", narrow(lo), narrow(hi));
     };
     auto at = [&](const char* tile, int e) { return fmt::format("{}[{}][{}]", from, tile, e); };
-    line("for (int kk = 0; kk < {}; ++kk) {{", kInner / 16);
+    line("for (int kk = 0; kk < {}; ++kk) {{", cols / 16);
     line("  const unsigned a[4] = {{{}, {}, {}, {}}};", pack(at("2 * kk", 0), at("2 * kk", 1)), pack(at("2 * kk", 2), at("2 * kk", 3)),
          pack(at("2 * kk + 1", 0), at("2 * kk + 1", 1)), pack(at("2 * kk + 1", 2), at("2 * kk + 1", 3)));
     mma_tiles(acc, src, tiles, ld);
     line("}}");
   }
 
-  // The gradient `o` (GradOut) of this warp's rows (row expression `row`, `rows` of them, `head`
-  // columns) from accumulators acc, rounded to the output type.
-  void store_grad(const char* dst, const char* acc, const fusion::AttentionLayout::GradOut& o, const char* row, int64_t rows, int64_t head) {
+  // Output `o` (GradOut: where row r, column n·8 + 2c + e % 2 of batch bi goes) of this warp's rows
+  // (row expression `row`, `rows` of them, `head` columns): `value` (of accumulator n, e) rounded to
+  // the output type.
+  void store_rows(const char* dst, const char* value, const fusion::AttentionLayout::GradOut& o, const char* row, int64_t rows, int64_t head) {
     line("for (int n = 0; n < {}; ++n)", head / 8);
     line("  for (int e = 0; e < 4; ++e) {{");
     line("    const int r = {};", row);
     line("    if (r < {}) {}[bi * {} + (i64)r * {} + (i64)(n * 8 + 2 * c + (e & 1)) * {}] = {};", rows, dst, rows * head, o.rs, o.cs,
-         loop_code::store_expr(g_.type(o.value).dtype, fmt::format("{}[n][e]", acc)));
+         loop_code::store_expr(g_.type(o.value).dtype, value));
     line("  }}");
   }
 
@@ -444,21 +458,8 @@ class AttentionRenderer {
     line("l[0] += rs[0], l[1] += rs[1];  // this thread's part of the row sums (summed over the row's 4 threads at the end)");
   }
 
-  // o += P·V: the 16-key steps' A fragments are pairs of score tiles, rounded to the operand type.
-  void values(int64_t vs) {
-    auto pack = [&](const std::string& lo, const std::string& hi) {
-      return fmt::format("(unsigned){} | ((unsigned){} << 16)", narrow(lo), narrow(hi));
-    };
-    line("for (int kk = 0; kk < {}; ++kk) {{", kKeys / 16);
-    line("  const unsigned a[4] = {{{}, {}, {}, {}}};", pack("s[2 * kk][0]", "s[2 * kk][1]"), pack("s[2 * kk][2]", "s[2 * kk][3]"),
-         pack("s[2 * kk + 1][0]", "s[2 * kk + 1][1]"), pack("s[2 * kk + 1][2]", "s[2 * kk + 1][3]"));
-    mma_tiles("o", "svt", a_.dv / 8, vs);
-    line("}}");
-  }
-
   // out[bi] rows t0.. (contiguous [t, dv]) = o / l, l summed over the row's threads.
   void store() {
-    const DType od = g_.type(out_).dtype;
     line("for (int r = 0; r < 2; ++r) {{");
     line("  l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);");
     line("  l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);");
@@ -467,12 +468,7 @@ class AttentionRenderer {
       line("  if (c == 0 && t < {0}) gmax[bi * {0} + t] = m[r], gsum[bi * {0} + t] = l[r];", a_.t);
     }
     line("}}");
-    line("for (int n = 0; n < {}; ++n)", a_.dv / 8);
-    line("  for (int e = 0; e < 4; ++e) {{");
-    line("    const int t = t0 + warp * 16 + g + 8 * (e >> 1);");
-    line("    if (t < {}) go[bi * {} + (i64)t * {} + n * 8 + 2 * c + (e & 1)] = {};", a_.t, a_.t * a_.dv, a_.dv,
-         loop_code::store_expr(od, "o[n][e] / l[e >> 1]"));
-    line("  }}");
+    store_rows("go", "o[n][e] / l[e >> 1]", {a_.out, a_.dv, 1}, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.dv);
   }
 };
 
