@@ -148,6 +148,7 @@ class Fuser {
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
   std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
+  std::vector<int32_t> uses_;                   // value → its readers (passes::use_counts), once needed
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
@@ -461,6 +462,7 @@ class Fuser {
   }
 
   void place_view(const ir::Node& n) {
+    if (s_.has_buffer[n.out]) return;  // a transpose an attention step writes (attention_output)
     int32_t x = n.in[0];
     const ir::Attrs& a = n.attrs;
     View w = view_of(x);
@@ -621,8 +623,7 @@ class Fuser {
     const size_t nb = out.size() - 2;
     AttentionLayout a{.batch = Shape(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nb)),
                       .t = out[nb], .s = shape(d2.in[0])[nb + 1], .d = shape(d1.in[0])[static_cast<size_t>(qk.lhs_contract[0])],
-                      .dv = out[nb + 1], .q = d1.in[0], .k = d1.in[1], .v = d2.in[1], .mask = m.mask, .prologue = m.prologue,
-                      .out = d2.out};
+                      .dv = out[nb + 1], .q = d1.in[0], .k = d1.in[1], .v = d2.in[1], .mask = m.mask, .prologue = m.prologue};
     auto free_dim = [&](int32_t u, const std::vector<int64_t>& batch, int64_t contract) {
       return free_dims(static_cast<int64_t>(shape(u).size()), batch, {contract})[0];
     };
@@ -642,8 +643,40 @@ class Fuser {
     }
     const int32_t st = push(Step{.kind = StepKind::Attention, .nodes = m.nodes, .space = shape(d1.out), .attention = std::move(a)});
     for (int32_t n : m.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
-    give_buffer(d2.out, st);
-    if (m.grad) give_buffer(step(st).attention.row_max, st), give_buffer(step(st).attention.row_sum, st);
+    AttentionLayout& placed = step(st).attention;
+    placed.out = attention_output(d2.out, st, nb, nb, nb + 1);
+    if (m.grad) give_buffer(placed.row_max, st), give_buffer(placed.row_sum, st);
+  }
+
+  // Output v (dims: batch.. in the chain's order, then the rows at `rows`, the head columns at
+  // `cols`) of attention step st: written into a buffer of its own, or into its only reader's
+  // when that is a transpose (v not a result): the transpose's value gets the buffer, v becomes a
+  // view of it, and the transpose is then placed already (place_view).
+  AttentionLayout::Out attention_output(int32_t v, int32_t st, size_t nb, size_t rows, size_t cols) {
+    const int32_t t = sole_reader(v);
+    const ir::Node* tn = t < 0 ? nullptr : &g_.nodes[static_cast<size_t>(t)];
+    if (tn && tn->op == Op::Transpose) {
+      give_buffer(tn->out, st);
+      const std::vector<int64_t> c = contiguous_strides(shape(tn->out));
+      View w{tn->out, 0, std::vector<int64_t>(c.size())};
+      for (size_t k = 0; k < c.size(); ++k) w.strides[static_cast<size_t>(tn->attrs.dims[k])] = c[k];
+      s_.view[v] = std::move(w);
+      s_.step_of[v] = st;
+    } else {
+      give_buffer(v, st);
+    }
+    const View& w = *s_.view[v];
+    return {.value = v, .offset = w.offset, .batch = std::vector<int64_t>(w.strides.begin(), w.strides.begin() + static_cast<std::ptrdiff_t>(nb)),
+            .rs = w.strides[rows], .cs = w.strides[cols]};
+  }
+
+  // The node that reads v, when exactly one does and v is not a result (else -1).
+  int32_t sole_reader(int32_t v) {
+    if (uses_.empty()) uses_ = passes::use_counts(g_);
+    if (uses_[static_cast<size_t>(v)] != 1) return -1;
+    for (size_t i = static_cast<size_t>(g_.def[v]) + 1; i < g_.nodes.size(); ++i)
+      if (std::find(g_.nodes[i].in.begin(), g_.nodes[i].in.end(), v) != g_.nodes[i].in.end()) return static_cast<int32_t>(i);
+    return -1;
   }
 
   // The AttentionGrad step of chain m, whose Attention step has been placed.
@@ -652,15 +685,15 @@ class Fuser {
     AttentionLayout a = step(s_.step_of[g_.nodes[static_cast<size_t>(m.out)].out]).attention;  // the chain's step
     a.d_out = ag.d_out;
     attention_operand(a.d_out, ag.d_out_batch, ag.d_out_rows, ag.d_out_head, a.batch_do, a.do_rs);
-    auto grad_out = [&](const passes::GradProduct& p, int64_t rows, int64_t head) {
-      const int32_t v = g_.nodes[static_cast<size_t>(p.node)].out;
-      return p.transposed ? AttentionLayout::GradOut{v, 1, rows} : AttentionLayout::GradOut{v, head, 1};
-    };
-    a.grad_q = grad_out(ag.dq, a.t, a.d), a.grad_k = grad_out(ag.dk, a.s, a.d), a.grad_v = grad_out(ag.dv, a.s, a.dv);
     const int32_t st = push(Step{.kind = StepKind::AttentionGrad, .nodes = ag.nodes, .space = shape(g_.nodes[static_cast<size_t>(m.scores)].out),
                                  .attention = a});
     for (int32_t n : ag.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
-    for (int32_t v : {a.grad_q.value, a.grad_k.value, a.grad_v.value}) give_buffer(v, st);
+    const size_t nb = a.batch.size();
+    auto grad_out = [&](const passes::GradProduct& p) {  // [b.., rows, head], or [b.., head, rows] transposed
+      return attention_output(g_.nodes[static_cast<size_t>(p.node)].out, st, nb, p.transposed ? nb + 1 : nb, p.transposed ? nb : nb + 1);
+    };
+    AttentionLayout& placed = step(st).attention;
+    placed.grad_q = grad_out(ag.dq), placed.grad_k = grad_out(ag.dk), placed.grad_v = grad_out(ag.dv);
   }
 
   void place_host(int32_t i, const ir::Node& n) {
@@ -755,7 +788,7 @@ bool loop_invariant(const ir::Node& n, size_t k) {
 std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad) {
   std::vector<int32_t> r{a.q, a.k, a.v};
   if (a.mask >= 0) r.push_back(a.mask);
-  if (grad) r.insert(r.end(), {a.d_out, a.out, a.row_max, a.row_sum});
+  if (grad) r.insert(r.end(), {a.d_out, a.out.value, a.row_max, a.row_sum});
   return r;
 }
 

@@ -58,7 +58,7 @@ struct View {
 // buffers, x read through its view: top_k with k ≤ 64 (values and i32 indices, the last axis) or
 // arg_reduce (k = 1, the index only, attrs.axis). `space` is x's shape.
 // Attention (GPU schedules only): the chain of a passes::AttentionMatch (attention.hpp) as one
-// step, `nodes` all of its nodes; only its last product's value gets a buffer (below) — and,
+// step, `nodes` all of its nodes; only its last product's value is written (Out, below) — and,
 // when the chain has an AttentionGrad, softmax's row max and sum.
 // AttentionGrad (GPU schedules only): that gradient as one step (`nodes` its nodes), placed at
 // its first node (everything it reads is ready there; what reads its results comes later): dQ,
@@ -74,7 +74,7 @@ struct DotLayout {
   int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
 };
 
-// An Attention step: for every batch index b (row-major over `batch`), out[b] ([t, dv], contiguous)
+// An Attention step: for every batch index b (row-major over `batch`), out[b] ([t, dv])
 // = softmax over the s keys of prologue(Q_b · K_bᵀ) · V_b. Operand X (q, k, v: value ids, read
 // through read_view) has its element (row r, head-dim column c) of batch b at
 // view.offset + Σ batch_X[i]·b_i + r·X_rs + c — the head dims are contiguous, and the offset and
@@ -82,15 +82,20 @@ struct DotLayout {
 // read at offset + Σ batch_mask[i]·b_i + t·mask_ts + s·mask_ss; `causal` when it is a constant
 // by which the scores are kept exactly at s ≤ t (the kernel then reads no mask and computes the
 // condition).
-// out is the Attention step's output (contiguous [b.., t, dv]). With a gradient (AttentionGrad
-// steps, and the Attention step of the chain they differentiate): row_max and row_sum are
-// softmax's row values (f32 [b.., t], contiguous), which the Attention step writes. The AttentionGrad step reads those and dO (value id d_out, read like
-// q: batch strides batch_do, row stride do_rs, contiguous head dim), and writes the gradients of
-// q, k and v: for batch b, row r (q: t rows; k, v: s rows), head column c at
-// b·rows·head + r·rs + c·cs of the value's contiguous buffer.
+// Outputs (Out): element (row r, column c) of batch b of `value` lies at offset + Σ batch[i]·b_i +
+// r·rs + c·cs of the buffer of its view. That is the value's own contiguous buffer, or — when the
+// value's only reader is a transpose — the transpose's: the step writes the layout its reader
+// wants (attention's [b, h, t, d] output as the [b, t, h, d] the next product reads, with no copy).
+// out is the Attention step's output. With a gradient (AttentionGrad steps, and the Attention
+// step of the chain they differentiate): row_max and row_sum are softmax's row values (f32
+// [b.., t], contiguous), which the Attention step writes. The AttentionGrad step reads those, out
+// and dO (value id d_out, read like q: batch strides batch_do, row stride do_rs, contiguous head
+// dim), and writes the gradients of q, k and v (q: t rows; k, v: s rows; head columns).
 struct AttentionLayout {
-  struct GradOut {
+  struct Out {
     int32_t value = -1;
+    int64_t offset = 0;
+    std::vector<int64_t> batch;
     int64_t rs = 0, cs = 0;
   };
   std::vector<int64_t> batch, batch_q, batch_k, batch_v, batch_mask;
@@ -99,10 +104,11 @@ struct AttentionLayout {
   int32_t q = -1, k = -1, v = -1, mask = -1;
   std::vector<passes::ScoreOp> prologue;
   bool causal = false;
-  int32_t row_max = -1, row_sum = -1, out = -1, d_out = -1;
+  Out out;
+  int32_t row_max = -1, row_sum = -1, d_out = -1;
   std::vector<int64_t> batch_do;
   int64_t do_rs = 0;
-  GradOut grad_q, grad_k, grad_v;
+  Out grad_q, grad_k, grad_v;
 };
 
 // The values an Attention or AttentionGrad step reads (through read_view).

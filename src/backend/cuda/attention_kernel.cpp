@@ -52,7 +52,7 @@ class AttentionRenderer {
     const bool stats = a_.row_max >= 0;  // a gradient step reads the row max and sum
     begin(name, l, q_tiles,
           fmt::format("{}* __restrict__ go{}", loop_code::ctype(dt_), stats ? ", float* __restrict__ gmax, float* __restrict__ gsum" : ""));
-    l.slots.push_back(slot(a_.out));
+    l.slots.push_back(slot(view(a_.out.value).buffer));
     if (stats) l.slots.insert(l.slots.end(), {slot(a_.row_max), slot(a_.row_sum)});
     const int64_t vs = kKeys + 8;  // Vᵀ's __shared__ row stride
     line("__shared__ sh_u4 hq4[{}], hk4[{}], hv4[{}];", kRows * qs_ / 8, kKeys * qs_ / 8, a_.dv * vs / 8);
@@ -90,8 +90,8 @@ class AttentionRenderer {
           fmt::format("const {h}* __restrict__ gdo, const {h}* __restrict__ go, const float* __restrict__ gmax, const float* __restrict__ gsum, "
                       "{h}* __restrict__ gdq, {h}* __restrict__ gdk, {h}* __restrict__ gdv",
                       fmt::arg("h", loop_code::ctype(dt_))));
-    l.slots.insert(l.slots.end(), {slot(view(a_.d_out).buffer), slot(a_.out), slot(a_.row_max), slot(a_.row_sum),
-                                   slot(a_.grad_q.value), slot(a_.grad_k.value), slot(a_.grad_v.value)});
+    l.slots.insert(l.slots.end(), {slot(view(a_.d_out).buffer), slot(view(a_.out.value).buffer), slot(a_.row_max), slot(a_.row_sum),
+                                   slot(view(a_.grad_q.value).buffer), slot(view(a_.grad_k.value).buffer), slot(view(a_.grad_v.value).buffer)});
     line("__shared__ sh_u4 pool[{}];", std::max(pool_size(keys_regions(), kInner), pool_size(queries_regions(), kRows)));
     line("const int role = (int)(blockIdx.x % {});", key_tiles + q_tiles);
     line("if (role < {}) {{", key_tiles);
@@ -151,23 +151,28 @@ class AttentionRenderer {
     batch_offsets();
   }
 
-  // oq, ok, ov (and om, odo): where batch index bi's matrices start.
+  // Where batch index bi's matrices start: oq, ok, ov, oo (the output), and om (a mask read),
+  // odo, odq, odk, odv (a gradient).
   void batch_offsets() {
-    std::string oq = std::to_string(view(a_.q).offset), ok = std::to_string(view(a_.k).offset), ov = std::to_string(view(a_.v).offset);
-    std::string om = reads_mask_ ? std::to_string(view(a_.mask).offset) : "";
-    std::string odo = a_.d_out >= 0 ? std::to_string(view(a_.d_out).offset) : "";
+    struct Start {
+      const char* name;
+      int64_t offset;
+      const std::vector<int64_t>* batch;
+      std::string expr;
+    };
+    std::vector<Start> at{{"oq", view(a_.q).offset, &a_.batch_q, ""}, {"ok", view(a_.k).offset, &a_.batch_k, ""},
+                          {"ov", view(a_.v).offset, &a_.batch_v, ""}, {"oo", a_.out.offset, &a_.out.batch, ""}};
+    if (reads_mask_) at.push_back({"om", view(a_.mask).offset, &a_.batch_mask, ""});
+    if (a_.d_out >= 0)
+      at.insert(at.end(), {{"odo", view(a_.d_out).offset, &a_.batch_do, ""}, {"odq", a_.grad_q.offset, &a_.grad_q.batch, ""},
+                           {"odk", a_.grad_k.offset, &a_.grad_k.batch, ""}, {"odv", a_.grad_v.offset, &a_.grad_v.batch, ""}});
+    for (Start& x : at) x.expr = std::to_string(x.offset);
     if (!a_.batch.empty()) line("i64 rest = bi;");
     for (size_t i = a_.batch.size(); i-- > 0;) {
       line("const i64 b{0} = rest % {1}; rest /= {1};", i, a_.batch[i]);
-      oq += fmt::format(" + b{} * {}", i, a_.batch_q[i]);
-      ok += fmt::format(" + b{} * {}", i, a_.batch_k[i]);
-      ov += fmt::format(" + b{} * {}", i, a_.batch_v[i]);
-      if (reads_mask_) om += fmt::format(" + b{} * {}", i, a_.batch_mask[i]);
-      if (a_.d_out >= 0) odo += fmt::format(" + b{} * {}", i, a_.batch_do[i]);
+      for (Start& x : at) x.expr += fmt::format(" + b{} * {}", i, (*x.batch)[i]);
     }
-    line("const i64 oq = {}, ok = {}, ov = {};", oq, ok, ov);
-    if (reads_mask_) line("const i64 om = {};", om);
-    if (a_.d_out >= 0) line("const i64 odo = {};", odo);
+    for (const Start& x : at) line("const i64 {} = {};", x.name, x.expr);
   }
 
   // `rows` rows of a matrix from row `from`, at `src` + `at` (row stride rs, `cols` contiguous
@@ -252,8 +257,8 @@ class AttentionRenderer {
     from_accumulators("dk", "dpt", "sqt", a_.d / 8, kTs, kInner);
     indent_ -= 2;
     line("}}");
-    store_rows("gdk", "dk[n][e]", a_.grad_k, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.d);
-    store_rows("gdv", "dv[n][e]", a_.grad_v, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.dv);
+    store_rows("gdk", "odk", "dk[n][e]", a_.grad_k, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.d);
+    store_rows("gdv", "odv", "dv[n][e]", a_.grad_v, "s0 + warp * 16 + g + 8 * (e >> 1)", a_.s, a_.dv);
   }
 
   // dQ of this warp's 16 rows of query tile role − key_tiles (64 rows, Q and dO in __shared__
@@ -280,7 +285,7 @@ class AttentionRenderer {
     from_accumulators("dq", "dp", "skt", a_.d / 8, kTs, kInner);
     indent_ -= 2;
     line("}}");
-    store_rows("gdq", "dq[n][e]", a_.grad_q, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.d);
+    store_rows("gdq", "odq", "dq[n][e]", a_.grad_q, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.d);
   }
 
   // A __shared__ array of the operand type: its name and elements.
@@ -343,7 +348,7 @@ class AttentionRenderer {
     line("  if (t < {}) {{", a_.t);
     line("    mx = gmax[bi * {0} + t], sm = gsum[bi * {0} + t];", a_.t);
     line("    for (int j = 0; j < {}; ++j) dd += {} * {};", a_.dv, loop_code::load_expr(dt_, "gdo[odo + (i64)t * " + std::to_string(a_.do_rs) + " + j]"),
-         loop_code::load_expr(dt_, fmt::format("go[bi * {} + (i64)t * {} + j]", a_.t * a_.dv, a_.dv)));
+         loop_code::load_expr(dt_, fmt::format("go[oo + (i64)t * {} + (i64)j * {}]", a_.out.rs, a_.out.cs)));
     line("  }}");
     line("  srow[tid] = mx, srow[{0} + tid] = sm, srow[{1} + tid] = dd;", n, 2 * n);
     line("}}");
@@ -391,14 +396,15 @@ class AttentionRenderer {
     line("}}");
   }
 
-  // Output `o` (GradOut: where row r, column n·8 + 2c + e % 2 of batch bi goes) of this warp's rows
-  // (row expression `row`, `rows` of them, `head` columns): `value` (of accumulator n, e) rounded to
-  // the output type.
-  void store_rows(const char* dst, const char* value, const fusion::AttentionLayout::GradOut& o, const char* row, int64_t rows, int64_t head) {
+  // Output `o` (at `dst` + offset `start`: batch index bi's matrix) of this warp's rows (row
+  // expression `row`, `rows` of them, `head` columns): row r, column n·8 + 2c + e % 2 is `value`
+  // (of accumulator n, e) rounded to the output type.
+  void store_rows(const char* dst, const char* start, const char* value, const fusion::AttentionLayout::Out& o, const char* row, int64_t rows,
+                  int64_t head) {
     line("for (int n = 0; n < {}; ++n)", head / 8);
     line("  for (int e = 0; e < 4; ++e) {{");
     line("    const int r = {};", row);
-    line("    if (r < {}) {}[bi * {} + (i64)r * {} + (i64)(n * 8 + 2 * c + (e & 1)) * {}] = {};", rows, dst, rows * head, o.rs, o.cs,
+    line("    if (r < {}) {}[{} + (i64)r * {} + (i64)(n * 8 + 2 * c + (e & 1)) * {}] = {};", rows, dst, start, o.rs, o.cs,
          loop_code::store_expr(g_.type(o.value).dtype, value));
     line("  }}");
   }
@@ -458,7 +464,7 @@ class AttentionRenderer {
     line("l[0] += rs[0], l[1] += rs[1];  // this thread's part of the row sums (summed over the row's 4 threads at the end)");
   }
 
-  // out[bi] rows t0.. (contiguous [t, dv]) = o / l, l summed over the row's threads.
+  // out[bi] rows t0.. = o / l, l summed over the row's threads.
   void store() {
     line("for (int r = 0; r < 2; ++r) {{");
     line("  l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);");
@@ -468,7 +474,7 @@ class AttentionRenderer {
       line("  if (c == 0 && t < {0}) gmax[bi * {0} + t] = m[r], gsum[bi * {0} + t] = l[r];", a_.t);
     }
     line("}}");
-    store_rows("go", "o[n][e] / l[e >> 1]", {a_.out, a_.dv, 1}, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.dv);
+    store_rows("go", "oo", "o[n][e] / l[e >> 1]", a_.out, "t0 + warp * 16 + g + 8 * (e >> 1)", a_.t, a_.dv);
   }
 };
 
