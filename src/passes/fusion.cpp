@@ -370,8 +370,10 @@ class Fuser {
   // point (values read through a broadcast count nothing: layer-norm's gradient recomputes
   // dy·γ·(x − mean)/σ from bf16 dy and f32 x, 6 bytes for an f32 value). Writing u and reading
   // it back costs 2× for one reader; recomputing in each reader costs at most 1.5× per reader,
-  // and u never takes memory. Returns whether it did.
+  // and u never takes memory (GPU schedules: 2× for a value with one reader, recompute_limit).
+  // Returns whether it did.
   bool recompute(int32_t loop, int32_t u) {
+    if (uses_.empty()) uses_ = passes::use_counts(g_);
     if (!internal_[u] || s_.view[u] || shape(u) != step(loop).space) return false;
     std::vector<int32_t> chain, stack{u};  // the values to compute again; those still to visit
     std::vector<int32_t> leaves;           // read from buffers
@@ -396,7 +398,7 @@ class Fuser {
       // Read through a broadcast (a row's mean, a column's scale): one read serves the axis, cached.
       if (std::find(strides.begin(), strides.end(), 0) == strides.end()) bytes += static_cast<double>(dtype_size(g_.type(x).dtype));
     }
-    if (bytes > 1.5 * static_cast<double>(dtype_size(g_.type(u).dtype))) return false;
+    if (bytes > recompute_limit(u) * static_cast<double>(dtype_size(g_.type(u).dtype))) return false;
     std::sort(chain.begin(), chain.end(), [&](int32_t a, int32_t b) { return g_.def[a] < g_.def[b]; });
     Step& st = step(loop);
     for (int32_t w : chain) {
@@ -405,6 +407,10 @@ class Fuser {
     }
     return true;
   }
+
+  // GPU schedules: a value with one reader is recomputed from up to 2× its bytes (as much as
+  // writing and reading it back; a row kernel's later phases find the row's inputs in cache).
+  double recompute_limit(int32_t u) const { return o_.gpu && uses_[static_cast<size_t>(u)] == 1 ? 2.0 : 1.5; }
 
   // The loop node n joins, or -1 for a new one. Other loops computing n's operands at the same
   // points move into it when they can (horizontal fusion: `b2·v` and `(1-b2)·g²` of Adam).

@@ -18,7 +18,7 @@
 // (with the elementwise nodes it depends on, back to values with buffers) instead of being
 // written to a buffer and read back, when those inputs cost at most 1.5× the value's bytes per
 // point (softmax's shifted scores and exponentials are recomputed from the bf16 scores
-// rather than stored in f32 for the next pass).
+// rather than stored in f32 for the next pass) — in GPU schedules up to 2× for a value read once.
 // Row phases (GPU schedules): consecutive loops over one space whose reductions all fold the same
 // innermost dims (the rows) and that read what earlier ones of them wrote only at their own row
 // — softmax's max, sum of exponentials and normalisation, layer-norm's mean, variance and

@@ -1,7 +1,8 @@
 // tests/unit/fusion_test.cpp — what passes/fusion.cpp decides, seen in the schedule (the numbers
 // it computes are checked against the reference executor by the fusion cases in
 // cpu_fusion_cases.shf). Recomputation: an elementwise value read by a later loop is computed
-// again there when its inputs cost at most 1.5× its bytes per point, so it never gets a buffer —
+// again there when its inputs cost at most 1.5× its bytes per point (on the GPU 2× for a value
+// read once), so it never gets a buffer —
 // softmax over bf16 attention scores keeps no f32 [B H T T] intermediate, for the CPU schedule and
 // the GPU one, nor does layer-norm's gradient keep f32 [tokens, features] values between its
 // passes; a value whose inputs cost more, or that is read through a view, is written once.
@@ -32,6 +33,9 @@ constexpr const char* kProgram = R"(
 (def dy (cast (random-normal 4 [64 96]) :bf16))
 (def ln {:gamma (random-normal 5 [96]) :beta (zeros [96])})
 (defn ln-grad [x dy p] ((grad (fn [x p] (sum (* (cast dy :f32) (layer-norm x p))))) x p))
+(def h (cast (random-normal 7 [64 96]) :bf16))
+(defn ln-grad-residual [x h dy p]
+  ((grad (fn [x p] (sum (* (cast dy :f32) (layer-norm (+ x (cast h :f32)) p))))) x p))
 (def t (random-randint 6 [64] 0 96))
 (defn xent [x t] (sparse-cross-entropy x t))
 (defn xent-vg [x t] ((value-and-grad (fn [x] (sparse-cross-entropy x t))) x))
@@ -124,6 +128,15 @@ TEST_P(Recompute, CostlyInputsOrAViewMeanOneBuffer) {
 TEST_P(Recompute, LayerNormGradientKeepsNoF32Intermediates) {
   Fused f = fuse(in, "ln-grad", {"x", "dy", "ln"}, GetParam());
   EXPECT_EQ(count(f.intermediates, "f32[64x96]"), 0u) << ir::print(f.graph);
+}
+
+// Layer-norm of a residual sum (f32 x + bf16 h, as in a transformer block): its gradient's values
+// come from 8 bytes a point (x, h, dy). A GPU schedule computes a value read once again from up to
+// 2× its bytes — as much as writing and reading it back, and its row kernel finds the inputs in
+// cache — so none is written there; the CPU schedule writes the one the row sums read.
+TEST_P(Recompute, ResidualLayerNormGradientOnTheGpuKeepsNoF32Intermediates) {
+  Fused f = fuse(in, "ln-grad-residual", {"x", "h", "dy", "ln"}, GetParam());
+  EXPECT_EQ(count(f.intermediates, "f32[64x96]"), GetParam() ? 0u : 1u) << ir::print(f.graph);
 }
 
 // The loss sums each row's picked log-probability before the rows: nothing folds the logits'
