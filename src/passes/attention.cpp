@@ -24,10 +24,7 @@ std::vector<int64_t> first_dims(size_t n) {
 
 class Matcher {
  public:
-  explicit Matcher(const ir::Graph& g) : g_(g), uses_(use_counts(g)), readers_(g.types.size()) {
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      for (int32_t u : g.nodes[i].in) readers_[static_cast<size_t>(u)].push_back(static_cast<int32_t>(i));
-  }
+  explicit Matcher(const ir::Graph& g) : g_(g), readers_(g) {}
 
   std::optional<AttentionMatch> match(int32_t out_node) {
     taken_.clear();
@@ -99,8 +96,7 @@ class Matcher {
   };
 
   const ir::Graph& g_;
-  std::vector<int32_t> uses_;
-  std::vector<std::vector<int32_t>> readers_;  // value → the nodes reading it (a node once per operand)
+  Readers readers_;
   std::vector<int32_t> taken_;  // node indices of the chain so far
   int32_t reduced_ = -1;        // the reduce node of the last row_reduction matched
 
@@ -113,9 +109,9 @@ class Matcher {
     AttentionGrad a{.row_max = f.row_max, .row_sum = f.row_sum};
     // dV = convert(p)ᵀ·dO: the reader of convert(p) beside the value product
     const ir::Node* dv = nullptr;
-    for (int32_t r : readers_[static_cast<size_t>(f.pb)])
+    for (int32_t r : readers_.nodes[static_cast<size_t>(f.pb)])
       if (r != m.out) dv = &g_.nodes[static_cast<size_t>(r)];
-    if (!dv || uses_[static_cast<size_t>(f.pb)] != 2) return std::nullopt;
+    if (!dv || readers_.uses[static_cast<size_t>(f.pb)] != 2) return std::nullopt;
     auto gv = grad_product(*dv, f.pb, nb, nb, a.d_out, a.d_out_batch, a.d_out_rows);
     if (!gv || g_.type(a.d_out).dtype != h) return std::nullopt;
     take(*dv);
@@ -125,7 +121,7 @@ class Matcher {
     const DotDims& pv = d2.attrs.dot;
     const int64_t v_head = free_dim(shape(d2.in[1]).size(), pv.rhs_batch, pv.rhs_contract[0]);
     const ir::Node* dpb = nullptr;
-    for (int32_t r : readers_[static_cast<size_t>(a.d_out)]) {
+    for (int32_t r : readers_.nodes[static_cast<size_t>(a.d_out)]) {
       const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
       const DotDims& d = n.attrs.dot;
       if (n.op == Op::DotGeneral && n.in[0] == a.d_out && n.in[1] == d2.in[1] && d.lhs_batch == a.d_out_batch &&
@@ -140,7 +136,7 @@ class Matcher {
     take(*dp);
     // softmax's VJP: (dP / Σ + bcast(Σ_S −(dP·p) / Σ))·e
     const ir::Node *first = nullptr, *prod = nullptr;
-    for (int32_t r : readers_[static_cast<size_t>(dp->out)]) {
+    for (int32_t r : readers_.nodes[static_cast<size_t>(dp->out)]) {
       const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
       if (binary(n, Binary::Div) && n.in[0] == dp->out && n.in[1] == f.sum_b) first = &n;
       else if (binary(n, Binary::Mul) && other(n, dp->out) == f.p) prod = &n;
@@ -170,10 +166,10 @@ class Matcher {
       take(*n);
       grad = n->out;
     }
-    if (g_.type(grad).dtype != h || uses_[static_cast<size_t>(grad)] != 2) return std::nullopt;
+    if (g_.type(grad).dtype != h || readers_.uses[static_cast<size_t>(grad)] != 2) return std::nullopt;
     // dQ = dS·K (contracting S), dK = dSᵀ·Q (contracting T)
     const DotDims& qk = d1.attrs.dot;
-    for (int32_t r : readers_[static_cast<size_t>(grad)]) {
+    for (int32_t r : readers_.nodes[static_cast<size_t>(grad)]) {
       const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
       int32_t y = -1;
       std::vector<int64_t> batch;
@@ -229,8 +225,8 @@ class Matcher {
 
   // The node reading v when it is read once, else nullptr.
   const ir::Node* sole_reader(int32_t v) const {
-    if (uses_[static_cast<size_t>(v)] != 1 || readers_[static_cast<size_t>(v)].size() != 1) return nullptr;
-    return &g_.nodes[static_cast<size_t>(readers_[static_cast<size_t>(v)][0])];
+    const int32_t n = readers_.sole(v);
+    return n < 0 ? nullptr : &g_.nodes[static_cast<size_t>(n)];
   }
 
   // The operand of binary node n that is not v (-1 when neither or both are).
@@ -341,7 +337,7 @@ class Matcher {
       for (int32_t u : g_.nodes[static_cast<size_t>(ni)].in) ++inside[static_cast<size_t>(u)];
     for (int32_t ni : taken_) {
       const int32_t v = g_.nodes[static_cast<size_t>(ni)].out;
-      if (std::find(outs.begin(), outs.end(), ni) == outs.end() && inside[static_cast<size_t>(v)] != uses_[static_cast<size_t>(v)])
+      if (std::find(outs.begin(), outs.end(), ni) == outs.end() && inside[static_cast<size_t>(v)] != readers_.uses[static_cast<size_t>(v)])
         return false;
     }
     return true;

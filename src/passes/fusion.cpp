@@ -123,7 +123,7 @@ std::optional<DotLayout> dot_layout(const Shape& ls, const View& l, const Shape&
 
 class Fuser {
  public:
-  Fuser(const ir::Graph& g, const FuseOptions& o) : g_(g), o_(o) {
+  Fuser(const ir::Graph& g, const FuseOptions& o) : g_(g), o_(o), readers_(g) {
     size_t nv = g.types.size();
     s_.step_of.assign(nv, -1);
     s_.view.assign(nv, std::nullopt);
@@ -148,7 +148,7 @@ class Fuser {
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
   std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
-  std::vector<int32_t> uses_;                   // value → its readers (passes::use_counts), once needed
+  passes::Readers readers_;                     // value → the nodes reading it
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
@@ -373,7 +373,6 @@ class Fuser {
   // and u never takes memory (GPU schedules: 2× for a value with one reader, recompute_limit).
   // Returns whether it did.
   bool recompute(int32_t loop, int32_t u) {
-    if (uses_.empty()) uses_ = passes::use_counts(g_);
     if (!internal_[u] || s_.view[u] || shape(u) != step(loop).space) return false;
     std::vector<int32_t> chain, stack{u};  // the values to compute again; those still to visit
     std::vector<int32_t> leaves;           // read from buffers
@@ -410,7 +409,7 @@ class Fuser {
 
   // GPU schedules: a value with one reader is recomputed from up to 2× its bytes (as much as
   // writing and reading it back; a row kernel's later phases find the row's inputs in cache).
-  double recompute_limit(int32_t u) const { return o_.gpu && uses_[static_cast<size_t>(u)] == 1 ? 2.0 : 1.5; }
+  double recompute_limit(int32_t u) const { return o_.gpu && readers_.uses[static_cast<size_t>(u)] == 1 ? 2.0 : 1.5; }
 
   // The loop node n joins, or -1 for a new one. Other loops computing n's operands at the same
   // points move into it when they can (horizontal fusion: `b2·v` and `(1-b2)·g²` of Adam).
@@ -659,7 +658,7 @@ class Fuser {
   // when that is a transpose (v not a result): the transpose's value gets the buffer, v becomes a
   // view of it, and the transpose is then placed already (place_view).
   AttentionLayout::Out attention_output(int32_t v, int32_t st, size_t nb, size_t rows, size_t cols) {
-    const int32_t t = sole_reader(v);
+    const int32_t t = readers_.sole(v);
     const ir::Node* tn = t < 0 ? nullptr : &g_.nodes[static_cast<size_t>(t)];
     if (tn && tn->op == Op::Transpose) {
       give_buffer(tn->out, st);
@@ -674,15 +673,6 @@ class Fuser {
     const View& w = *s_.view[v];
     return {.value = v, .offset = w.offset, .batch = std::vector<int64_t>(w.strides.begin(), w.strides.begin() + static_cast<std::ptrdiff_t>(nb)),
             .rs = w.strides[rows], .cs = w.strides[cols]};
-  }
-
-  // The node that reads v, when exactly one does and v is not a result (else -1).
-  int32_t sole_reader(int32_t v) {
-    if (uses_.empty()) uses_ = passes::use_counts(g_);
-    if (uses_[static_cast<size_t>(v)] != 1) return -1;
-    for (size_t i = static_cast<size_t>(g_.def[v]) + 1; i < g_.nodes.size(); ++i)
-      if (std::find(g_.nodes[i].in.begin(), g_.nodes[i].in.end(), v) != g_.nodes[i].in.end()) return static_cast<int32_t>(i);
-    return -1;
   }
 
   // The AttentionGrad step of chain m, whose Attention step has been placed.

@@ -139,6 +139,11 @@ std::vector<int32_t> use_counts(const Graph& g) {
   return uses;
 }
 
+Readers::Readers(const Graph& g) : uses(use_counts(g)), nodes(g.types.size()) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int32_t u : g.nodes[i].in) nodes[static_cast<size_t>(u)].push_back(static_cast<int32_t>(i));
+}
+
 namespace {
 
 // Appends fixed-width fields; vectors are length-prefixed, so the encoding is injective.

@@ -82,6 +82,18 @@ bool is_splat_of(const ir::Graph& g, int32_t v, double x);
 // Number of reads of every value: operands of nodes plus appearances among the results.
 std::vector<int32_t> use_counts(const ir::Graph& g);
 
+// Who reads each value of a graph: `uses` as use_counts, `nodes` the node indices reading it (a
+// node once per operand slot; results are not nodes).
+struct Readers {
+  explicit Readers(const ir::Graph& g);
+  std::vector<int32_t> uses;
+  std::vector<std::vector<int32_t>> nodes;
+  // The node reading v when that is v's only use (v not a result), else -1.
+  int32_t sole(int32_t v) const {
+    return uses[static_cast<size_t>(v)] == 1 && nodes[static_cast<size_t>(v)].size() == 1 ? nodes[static_cast<size_t>(v)][0] : -1;
+  }
+};
+
 // Byte string identifying node `n` of `g` read with operands `in`: equal keys ⇔ equal op,
 // operands, result types and attributes (floats compared by bits). Constants are keyed by
 // their bytes up to kConstantKeyBytes, larger ones by storage identity; regions (while, case)

@@ -260,6 +260,10 @@ TEST_P(Recompute, AttentionGradientIsOneStepOnTheGpu) {
   for (const auto& o : {b.grad_q, b.grad_k, b.grad_v}) {
     ASSERT_GE(o.value, 0);
     EXPECT_EQ(vg.schedule.step_of[o.value], static_cast<int32_t>(backward[0] - vg.schedule.steps.data()));
+    // each is read only by its transpose back to [b, t, h, d]: written in that layout (head dim
+    // contiguous, rows 3·32 apart), into the transpose's buffer
+    EXPECT_FALSE(vg.schedule.has_buffer[o.value]);
+    EXPECT_EQ((std::vector<int64_t>{o.rs, o.cs}), (std::vector<int64_t>{3 * 32, 1}));
   }
   // no buffer of the scores' shape but the (constant) mask: the [2, 3, 64, 64] gradients stay in the kernels
   for (size_t v = 0; v < vg.graph.types.size(); ++v)

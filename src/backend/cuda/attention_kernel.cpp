@@ -62,11 +62,7 @@ class AttentionRenderer {
     load_tile("sq", "gq", "oq", a_.q_rs, a_.d, "t0", kRows, a_.t, qs_, false);
     accumulators("o", a_.dv / 8);
     line("float m[2] = {{-__builtin_inff(), -__builtin_inff()}}, l[2] = {{0.f, 0.f}};");
-    key_tile_count(kKeys);
-    line("for (int kt = 0; kt < tiles; ++kt) {{");
-    indent_ += 2;
-    line("const int s0 = kt * {};", kKeys);
-    line("__syncthreads();  // every warp is done with the previous K and V tiles");
+    open_key_tiles(kKeys, "the previous K and V tiles");
     load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kKeys, a_.s, qs_, false);
     load_tile("svt", "gv", "ov", a_.v_rs, a_.dv, "s0", kKeys, a_.s, vs, true);
     line("__syncthreads();");
@@ -212,12 +208,17 @@ class AttentionRenderer {
     line("for (int j = 0; j < {0}; ++j) {1}[j][0] = {1}[j][1] = {1}[j][2] = {1}[j][3] = 0.f;", tiles, acc);
   }
 
-  // const int tiles: how many tiles of `keys` keys the block of rows t0.. meets — with causal
-  // skipping, up to the one holding its last row's diagonal.
-  void key_tile_count(int64_t keys) {
+  // Opens the loop over the tiles of `keys` keys that the block of rows t0.. meets — with causal
+  // skipping, up to the one holding its last row's diagonal —, s0 the tile's first key, after a
+  // barrier (`previous`: what every warp is done with there). The caller closes it.
+  void open_key_tiles(int64_t keys, const char* previous) {
     const int64_t total = (a_.s + keys - 1) / keys;
     if (skip_) line("const int tiles = (t0 + {0}) / {1} + 1 < {2} ? (t0 + {0}) / {1} + 1 : {2};", kRows - 1, keys, total);
     else line("const int tiles = {};", total);
+    line("for (int kt = 0; kt < tiles; ++kt) {{");
+    indent_ += 2;
+    line("const int s0 = kt * {};", keys);
+    line("__syncthreads();  // every warp is done with {}", previous);
   }
 
   // Inside a loop over kk with the A fragment a[4] of its 16-column step: acc[j] += a · B_j for the
@@ -271,11 +272,7 @@ class AttentionRenderer {
     load_tile("sdo", "gdo", "odo", a_.do_rs, a_.dv, "t0", kRows, a_.t, vs_, false);
     row_values(kRows);
     accumulators("dq", a_.d / 8);
-    key_tile_count(kInner);
-    line("for (int kt = 0; kt < tiles; ++kt) {{");
-    indent_ += 2;
-    line("const int s0 = kt * {};", kInner);
-    line("__syncthreads();  // every warp is done with the previous tiles (and Q, dO, the row values are loaded)");
+    open_key_tiles(kInner, "the previous tiles (and Q, dO, the row values are loaded)");
     load_tile("sk", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, qs_, false);
     load_tile("skt", "gk", "ok", a_.k_rs, a_.d, "s0", kInner, a_.s, kTs, true);
     load_tile("sv", "gv", "ov", a_.v_rs, a_.dv, "s0", kInner, a_.s, vs_, false);
