@@ -193,10 +193,13 @@ class Fuser {
   // Step::row_phase (fusion.hpp): step k continues the run that starts at step `first` (a loop
   // over the run's space) when it is a loop over that space whose reductions fold the run's rows
   // (its innermost dims), or — once the run has rows — a loop without reductions over the rows
-  // themselves (a value per row: the mean from a sum), and it reads what the run wrote only at
-  // its own point or row. A step that would continue a run with rows but comes a few steps after
-  // its end moves up to it when it reads nothing those steps write (the gradient of a cross-entropy's
-  // logits, computed after the loss's sum over the batch though it needs only the per-row values).
+  // themselves (a value per row: the mean from a sum) or a loop over the space whose reductions
+  // fold every dim but the rows (a column sum: a bias or layer-norm scale gradient), and it reads
+  // what the run wrote only at its own point or row (never a column sum). A step that would
+  // continue a run with rows but comes a few steps after its end moves up to it when it reads
+  // nothing those steps write (the gradient of a cross-entropy's logits, computed after the loss's
+  // sum over the batch though it needs only the per-row values); a column sum just before a run's
+  // first step moves after it when that step does not read it.
   void mark_row_phases() {
     std::vector<int64_t> rows;  // the dims the run's first reduction folds; empty until one does
     for (size_t k = 0, first = 0; k < s_.steps.size(); ++k) {
@@ -208,11 +211,32 @@ class Fuser {
             s_.steps[k].row_phase = true;
             break;
           }
+      if (!s_.steps[k].row_phase && k > 0 && first == k - 1 && precedes_as_column(k - 1, k) && reads_none_of(k, k - 1)) {
+        move_step(k, k - 1);  // the run starts at k - 1 (its rows: below); the column sum continues it
+        first = k - 1, rows = s_.steps[first].reduce_dims;
+        s_.steps[k].row_phase = continues_run(k, first, k, rows);
+      }
       if (!s_.steps[k].row_phase) first = k, rows.clear();
       if (rows.empty() && s_.steps[k].reduces) rows = s_.steps[k].reduce_dims;
     }
   }
   static constexpr size_t kRunLookahead = 8;
+
+  // Whether loop `column`, just before loop `first`, sums columns of the rows that `first` starts
+  // a run over (first's reductions fold its innermost dims; column's fold all the others).
+  bool precedes_as_column(size_t column, size_t first) const {
+    const Step &c = s_.steps[column], &f = s_.steps[first];
+    return c.kind == StepKind::Loop && f.kind == StepKind::Loop && f.reduces && innermost(f.reduce_dims, f.space.size()) &&
+           c.space == f.space && sums_columns(c, f.reduce_dims);
+  }
+
+  // Whether loop `st` reduces over exactly the dims of its space before `rows` (its kept dims are the rows).
+  static bool sums_columns(const Step& st, const std::vector<int64_t>& rows) {
+    if (!st.reduces || rows.empty() || st.reduce_dims.size() + rows.size() != st.space.size()) return false;
+    for (size_t d = 0; d < st.reduce_dims.size(); ++d)
+      if (st.reduce_dims[d] != static_cast<int64_t>(d)) return false;
+    return true;
+  }
 
   // Whether step `self`, placed at step k (self ≥ k), continues the run of steps first..k-1 whose
   // reductions fold `rows` (empty: none has reduced yet).
@@ -222,7 +246,8 @@ class Fuser {
     const bool rows_inner = rows.empty() || innermost(rows, space.size());
     const Shape per_row(space.begin(), space.end() - static_cast<std::ptrdiff_t>(rows_inner ? rows.size() : 0));
     const bool over_space = st.space == space && rows_inner &&
-                            (!st.reduces || (innermost(st.reduce_dims, space.size()) && (rows.empty() || st.reduce_dims == rows)));
+                            (!st.reduces || (innermost(st.reduce_dims, space.size()) && (rows.empty() || st.reduce_dims == rows)) ||
+                             sums_columns(st, rows));
     const bool over_rows = !rows.empty() && rows_inner && !st.reduces && squeezed(st.space) == squeezed(per_row);
     return st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (over_space || over_rows) &&
            reads_rows(static_cast<int32_t>(self), static_cast<int32_t>(first), static_cast<int32_t>(k), space, per_row);
@@ -269,6 +294,9 @@ class Fuser {
         const View& w = read_view(s_, u, k);
         const int32_t by = s_.step_of[w.buffer];
         if (by < first || by >= k) continue;
+        const Step& writer = s_.steps[static_cast<size_t>(by)];
+        if (writer.reduces && !innermost(writer.reduce_dims, writer.space.size()) && g_.producer(w.buffer).op == Op::Reduce)
+          return false;  // a column sum: complete only after the run
         const bool elementwise_read = ir::is_elementwise(n.op) || n.op == Op::Reduce;
         if (!elementwise_read || shape(u) != st.space || w.offset != 0) return false;
         const bool row_value = shape(w.buffer) != space;  // else a value per point

@@ -24,8 +24,12 @@
 // — softmax's max, sum of exponentials and normalisation, layer-norm's mean, variance and
 // scaling — are marked `row_phase` after the first: a GPU backend may run them as phases of one
 // kernel of a block per row (a barrier between phases; the row, read again, comes from cache).
-// A loop that would continue such a run a few steps after its end, reading nothing those steps
-// write, moves up to it (a cross-entropy's logit gradient, after the loss's sum over the batch).
+// A loop over the run's space whose reductions fold every dim but the rows (a column sum: a bias
+// or layer-norm gain gradient) continues it too; no phase of the run reads such a sum (it is
+// complete only after the run). A loop that would continue such a run a few steps after its end,
+// reading nothing those steps write, moves up to it (a cross-entropy's logit gradient, after the
+// loss's sum over the batch); a column sum just before the run's first loop moves after it when
+// that loop does not read it.
 // The memory plan keeps every buffer such a run touches alive until its last step.
 // Views: broadcast_in_dim, transpose, reshape, slice, reverse and optimization_barrier never run;
 // they become a View

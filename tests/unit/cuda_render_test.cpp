@@ -572,6 +572,41 @@ TEST(CudaRenderTable, RowPhasesShareOneKernel) {
   EXPECT_EQ(seen, later_phases.size());
 }
 
+// A sum over the rows of a run (a layer-norm's gain and shift gradients, the bias gradient of the
+// residual under it) is a phase of the run's kernel: its step gets no launch of its own, only a
+// finish kernel s{step}f adding the partials of the run's blocks, which walk the rows (1200 rows:
+// 1056 blocks, some taking two) keeping their columns' sums in registers. dx has no such sum;
+// by-column-sums's sum is a phase, but not the loop after it, which reads the sum.
+TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
+  const std::map<std::string, size_t> want{{"vg#0", 3}, {"dx#1", 0}, {"vg#2", 3}, {"by-column-sums#3", 1}};
+  size_t seen = 0;
+  for (const auto& [name, cg] : graphs_of_table("fusion").cases) {
+    if (name != "column-phases") continue;
+    for (const Function& f : cg.functions) {
+      ASSERT_TRUE(want.contains(f.name)) << f.name;
+      ++seen;
+      const std::vector<Launch>& ls = f.nvrtc.launches;
+      size_t columns = 0;
+      for (size_t k = 0; k < f.gpu_schedule.steps.size(); ++k) {
+        auto launched = [&](const std::string& kernel) {
+          return std::any_of(ls.begin(), ls.end(), [&](const Launch& l) { return l.step == k && l.kernel == kernel; });
+        };
+        if (f.nvrtc.source.find(fmt::format("{{  // step {}\n", k)) == std::string::npos || launched(fmt::format("s{}", k)) ||
+            !launched(fmt::format("s{}f", k)))
+          continue;
+        ++columns;
+        EXPECT_TRUE(f.gpu_schedule.steps[k].row_phase) << f.name << " step " << k;
+      }
+      EXPECT_EQ(columns, want.at(f.name)) << f.name << ":\n" << f.nvrtc.source.substr(f.nvrtc.source.find("extern"));
+      if (f.name == "vg#0") {
+        EXPECT_NE(f.nvrtc.source.find("for (i64 t = blockIdx.x; t < 1200; t += 1056) {"), std::string::npos);
+        EXPECT_EQ(ls[0].grid, 1056);
+      }
+    }
+  }
+  EXPECT_EQ(seen, want.size());
+}
+
 // A reduction to a few kept points over a long range (a sum to a scalar, softmax over 3 rows of
 // 4096) is split across blocks: its kernel runs several blocks per kept point and a kernel
 // s{step}f combines their partials from the scratch buffer. Integer reductions are not split.

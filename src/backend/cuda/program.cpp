@@ -32,13 +32,12 @@ struct Captured {
 size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype); }
 
 // The bytes each launch of `k` moves if every element of its buffers moves once: a kernel's
-// distinct argument buffers, a copy's both sides, a fill's one; 0 for products, host steps and
-// loops.
+// distinct argument buffers (of the scratch buffer, the part it uses), a copy's both sides, a
+// fill's one; 0 for products, host steps and loops.
 std::vector<double> launch_bytes(const ir::Graph& g, const cpu::MemoryPlan& m, const Kernels& k) {
-  std::vector<double> slot_bytes(static_cast<size_t>(m.slots) + 1, 0);
+  std::vector<double> slot_bytes(static_cast<size_t>(m.slots), 0);
   for (size_t v = 0; v < m.slot.size(); ++v)
     if (m.slot[v] >= 0) slot_bytes[static_cast<size_t>(m.slot[v])] = static_cast<double>(bytes_of(g.type(static_cast<int32_t>(v))));
-  slot_bytes.back() = static_cast<double>(k.scratch_bytes);
   std::vector<double> bytes;
   for (const Launch& l : k.launches) {
     double b = 0;
@@ -46,7 +45,7 @@ std::vector<double> launch_bytes(const ir::Graph& g, const cpu::MemoryPlan& m, c
       std::vector<int32_t> slots = l.slots;
       std::sort(slots.begin(), slots.end());
       slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-      for (int32_t slot : slots) b += slot_bytes[static_cast<size_t>(slot)];
+      for (int32_t slot : slots) b += slot == m.slots ? static_cast<double>(l.scratch) : slot_bytes[static_cast<size_t>(slot)];
     } else if (l.kind == Launch::Kind::Copy || l.kind == Launch::Kind::Fill) {
       b = (l.kind == Launch::Kind::Copy ? 2.0 : 1.0) * static_cast<double>(l.bytes);
     }

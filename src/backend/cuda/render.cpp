@@ -3,10 +3,12 @@
 #include "backend/cuda/render.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <functional>
 #include <map>
 
 #include "backend/cuda/attention_kernel.hpp"
@@ -52,9 +54,10 @@ constexpr const char* kArgHelpers = R"(template <bool Max, class V> static inlin
 )";
 
 // Kernel `text` named `name` as render compares kernels: the name and the comments dropped, the
-// numbers of its buffer, value, accumulator and shared-array names (p{slot}, v{id}, a{id}, h{id})
-// replaced by their order of first appearance. Kernels with the same canonical text compute the
-// same thing from their arguments, whatever step, slots and values they were rendered for.
+// numbers of its buffer, value, accumulator, shared-array and column-sum names (p{slot}, v{id},
+// a{id}, h{id}, k{id}) replaced by their order of first appearance. Kernels with the same
+// canonical text compute the same thing from their arguments, whatever step, slots and values
+// they were rendered for.
 std::string canonical(const std::string& text, const std::string& name) {
   auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -73,7 +76,7 @@ std::string canonical(const std::string& text, const std::string& name) {
       while (i < t.size() && t[i] != '\n') ++i;
       continue;
     }
-    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
+    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
       size_t j = i + 1;
       while (j < t.size() && digit(t[j])) ++j;
       if (j == t.size() || !word(t[j])) {
@@ -310,7 +313,9 @@ class Renderer {
   }
 
   // How Loop/Copy step `index` runs (render.hpp): its body, kept and reduced groups, strategy.
-  // `rows` (a row phase) makes the nest's reduced dims those dims, walked by a block per row.
+  // `rows` (a row phase) makes the nest's reduced dims those dims, walked by a block per row;
+  // `columns` (a column phase) keeps the step's own reductions over the rows, its kept points
+  // the columns of a row.
   struct Plan {
     size_t index = 0;
     LoopBody body;
@@ -318,25 +323,27 @@ class Renderer {
     int64_t points = 1, extent = 1;     // kept points; reduced points per kept point
     bool row = false;                   // the innermost loop is reduced
     bool per_block = false, tile = false;
+    bool column = false;                // a column phase: each thread sums its columns over the block's rows
     int64_t block = 1, lanes = 1, units = 1, chunks = 1, grid = 0;  // lanes: threads sharing a kept point
   };
 
-  Plan plan(size_t index, const std::vector<int64_t>* rows = nullptr) const {
+  Plan plan(size_t index, const std::vector<int64_t>* rows = nullptr, bool columns = false) const {
     for (int32_t n : s_.steps[index].nodes)
       for (int32_t u : g_.nodes[static_cast<size_t>(n)].in)
         if (s_.step_of[u] == static_cast<int32_t>(index) && g_.producer(u).op == ir::Op::Reduce)
           throw SheafError(fmt::format("internal: step {} reads a reduction it computes", index));
     Plan p{.index = index,
            .body = loop_code::loop_body(
-               g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, rows)};
+               g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, columns ? nullptr : rows)};
     const Nest& nest = p.body.nest;
     for (size_t k = 0; k < nest.sizes.size(); ++k) {
       (nest.reduced[k] ? p.reduced : p.kept).push_back(k);
       (nest.reduced[k] ? p.extent : p.points) *= nest.sizes[k];
     }
     p.row = !nest.reduced.empty() && nest.reduced.back();
-    if (rows) {  // a later phase: the block of its run walks each row (or, a value per row, runs it once)
+    if (rows || columns) {  // a later phase: the block of its run walks each row (or, a value per row, runs it once)
       p.per_block = true;
+      p.column = columns;
       p.grid = p.units = p.points;
       return p;
     }
@@ -353,54 +360,75 @@ class Renderer {
     p.lanes = p.tile ? p.block / width : p.block;
     p.units = p.tile ? (p.points + width - 1) / width : p.points;
     const std::vector<int32_t>& reductions = p.body.reductions;
-    if (p.per_block && p.units > 0 && p.units * 2 < o_.split_target_blocks &&
-        std::all_of(reductions.begin(), reductions.end(), [&](int32_t v) { return std::string_view(type_of(v)) == "float"; }))
+    if (p.per_block && p.units > 0 && p.units * 2 < o_.split_target_blocks && floats(reductions))
       p.chunks = std::max<int64_t>(1, std::min(p.extent / (p.lanes * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / p.units));
     p.grid = p.per_block ? p.units * p.chunks : (p.points + p.block - 1) / p.block;
     return p;
   }
   const char* type_of(int32_t v) const { return loop_code::vtype(g_.type(v).dtype); }
 
+  // Whether every value of `values` is (accumulates in) f32.
+  bool floats(const std::vector<int32_t>& values) const {
+    return std::all_of(values.begin(), values.end(), [&](int32_t v) { return std::string_view(type_of(v)) == "float"; });
+  }
+
+  // Column sums a thread of a run of phases `phases` keeps in registers: ⌈columns / block⌉ for
+  // each reduction of each column phase.
+  int64_t column_sums(const std::vector<Plan>& phases) const {
+    int64_t n = 0;
+    for (const Plan& p : phases)
+      if (p.column) n += column_slots(p) * static_cast<int64_t>(p.body.reductions.size());
+    return n;
+  }
+
   // Whether the plans `phases` of a run of row phases (the first planned alone, the others as
   // phases) can be one kernel: the first a block-per-row reduction, not split, and every phase
-  // over its rows (folding the same dims, or walking them) or over one value per row, with its
-  // kept points.
+  // over its rows (folding the same dims, or walking them), over one value per row, or summing
+  // columns in f32 (its kept points a row's, its reduced points the rows), with at most
+  // column_phase_max_sums column sums per thread.
   bool one_kernel(const std::vector<Plan>& phases) const {
     const Plan& first = phases[0];
     if (phases.size() < 2 || !first.per_block || first.tile || first.chunks > 1 || first.body.reductions.empty() || !first.row)
       return false;
     for (const Plan& p : phases) {
       const fusion::Step& st = s_.steps[p.index];
-      if (p.points != first.points || (p.extent != first.extent && p.extent != 1) ||
-          (st.reduces && st.reduce_dims != s_.steps[first.index].reduce_dims))
+      if (p.column ? p.points != first.extent || p.extent != first.points || !floats(p.body.reductions)
+                   : p.points != first.points || (p.extent != first.extent && p.extent != 1) ||
+                         (st.reduces && st.reduce_dims != s_.steps[first.index].reduce_dims))
         return false;
     }
-    return true;
+    return column_sums(phases) <= o_.column_phase_max_sums;
   }
 
   // Appends the kernel of Loop/Copy step `index` to `k.source` and describes its launch in `l`
-  // (a split reduction: its launch goes into `k`, `l` becomes its finish kernel's); false when the
-  // step has no kept point. A run of row phases after it (fusion.hpp) that one_kernel accepts
-  // joins the kernel; `*next` is the step after the last step it ran.
+  // (a split reduction or a run with column phases: its launch goes into `k` with all finish
+  // kernels but the last, `l` becomes the last's); false when the step has no kept point. A run of
+  // row phases after it (fusion.hpp) that one_kernel accepts joins the kernel; `*next` is the step
+  // after the last step it ran.
   bool kernel(size_t index, Launch& l, Kernels& k, size_t* next) {
     std::vector<Plan> phases{plan(index)};
-    if (s_.steps[index].reduces && s_.steps[index].kind == StepKind::Loop) {
+    const fusion::Step& head = s_.steps[index];
+    if (head.reduces && head.kind == StepKind::Loop) {
       const std::vector<int64_t> none;  // a loop over one value per row
       for (size_t j = index + 1; j < s_.steps.size() && s_.steps[j].row_phase; ++j) {
         const fusion::Step& st = s_.steps[j];
-        phases.push_back(plan(j, st.reduces ? &st.reduce_dims : st.space == s_.steps[index].space ? &s_.steps[index].reduce_dims : &none));
+        const bool columns = st.reduces && st.reduce_dims != head.reduce_dims;
+        phases.push_back(plan(j, st.reduces ? &st.reduce_dims : st.space == head.space ? &head.reduce_dims : &none, columns));
       }
-      while (phases.size() > 1 && !one_kernel(phases)) phases.pop_back();
       for (size_t j = 1; j < phases.size(); ++j) phases[j].block = phases[j].lanes = phases[0].block;
+      while (phases.size() > 1 && !one_kernel(phases)) phases.pop_back();
     }
     *next = index + phases.size();
     const Plan& p = phases[0];
     if (p.points == 0) return false;
     const bool split = p.chunks > 1;
+    // column phases: each block walks rows t = blockIdx.x, + grid, …, its threads' column sums in
+    // registers k{v}[s] (column threadIdx.x + s·block), written to the scratch buffer at the end
+    const bool strided = std::any_of(phases.begin(), phases.end(), [](const Plan& ph) { return ph.column; });
     l.kernel = fmt::format("s{}", index);
     l.block_reduce = p.per_block;
     l.block = p.block;
-    l.grid = p.grid;
+    l.grid = strided ? std::min(p.points, o_.column_phase_blocks) : p.grid;
     if (l.grid > 2147483647) throw SheafError(fmt::format("step {} needs {} blocks, more than CUDA launches", index, l.grid));
 
     std::vector<int32_t> buffers;  // of all phases, each once; written when a phase writes it
@@ -417,7 +445,7 @@ class Renderer {
                             ctype(g_.type(buffers[i]).dtype), pointer(buffers[i]));
       l.slots.push_back(slot(buffers[i]));
     }
-    if (split) {
+    if (split || strided) {
       params += ", float* __restrict__ w";
       l.slots.push_back(m_.slots);
     }
@@ -426,7 +454,16 @@ class Renderer {
     line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", l.block, l.kernel, params);
     indent_ = 2;
     const int64_t width = o_.tile_width;
-    if (p.per_block) {
+    if (strided) {
+      line("const i64 c = 0;");
+      for (const Plan& ph : phases)
+        for (size_t r = 0; ph.column && r < ph.body.reductions.size(); ++r) {
+          std::vector<std::string> identities(static_cast<size_t>(column_slots(ph)), ph.body.identities[r]);
+          line("float k{}[{}] = {{{}}};", ph.body.reductions[r], identities.size(), fmt::join(identities, ", "));
+        }
+      line("for (i64 t = blockIdx.x; t < {}; t += {}) {{", p.points, l.grid);
+      indent_ += 2;
+    } else if (p.per_block) {
       const std::string unit = split ? fmt::format("(i64)blockIdx.x / {}", p.chunks) : "(i64)blockIdx.x";
       line("const i64 t = {}, c = {};", p.tile ? fmt::format("{} * {} + threadIdx.x % {}", unit, width, width) : unit,
            split ? fmt::format("(i64)blockIdx.x % {}", p.chunks) : "0");
@@ -443,24 +480,76 @@ class Renderer {
       phase(phases[j]);
       if (phases.size() > 1) close();
     }
+    std::vector<int64_t> bases;  // where each column phase's partials start in the scratch buffer
+    if (strided) {
+      line("__syncthreads();  // the next row's phases store into the same shared arrays");
+      close();
+      int64_t end = 0;
+      for (const Plan& ph : phases) {
+        if (!ph.column) continue;
+        bases.push_back(end);
+        column_loop(ph, [&] {
+          for (size_t r = 0; r < ph.body.reductions.size(); ++r)
+            line("w[{} + r * {} + blockIdx.x] = k{}[s];", end + static_cast<int64_t>(r) * ph.points * l.grid, l.grid, ph.body.reductions[r]);
+        });
+        end += static_cast<int64_t>(ph.body.reductions.size()) * ph.points * l.grid;
+      }
+      l.scratch = end * 4;
+      k.scratch_bytes = std::max(k.scratch_bytes, l.scratch);
+    }
     indent_ = 0;
     line("}}");
     l.kernel = place(std::move(code_), l.kernel, k);
     if (split) {  // the partials combined after it
+      l.scratch = static_cast<int64_t>(p.body.reductions.size()) * p.points * p.chunks * 4;
+      k.scratch_bytes = std::max(k.scratch_bytes, l.scratch);
       k.launches.push_back(std::move(l));
       code_.clear();
-      l = finish(index, p.body, p.kept, p.points, p.chunks);
+      l = finish(index, p.body, p.kept, p.points, p.chunks, 0);
       l.kernel = place(std::move(code_), l.kernel, k);
-      k.scratch_bytes = std::max(k.scratch_bytes, static_cast<int64_t>(p.body.reductions.size()) * p.points * p.chunks * 4);
+    }
+    const int64_t blocks = l.grid;
+    for (size_t j = 0, c = 0; strided && j < phases.size(); ++j) {  // each column phase's sums, after the run
+      if (!phases[j].column) continue;
+      k.launches.push_back(std::move(l));
+      code_.clear();
+      const Plan& ph = phases[j];
+      l = finish(ph.index, ph.body, ph.kept, ph.points, blocks, bases[c++]);
+      l.kernel = place(std::move(code_), l.kernel, k);
     }
     return true;
   }
+
+  // A loop over the column sums s of column phase `p` (its column r = threadIdx.x + s·block) whose
+  // body, for the columns there are, `body` writes; unrolled, so that k{v}[s] are registers.
+  void column_loop(const Plan& p, const std::function<void()>& body) {
+    line("#pragma unroll");
+    line("for (int s = 0; s < {}; ++s) {{", column_slots(p));
+    indent_ += 2;
+    line("const i64 r = threadIdx.x + s * {};", p.block);
+    const bool ragged = p.points % p.block != 0;
+    if (ragged) line("if (r < {}) {{", p.points), indent_ += 2;
+    body();
+    if (ragged) close();
+    close();
+  }
+  static int64_t column_slots(const Plan& p) { return (p.points + p.block - 1) / p.block; }
 
   // The statements of plan `p` inside its kernel (t and c set): loops over its points, the tree
   // of a block's accumulators, the stores.
   void phase(const Plan& p) {
     const Nest& nest = p.body.nest;
     const std::vector<int32_t>& reductions = p.body.reductions;
+    if (p.column) {  // row t, the columns of this thread: a{v} is column sum k{v}[s] meanwhile
+      split_groups(nest, p.reduced, "t", "q");
+      column_loop(p, [&] {
+        split_groups(nest, p.kept, "r", "qr");
+        for (int32_t v : reductions) line("float a{0} = k{0}[s];", v);
+        for (const std::string& st : p.body.stmts) line("{}", st);
+        for (int32_t v : reductions) line("k{0}[s] = a{0};", v);
+      });
+      return;
+    }
     const int64_t width = o_.tile_width;
     const bool split = p.chunks > 1;
     split_groups(nest, p.kept, "t", "q");
@@ -512,9 +601,11 @@ class Renderer {
   }
 
   // The second kernel of split step `index` (in code_) and its launch: a thread per kept
-  // point combines its `chunks` partials (in chunk order) and stores each reduction's result.
-  Launch finish(size_t index, const LoopBody& body, const std::vector<size_t>& kept, int64_t points, int64_t chunks) {
+  // point combines its `chunks` partials (in chunk order, from w[base] on) and stores each
+  // reduction's result.
+  Launch finish(size_t index, const LoopBody& body, const std::vector<size_t>& kept, int64_t points, int64_t chunks, int64_t base) {
     Launch f{.step = index, .kernel = fmt::format("s{}f", index), .block = std::min(o_.block, points)};
+    f.scratch = static_cast<int64_t>(body.reductions.size()) * points * chunks * 4;
     f.grid = (points + f.block - 1) / f.block;
     std::string params;
     for (int32_t v : body.reductions) {
@@ -533,7 +624,7 @@ class Renderer {
       const DType d = g_.type(v).dtype;
       line("float a{} = {};", v, body.identities[j]);
       line("for (i64 c = 0; c < {}; ++c) a{} = {};", chunks, v,
-           loop_code::combine_expr(n.attrs.reduce, d, fmt::format("a{}", v), fmt::format("w[{} + t * {} + c]", static_cast<int64_t>(j) * points * chunks, chunks)));
+           loop_code::combine_expr(n.attrs.reduce, d, fmt::format("a{}", v), fmt::format("w[{} + t * {} + c]", base + static_cast<int64_t>(j) * points * chunks, chunks)));
       line("{}[{}] = {};", pointer(v), body.nest.index(body.kept, 0), loop_code::store_expr(d, fmt::format("a{}", v)));
     }
     indent_ = 0;

@@ -51,6 +51,13 @@
 // row): each step's statements run in a scope of their own ("{  // step k"), the block's threads
 // striding over the row (a value per row: thread 0 alone), with __syncthreads() between phases so
 // that a phase reads what the previous ones stored for its row; the later steps get no launch.
+// A column phase (a row phase whose reductions fold the rows themselves: a column sum over the
+// run's rows) makes the run's kernel walk rows: grid = min(rows, column_phase_blocks), block b
+// takes rows b, b + grid, … (all phases of one row, then a barrier, then the next), and its
+// thread x keeps the sums of columns x, x + block, … in registers k{v}[s] (at most
+// column_phase_max_sums per thread; f32 accumulators only). After the last row each block writes
+// its partial sums to the scratch buffer (per sum: [columns, grid]) and a finish kernel s{step}f
+// per column phase (a thread per column) adds them in block order — deterministic, no atomics.
 // The memory plan keeps every buffer of the run alive to its end, so that blocks still in an
 // early phase never see a later phase's writes.
 // Fusion never consumes a reduction result in the step computing it (fusion.cpp), so the
@@ -78,14 +85,15 @@ struct Launch {
                                    // Copy: source, destination (a Scatter step's x → its result);
                                    // Fill: destination
   int64_t offset = 0, bytes = 0;   // Copy: where in the source (bytes), how many; Fill: how many
+  int64_t scratch = 0;             // Kernel: the bytes of the scratch buffer (Kernels) it writes or reads
   uint8_t byte = 0;                // Fill: every byte's value (x a splat: fusion::splat_byte)
 };
 
 struct Kernels {
   std::string source;
   std::vector<Launch> launches;  // in step order
-  // Split reductions' partial results: the caller puts a device buffer of this many bytes at slot
-  // MemoryPlan::slots (one past the plan's slots) when it is not 0.
+  // Split reductions' and column phases' partial results: the caller puts a device buffer of this
+  // many bytes at slot MemoryPlan::slots (one past the plan's slots) when it is not 0.
   int64_t scratch_bytes = 0;
 };
 
@@ -107,6 +115,8 @@ struct RenderOptions {
   int64_t column_tile_max_kept = 65536;       // column tiles: kept points, fewer than (a thread each: 15 warps per SM)
   int64_t split_target_blocks = 528;          // blocks a split reduction aims at (4 per SM of an H100)
   int64_t split_min_per_thread = 4;           // reduced points per thread of a split block, at least
+  int64_t column_phase_blocks = 1056;         // row runs with column phases: blocks, at most (8 of 256 threads per SM)
+  int64_t column_phase_max_sums = 16;         // row runs with column phases: column sums per thread, at most (registers)
 };
 
 Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
