@@ -57,7 +57,7 @@ template <class... P> static const unsigned* sheaf_sizes(void (*)(P...)) {
 }
 #define __global__
 #define __device__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __syncthreads() sheaf_sync()
 // Warp collectives (attention kernels): the lanes of a warp publish their operands, meet at the

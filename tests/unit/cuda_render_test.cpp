@@ -574,8 +574,9 @@ TEST(CudaRenderTable, RowPhasesShareOneKernel) {
 
 // A sum over the rows of a run (a layer-norm's gain and shift gradients, the bias gradient of the
 // residual under it) is a phase of the run's kernel: its step gets no launch of its own, only a
-// finish kernel s{step}f adding the partials of the run's blocks, which walk the rows (1200 rows:
-// 1056 blocks, some taking two) keeping their columns' sums in registers. dx has no such sum;
+// finish kernel s{step}f adding the partials of the run's blocks, which walk the rows (600 rows:
+// 396 blocks of 256 threads, 3 on each SM, some taking two) keeping their columns' sums in
+// registers. dx has no such sum;
 // by-column-sums's sum is a phase, but not the loop after it, which reads the sum.
 TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
   const std::map<std::string, size_t> want{{"vg#0", 3}, {"dx#1", 0}, {"vg#2", 3}, {"by-column-sums#3", 1}};
@@ -598,9 +599,10 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
         EXPECT_TRUE(f.gpu_schedule.steps[k].row_phase) << f.name << " step " << k;
       }
       EXPECT_EQ(columns, want.at(f.name)) << f.name << ":\n" << f.nvrtc.source.substr(f.nvrtc.source.find("extern"));
-      if (f.name == "vg#0") {
-        EXPECT_NE(f.nvrtc.source.find("for (i64 t = blockIdx.x; t < 1200; t += 1056) {"), std::string::npos);
-        EXPECT_EQ(ls[0].grid, 1056);
+      if (f.name == "vg#2") {
+        EXPECT_NE(f.nvrtc.source.find("__launch_bounds__(256, 3) s0("), std::string::npos);
+        EXPECT_NE(f.nvrtc.source.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), std::string::npos);
+        EXPECT_EQ(ls[0].grid, 396);
       }
     }
   }

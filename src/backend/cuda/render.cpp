@@ -428,7 +428,8 @@ class Renderer {
     l.kernel = fmt::format("s{}", index);
     l.block_reduce = p.per_block;
     l.block = p.block;
-    l.grid = strided ? std::min(p.points, o_.column_phase_blocks) : p.grid;
+    const int64_t resident = std::max<int64_t>(1, o_.column_phase_sm_threads / p.block);  // blocks per SM, strided
+    l.grid = strided ? std::min(p.points, resident * o_.column_phase_sms) : p.grid;
     if (l.grid > 2147483647) throw SheafError(fmt::format("step {} needs {} blocks, more than CUDA launches", index, l.grid));
 
     std::vector<int32_t> buffers;  // of all phases, each once; written when a phase writes it
@@ -451,7 +452,8 @@ class Renderer {
     }
     code_.clear();
     indent_ = 0;
-    line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", l.block, l.kernel, params);
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", strided ? fmt::format("{}, {}", l.block, resident) : std::to_string(l.block),
+         l.kernel, params);
     indent_ = 2;
     const int64_t width = o_.tile_width;
     if (strided) {

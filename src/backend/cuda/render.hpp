@@ -52,8 +52,10 @@
 // striding over the row (a value per row: thread 0 alone), with __syncthreads() between phases so
 // that a phase reads what the previous ones stored for its row; the later steps get no launch.
 // A column phase (a row phase whose reductions fold the rows themselves: a column sum over the
-// run's rows) makes the run's kernel walk rows: grid = min(rows, column_phase_blocks), block b
-// takes rows b, b + grid, … (all phases of one row, then a barrier, then the next), and its
+// run's rows) makes the run's kernel walk rows: blocks of `block` threads, at least
+// m = column_phase_sm_threads / block of them resident per SM (__launch_bounds__(block, m)), grid
+// = min(rows, m · column_phase_sms) — one wave —, block b takes rows b, b + grid, … (all phases of
+// one row, then a barrier, then the next), and its
 // thread x keeps the sums of columns x, x + block, … in registers k{v}[s] (at most
 // column_phase_max_sums per thread; f32 accumulators only). After the last row each block writes
 // its partial sums to the scratch buffer (per sum: [columns, grid]) and a finish kernel s{step}f
@@ -115,7 +117,8 @@ struct RenderOptions {
   int64_t column_tile_max_kept = 65536;       // column tiles: kept points, fewer than (a thread each: 15 warps per SM)
   int64_t split_target_blocks = 528;          // blocks a split reduction aims at (4 per SM of an H100)
   int64_t split_min_per_thread = 4;           // reduced points per thread of a split block, at least
-  int64_t column_phase_blocks = 1056;         // row runs with column phases: blocks, at most (8 of 256 threads per SM)
+  int64_t column_phase_sm_threads = 768;      // row runs with column phases: threads per SM (__launch_bounds__: ≤ 80 registers)
+  int64_t column_phase_sms = 132;             // row runs with column phases: the grid fills this many SMs once (an H100's)
   int64_t column_phase_max_sums = 16;         // row runs with column phases: column sums per thread, at most (registers)
 };
 
