@@ -72,7 +72,7 @@ class Matcher {
     std::sort(taken_.begin(), taken_.end());
     if (std::adjacent_find(taken_.begin(), taken_.end()) != taken_.end()) return std::nullopt;
     m.nodes = taken_;
-    if (closed({out_node})) return m;
+    if (closed({out_node})) return with_biases(m);
     // a training step: the chain's other readers must be its backward pass
     taken_.clear();
     m.grad = backward(m, f);
@@ -85,7 +85,7 @@ class Matcher {
     if (std::adjacent_find(taken_.begin(), taken_.end()) != taken_.end() ||
         !closed({out_node, m.grad->dq.node, m.grad->dk.node, m.grad->dv.node}))
       return std::nullopt;
-    return m;
+    return with_biases(m);
   }
 
  private:
@@ -98,6 +98,57 @@ class Matcher {
   const ir::Graph& g_;
   Readers readers_;
   std::vector<int32_t> taken_;  // node indices of the chain so far
+
+  AttentionMatch with_biases(AttentionMatch& m) const {
+    const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
+    const std::vector<int32_t> operands{d1.in[0], d1.in[1], d2.in[1]};
+    m.bias_q = operand_bias(m, operands[0], operands);
+    m.bias_k = operand_bias(m, operands[1], operands);
+    m.bias_v = operand_bias(m, operands[2], operands);
+    return std::move(m);
+  }
+
+  static bool reindexes(Op op) { return op == Op::Reshape || op == Op::Transpose || op == Op::Slice; }
+
+  // The bias under operand x of chain m (OperandBias), `operands` its Q, K and V.
+  OperandBias operand_bias(const AttentionMatch& m, int32_t x, const std::vector<int32_t>& operands) const {
+    int32_t b = x;
+    while (reindexes(def(b).op)) b = def(b).in[0];
+    const ir::Node& add = def(b);
+    if (add.op != Op::Binary || add.attrs.binary != Binary::Add || !is_half(g_.type(b).dtype)) return {};
+    for (size_t k = 0; k < 2; ++k) {
+      const ir::Node& bc = def(add.in[k]);
+      const int32_t p = add.in[1 - k];
+      if (bc.op != Op::BroadcastInDim || shape(bc.in[0]).size() != 1 || shape(b).empty() ||
+          bc.attrs.dims != std::vector<int64_t>{static_cast<int64_t>(shape(b).size()) - 1} || g_.type(bc.in[0]).dtype != g_.type(b).dtype ||
+          shape(p) != shape(b) || g_.type(p).dtype != g_.type(b).dtype)
+        continue;
+      if (!read_as_operands(b, m, operands)) return {};
+      return {.sum = b, .product = p, .bias = bc.in[0]};
+    }
+    return {};
+  }
+
+  // Whether every node reading b, through reshapes, transposes and slices, is one of those or a
+  // node of m (its chain or gradient) reading one of `operands`; none of those values a result.
+  bool read_as_operands(int32_t b, const AttentionMatch& m, const std::vector<int32_t>& operands) const {
+    auto in_m = [&](int32_t n) {
+      auto has = [n](const std::vector<int32_t>& ns) { return std::binary_search(ns.begin(), ns.end(), n); };
+      return has(m.nodes) || (m.grad && has(m.grad->nodes));
+    };
+    for (std::vector<int32_t> todo{b}; !todo.empty();) {
+      const int32_t v = todo.back();
+      todo.pop_back();
+      const std::vector<int32_t>& readers = readers_.nodes[static_cast<size_t>(v)];
+      if (readers_.uses[static_cast<size_t>(v)] != static_cast<int32_t>(readers.size())) return false;  // a result
+      for (int32_t r : readers) {
+        const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
+        if (reindexes(n.op)) todo.push_back(n.out);
+        else if (!in_m(r) || std::find(operands.begin(), operands.end(), v) == operands.end()) return false;
+      }
+    }
+    return true;
+  }
   int32_t reduced_ = -1;        // the reduce node of the last row_reduction matched
 
   // The backward pass of forward chain `m` (attention.hpp), its nodes taken.

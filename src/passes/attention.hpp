@@ -55,12 +55,22 @@ struct AttentionGrad {
   GradProduct dq, dk, dv;
 };
 
+// A projection's bias under an operand: Q, K or V is B (value `sum`) = add(P, broadcast(b)) of
+// f16/bf16, b (`bias`) a vector along B's last dim, or a view of B by reshape, transpose and
+// slice; and everything reading B (through those views) is Q, K or V read by the chain or its
+// gradient, so that B need not exist: the operand can be read from P (`product`) with b added as
+// it is loaded (fusion's AttentionLayout::Bias). sum −1: none.
+struct OperandBias {
+  int32_t sum = -1, product = -1, bias = -1;
+};
+
 struct AttentionMatch {
   std::vector<int32_t> nodes;     // node indices of the chain, ascending (`scores` first, `out` last)
   int32_t scores = -1, out = -1;  // node indices: dot_general(Q, K), dot_general(convert(p), V)
   std::vector<ScoreOp> prologue;  // from the product's f32 value (its rounding first) to x
   int32_t mask = -1;              // value id of the Mask op's bool operand (-1: none)
   std::optional<AttentionGrad> grad;  // the chain's backward pass (a training step)
+  OperandBias bias_q, bias_k, bias_v;
 };
 
 // The matches of `g`, in graph order; they share no node.

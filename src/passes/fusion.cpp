@@ -14,8 +14,10 @@
 //     f32 scatter-add a Scatter step, arg_reduce and top_k a TopK step, and an attention chain
 //     (attention.hpp, found before the walk) one Attention step placed at its last node, its
 //     other nodes skipped (q, k and v copied first when their head dims are not contiguous and
-//     16-byte aligned), and the chain's gradient one AttentionGrad step placed at its first node
-//     (attention.hpp: a product reading dO, after the chain);
+//     16-byte aligned; read from the product under a projection's bias, which then is not
+//     computed, when attention.hpp found one: fold_bias), and the chain's gradient one
+//     AttentionGrad step placed at its first node (attention.hpp: a product reading dO, after the
+//     chain);
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
@@ -137,7 +139,7 @@ class Fuser {
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();
     drop_empty_steps();
-    if (o_.gpu) mark_row_phases();
+    if (o_.gpu) mark_row_phases(g_, s_);
     return std::move(s_);
   }
 
@@ -188,136 +190,6 @@ class Fuser {
     s_.steps = std::move(kept);
     for (int32_t& st : s_.step_of)
       if (st >= 0) st = renumber[static_cast<size_t>(st)];
-  }
-
-  // Step::row_phase (fusion.hpp): step k continues the run that starts at step `first` (a loop
-  // over the run's space) when it is a loop over that space whose reductions fold the run's rows
-  // (its innermost dims), or — once the run has rows — a loop without reductions over the rows
-  // themselves (a value per row: the mean from a sum) or a loop over the space whose reductions
-  // fold every dim but the rows (a column sum: a bias or layer-norm scale gradient), and it reads
-  // what the run wrote only at its own point or row (never a column sum). A step that would
-  // continue a run with rows but comes a few steps after its end moves up to it when it reads
-  // nothing those steps write (the gradient of a cross-entropy's logits, computed after the loss's
-  // sum over the batch though it needs only the per-row values); a column sum just before a run's
-  // first step moves after it when that step does not read it.
-  void mark_row_phases() {
-    std::vector<int64_t> rows;  // the dims the run's first reduction folds; empty until one does
-    for (size_t k = 0, first = 0; k < s_.steps.size(); ++k) {
-      s_.steps[k].row_phase = k > first && continues_run(k, first, k, rows);
-      if (!s_.steps[k].row_phase && !rows.empty())
-        for (size_t j = k + 1; j < std::min(s_.steps.size(), k + kRunLookahead); ++j)
-          if (reads_none_of(j, k) && continues_run(j, first, k, rows)) {
-            move_step(j, k);
-            s_.steps[k].row_phase = true;
-            break;
-          }
-      if (!s_.steps[k].row_phase && k > 0 && first == k - 1 && precedes_as_column(k - 1, k) && reads_none_of(k, k - 1)) {
-        move_step(k, k - 1);  // the run starts at k - 1 (its rows: below); the column sum continues it
-        first = k - 1, rows = s_.steps[first].reduce_dims;
-        s_.steps[k].row_phase = continues_run(k, first, k, rows);
-      }
-      if (!s_.steps[k].row_phase) first = k, rows.clear();
-      if (rows.empty() && s_.steps[k].reduces) rows = s_.steps[k].reduce_dims;
-    }
-  }
-  static constexpr size_t kRunLookahead = 8;
-
-  // Whether loop `column`, just before loop `first`, sums columns of the rows that `first` starts
-  // a run over (first's reductions fold its innermost dims; column's fold all the others).
-  bool precedes_as_column(size_t column, size_t first) const {
-    const Step &c = s_.steps[column], &f = s_.steps[first];
-    return c.kind == StepKind::Loop && f.kind == StepKind::Loop && f.reduces && innermost(f.reduce_dims, f.space.size()) &&
-           c.space == f.space && sums_columns(c, f.reduce_dims);
-  }
-
-  // Whether loop `st` reduces over exactly the dims of its space before `rows` (its kept dims are the rows).
-  static bool sums_columns(const Step& st, const std::vector<int64_t>& rows) {
-    if (!st.reduces || rows.empty() || st.reduce_dims.size() + rows.size() != st.space.size()) return false;
-    for (size_t d = 0; d < st.reduce_dims.size(); ++d)
-      if (st.reduce_dims[d] != static_cast<int64_t>(d)) return false;
-    return true;
-  }
-
-  // Whether step `self`, placed at step k (self ≥ k), continues the run of steps first..k-1 whose
-  // reductions fold `rows` (empty: none has reduced yet).
-  bool continues_run(size_t self, size_t first, size_t k, const std::vector<int64_t>& rows) const {
-    const Step& st = s_.steps[self];
-    const Shape& space = s_.steps[first].space;
-    const bool rows_inner = rows.empty() || innermost(rows, space.size());
-    const Shape per_row(space.begin(), space.end() - static_cast<std::ptrdiff_t>(rows_inner ? rows.size() : 0));
-    const bool over_space = st.space == space && rows_inner &&
-                            (!st.reduces || (innermost(st.reduce_dims, space.size()) && (rows.empty() || st.reduce_dims == rows)) ||
-                             sums_columns(st, rows));
-    const bool over_rows = !rows.empty() && rows_inner && !st.reduces && squeezed(st.space) == squeezed(per_row);
-    return st.kind == StepKind::Loop && s_.steps[first].kind == StepKind::Loop && (over_space || over_rows) &&
-           reads_rows(static_cast<int32_t>(self), static_cast<int32_t>(first), static_cast<int32_t>(k), space, per_row);
-  }
-
-  // Whether step j reads nothing that steps k..j-1 write (directly or through a copied view).
-  bool reads_none_of(size_t j, size_t k) const {
-    const auto from = static_cast<int32_t>(k), self = static_cast<int32_t>(j);
-    auto written_between = [&](int32_t v) { return s_.step_of[v] >= from && s_.step_of[v] < self; };
-    for (int32_t ni : s_.steps[j].nodes)
-      for (int32_t u : g_.nodes[static_cast<size_t>(ni)].in) {
-        if (computes(s_, u, self)) continue;
-        if (written_between(u) || (s_.view[u] && written_between(read_view(s_, u, self).buffer))) return false;
-      }
-    return true;
-  }
-
-  // Step j moves to position k < j (steps k..j-1 move one later); step numbers follow.
-  void move_step(size_t j, size_t k) {
-    std::rotate(s_.steps.begin() + static_cast<std::ptrdiff_t>(k), s_.steps.begin() + static_cast<std::ptrdiff_t>(j),
-                s_.steps.begin() + static_cast<std::ptrdiff_t>(j) + 1);
-    for (int32_t& st : s_.step_of)
-      if (st == static_cast<int32_t>(j)) st = static_cast<int32_t>(k);
-      else if (st >= static_cast<int32_t>(k) && st < static_cast<int32_t>(j)) ++st;
-  }
-
-  // Whether `dims` are the last dims of a space of rank `rank`.
-  static bool innermost(const std::vector<int64_t>& dims, size_t rank) {
-    for (size_t j = 0; j < dims.size(); ++j)
-      if (dims[j] != static_cast<int64_t>(rank - dims.size() + j)) return false;
-    return !dims.empty();
-  }
-
-  // Whether loop `self`, placed at step k (over the run's `space`, or over its rows), reads the
-  // buffers of steps first..k-1 only at its own point: a value per point of `space` at that point,
-  // a value per row (a buffer over `per_row`, the dims of `space` before the rows) at its row.
-  bool reads_rows(int32_t self, int32_t first, int32_t k, const Shape& space, const Shape& per_row) const {
-    const Step& st = s_.steps[static_cast<size_t>(self)];
-    const bool over_space = st.space == space;
-    for (int32_t ni : st.nodes) {
-      const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
-      for (int32_t u : n.in) {
-        if (computes(s_, u, self) || !s_.view[u]) continue;
-        const View& w = read_view(s_, u, k);
-        const int32_t by = s_.step_of[w.buffer];
-        if (by < first || by >= k) continue;
-        const Step& writer = s_.steps[static_cast<size_t>(by)];
-        if (writer.reduces && !innermost(writer.reduce_dims, writer.space.size()) && g_.producer(w.buffer).op == Op::Reduce)
-          return false;  // a column sum: complete only after the run
-        const bool elementwise_read = ir::is_elementwise(n.op) || n.op == Op::Reduce;
-        if (!elementwise_read || shape(u) != st.space || w.offset != 0) return false;
-        const bool row_value = shape(w.buffer) != space;  // else a value per point
-        if (row_value && shape_numel(shape(w.buffer)) != shape_numel(per_row)) return false;
-        if (!over_space && !row_value) return false;
-        // where the writer put the element of point p: a value per row is contiguous over per_row,
-        // the dims of `space` before the rows
-        std::vector<int64_t> written = contiguous_strides(row_value && over_space ? per_row : st.space);
-        written.resize(st.space.size(), 0);
-        for (size_t d = 0; d < st.space.size(); ++d)
-          if (st.space[d] != 1 && w.strides[d] != written[d]) return false;
-      }
-    }
-    return true;
-  }
-
-  static Shape squeezed(const Shape& s) {
-    Shape r;
-    for (int64_t n : s)
-      if (n != 1) r.push_back(n);
-    return r;
   }
 
   void give_buffer(int32_t v, int32_t step_index) {
@@ -618,16 +490,19 @@ class Fuser {
     }
   }
 
+  // Whether an attention operand read through `w`, dims (batch.., rows, head), has a contiguous
+  // head dim and 16-byte alignment.
+  static bool aligned(const View& w, const std::vector<int64_t>& batch, int64_t rows, int64_t head) {
+    bool ok = w.strides[static_cast<size_t>(head)] == 1 && w.offset % 8 == 0 && w.strides[static_cast<size_t>(rows)] % 8 == 0;
+    for (int64_t b : batch) ok = ok && w.strides[static_cast<size_t>(b)] % 8 == 0;
+    return ok;
+  }
+
   // Operand u of an Attention step, dims (batch.., rows, head): its batch and row strides, with a
   // contiguous head dim and 16-byte alignment (else u is copied to a buffer of its own first).
   void attention_operand(int32_t u, const std::vector<int64_t>& batch, int64_t rows, int64_t head,
                          std::vector<int64_t>& batch_strides, int64_t& row_stride) {
-    auto aligned = [&](const View& w) {
-      bool ok = w.strides[static_cast<size_t>(head)] == 1 && w.offset % 8 == 0 && w.strides[static_cast<size_t>(rows)] % 8 == 0;
-      for (int64_t b : batch) ok = ok && w.strides[static_cast<size_t>(b)] % 8 == 0;
-      return ok;
-    };
-    if (!aligned(view_of(u))) own_buffer(u);
+    if (!aligned(view_of(u), batch, rows, head)) own_buffer(u);
     const View& w = *s_.view[u];
     for (int64_t b : batch) batch_strides.push_back(w.strides[static_cast<size_t>(b)]);
     row_stride = w.strides[static_cast<size_t>(rows)];
@@ -649,6 +524,46 @@ class Fuser {
     return true;
   }
 
+  // An operand of an attention chain: its value, the bias under it, its dims, its layout's Bias.
+  struct Operand {
+    int32_t value;
+    passes::OperandBias under;
+    std::vector<int64_t> batch;
+    int64_t rows, head;
+    AttentionLayout::Bias* bias;
+  };
+
+  // The operands read from B = `sum` (passes::OperandBias; -1: none) read P's buffer instead, with
+  // their Bias, and B gets no buffer — when every one of them is a view of B, read where the
+  // columns of a batch index lie within one row of B and aligned in P as attention_operand wants.
+  void fold_bias(int32_t sum, const std::vector<Operand>& operands) {
+    if (sum < 0 || !s_.has_buffer[sum]) return;  // none, or folded already
+    const passes::OperandBias& under = std::find_if(operands.begin(), operands.end(), [&](const Operand& x) { return x.under.sum == sum; })->under;
+    if (!s_.view[under.product] || !is_contiguous(*s_.view[under.product], shape(sum))) return;
+    const View& pv = *s_.view[under.product];
+    const int64_t row = shape(sum).back();
+    if (!is_contiguous(view_of(under.bias), shape(under.bias))) return;
+    for (const Operand& x : operands) {
+      if (x.under.sum != sum) continue;
+      if (!s_.view[x.value] || s_.view[x.value]->buffer != sum) return;
+      View w = *s_.view[x.value];
+      int64_t last = w.offset % row + shape(x.value)[static_cast<size_t>(x.head)];  // past the last column a batch index reads
+      for (int64_t b : x.batch) {
+        const int64_t st = w.strides[static_cast<size_t>(b)];
+        if (st % row != 0) last += st < 0 ? row : (shape(x.value)[static_cast<size_t>(b)] - 1) * st;
+      }
+      w.offset += pv.offset;
+      if (w.strides[static_cast<size_t>(x.rows)] % row != 0 || last > row || !aligned(w, x.batch, x.rows, x.head)) return;
+    }
+    for (std::optional<View>& w : s_.view)
+      if (w && w->buffer == sum) w->buffer = pv.buffer, w->offset += pv.offset;
+    s_.has_buffer[sum] = false;
+    s_.view[sum].reset();
+    std::erase(step(s_.step_of[sum]).outputs, sum);
+    for (const Operand& x : operands)
+      if (x.under.sum == sum) *x.bias = {.value = x.under.bias, .row = row, .shift = pv.offset};
+  }
+
   void place_attention(const passes::AttentionMatch& m) {
     const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
     const DotDims &qk = d1.attrs.dot, &pv = d2.attrs.dot;
@@ -660,9 +575,14 @@ class Fuser {
     auto free_dim = [&](int32_t u, const std::vector<int64_t>& batch, int64_t contract) {
       return free_dims(static_cast<int64_t>(shape(u).size()), batch, {contract})[0];
     };
-    attention_operand(a.q, qk.lhs_batch, free_dim(a.q, qk.lhs_batch, qk.lhs_contract[0]), qk.lhs_contract[0], a.batch_q, a.q_rs);
-    attention_operand(a.k, qk.rhs_batch, free_dim(a.k, qk.rhs_batch, qk.rhs_contract[0]), qk.rhs_contract[0], a.batch_k, a.k_rs);
-    attention_operand(a.v, pv.rhs_batch, pv.rhs_contract[0], free_dim(a.v, pv.rhs_batch, pv.rhs_contract[0]), a.batch_v, a.v_rs);
+    const std::vector<Operand> operands{
+        {a.q, m.bias_q, qk.lhs_batch, free_dim(a.q, qk.lhs_batch, qk.lhs_contract[0]), qk.lhs_contract[0], &a.bias_q},
+        {a.k, m.bias_k, qk.rhs_batch, free_dim(a.k, qk.rhs_batch, qk.rhs_contract[0]), qk.rhs_contract[0], &a.bias_k},
+        {a.v, m.bias_v, pv.rhs_batch, pv.rhs_contract[0], free_dim(a.v, pv.rhs_batch, pv.rhs_contract[0]), &a.bias_v}};
+    for (const Operand& x : operands) fold_bias(x.under.sum, operands);
+    attention_operand(a.q, operands[0].batch, operands[0].rows, operands[0].head, a.batch_q, a.q_rs);
+    attention_operand(a.k, operands[1].batch, operands[1].rows, operands[1].head, a.batch_k, a.k_rs);
+    attention_operand(a.v, operands[2].batch, operands[2].rows, operands[2].head, a.batch_v, a.v_rs);
     if (a.mask >= 0) {
       const View& w = view_of(a.mask);
       a.batch_mask.assign(w.strides.begin(), w.strides.begin() + static_cast<std::ptrdiff_t>(nb));
@@ -811,6 +731,8 @@ bool loop_invariant(const ir::Node& n, size_t k) {
 
 std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad) {
   std::vector<int32_t> r{a.q, a.k, a.v};
+  for (const AttentionLayout::Bias& b : {a.bias_q, a.bias_k, a.bias_v})
+    if (b.value >= 0) r.push_back(b.value);
   if (a.mask >= 0) r.push_back(a.mask);
   if (grad) r.insert(r.end(), {a.d_out, a.out.value, a.row_max, a.row_sum});
   return r;

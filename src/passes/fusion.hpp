@@ -95,12 +95,21 @@ struct DotLayout {
 // [b.., t], contiguous), which the Attention step writes. The AttentionGrad step reads those, out
 // and dO (value id d_out, read like q: batch strides batch_do, row stride do_rs, contiguous head
 // dim), and writes the gradients of q, k and v (q: t rows; k, v: s rows; head columns).
+// Bias (bias_q, bias_k, bias_v): the operand is a projection's product plus a bias along its last
+// dim (passes::OperandBias) that no step computes: the operand's view is then into the product's
+// buffer, and its element at buffer index e is P[e] + bias[(e − shift) mod row], rounded to the
+// operand's type (the graph's add) — the kernels add it as they load. The columns of one batch
+// index's rows lie within one row of `row` elements. value −1: none.
 struct AttentionLayout {
   struct Out {
     int32_t value = -1;
     int64_t offset = 0;
     std::vector<int64_t> batch;
     int64_t rs = 0, cs = 0;
+  };
+  struct Bias {
+    int32_t value = -1;
+    int64_t row = 0, shift = 0;
   };
   std::vector<int64_t> batch, batch_q, batch_k, batch_v, batch_mask;
   int64_t t = 0, s = 0, d = 0, dv = 0;
@@ -113,6 +122,7 @@ struct AttentionLayout {
   std::vector<int64_t> batch_do;
   int64_t do_rs = 0;
   Out grad_q, grad_k, grad_v;
+  Bias bias_q, bias_k, bias_v;
 };
 
 // The values an Attention or AttentionGrad step reads (through read_view).
@@ -163,6 +173,10 @@ inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.
 Schedule fuse(const ir::Graph& g, const FuseOptions& o = {});
+
+// Marks Step::row_phase in GPU schedule `s` of `g` (fuse does; row_phases.cpp), moving steps as
+// "Row phases" above says.
+void mark_row_phases(const ir::Graph& g, Schedule& s);
 
 // Carried position k of a `while` node whose body returns its parameter k unchanged.
 bool loop_invariant(const ir::Node& n, size_t k);

@@ -52,6 +52,12 @@ constexpr const char* kProgram = R"(
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
 (defn heads-grad [qkv] ((grad (fn [qkv] (sum (cast (heads qkv) :f32)))) qkv))
 (defn heads-vg [qkv] ((value-and-grad (fn [qkv] (sum (cast (heads qkv) :f32)))) qkv))
+(def xin (cast (random-normal 9 [2 64 48]) :bf16))
+(def proj {:w (cast (random-normal 10 [48 288]) :bf16) :b (cast (random-normal 11 [288]) :bf16)})
+(defn project [p x] (reshape (+ (@ x (get p :w)) (get p :b)) 2 64 3 96))
+(defn projected [p x] (heads (project p x)))
+(defn projected-vg [p x] ((value-and-grad (fn [p] (sum (cast (projected p x) :f32)))) p))
+(defn projected-too [p x] (let [qkv (project p x)] [(heads qkv) qkv]))
 (defn odd-heads [qkv]
   (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
@@ -272,6 +278,36 @@ TEST_P(Recompute, AttentionGradientIsOneStepOnTheGpu) {
     EXPECT_FALSE(vg.schedule.has_buffer[v] && vg.graph.types[v].shape == (Shape{2, 3, 64, 64}) &&
                  vg.graph.producer(static_cast<int32_t>(v)).op != ir::Op::Constant)
         << "value " << v << " " << ir::op_name(vg.graph.producer(static_cast<int32_t>(v)).op);
+}
+
+// q, k and v sliced from a projection with a bias, x·W + b, that nothing else reads: the Attention
+// step (and the AttentionGrad step of a training step) read the product x·W and add b as they load
+// (AttentionLayout::Bias, over rows of 288), and no loop writes x·W + b. Returned as well, it is
+// written and read as it is.
+TEST_P(Recompute, AttentionAddsAProjectionsBiasAsItLoads) {
+  for (const char* fn : {"projected", "projected-vg"}) {
+    const Fused f = fuse(in, fn, {"proj", "xin"}, GetParam());
+    EXPECT_EQ(count(f.intermediates, "bf16[2x64x288]"), GetParam() ? 0u : 1u) << fn;
+    if (!GetParam()) continue;
+    auto steps = steps_of(f, fusion::StepKind::Attention);
+    const auto grads = steps_of(f, fusion::StepKind::AttentionGrad);
+    steps.insert(steps.end(), grads.begin(), grads.end());
+    ASSERT_EQ(steps.size(), fn == std::string("projected") ? 1u : 2u) << fn;
+    for (const fusion::Step* st : steps) {
+      const fusion::AttentionLayout& a = st->attention;
+      for (const fusion::AttentionLayout::Bias& b : {a.bias_q, a.bias_k, a.bias_v}) {
+        ASSERT_GE(b.value, 0) << fn;
+        EXPECT_EQ(f.graph.type(b.value).shape, (Shape{288}));
+        EXPECT_EQ(b.row, 288);
+      }
+      const auto at = static_cast<int32_t>(st - f.schedule.steps.data());
+      const int32_t product = fusion::read_view(f.schedule, a.q, at).buffer;
+      EXPECT_EQ(f.graph.producer(product).op, ir::Op::DotGeneral) << fn;
+      EXPECT_EQ(fusion::read_view(f.schedule, a.k, at).offset, 32);
+    }
+  }
+  const Fused both = fuse(in, "projected-too", {"proj", "xin"}, GetParam());
+  for (const fusion::Step* st : steps_of(both, fusion::StepKind::Attention)) EXPECT_EQ(st->attention.bias_q.value, -1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),

@@ -119,6 +119,11 @@ class AttentionRenderer {
   int indent_ = 0;
 
   const fusion::View& view(int32_t v) const { return fusion::read_view(s_, v, static_cast<int32_t>(index_)); }
+  // The bias added to the operand the kernel names `src` ("gq", "gk", "gv"; fusion::AttentionLayout::Bias), or null.
+  const fusion::AttentionLayout::Bias* bias_of(std::string_view src) const {
+    const fusion::AttentionLayout::Bias* b = src == "gq" ? &a_.bias_q : src == "gk" ? &a_.bias_k : src == "gv" ? &a_.bias_v : nullptr;
+    return b && b->value >= 0 ? b : nullptr;
+  }
   int32_t slot(int32_t buffer) const { return m_.slot[static_cast<size_t>(buffer)]; }
   std::string mma() const { return dt_ == DType::BF16 ? "sh_mma_bf16" : "sh_mma_f16"; }
   std::string narrow(const std::string& x) const { return loop_code::store_expr(dt_, x); }
@@ -138,9 +143,15 @@ class AttentionRenderer {
     l.block_reduce = true;
     l.slots = {slot(view(a_.q).buffer), slot(view(a_.k).buffer), slot(view(a_.v).buffer)};
     if (reads_mask_) l.slots.push_back(slot(view(a_.mask).buffer));
+    std::string biases;
+    for (const char* src : {"gq", "gk", "gv"})
+      if (const fusion::AttentionLayout::Bias* b = bias_of(src)) {
+        biases += fmt::format("const {}* __restrict__ gb{}, ", loop_code::ctype(dt_), src + 1);
+        l.slots.push_back(slot(view(b->value).buffer));
+      }
     line("extern \"C\" __global__ void __launch_bounds__({}) {}(const {h}* __restrict__ gq, const {h}* __restrict__ gk, "
-         "const {h}* __restrict__ gv, {}{}) {{",
-         kThreads, name, reads_mask_ ? "const b8* __restrict__ gm, " : "", params, fmt::arg("h", loop_code::ctype(dt_)));
+         "const {h}* __restrict__ gv, {}{}{}) {{",
+         kThreads, name, reads_mask_ ? "const b8* __restrict__ gm, " : "", biases, params, fmt::arg("h", loop_code::ctype(dt_)));
     indent_ = 2;
     line("const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, c = tid & 3;");
     line("const i64 bi = blockIdx.x / {};", blocks);
@@ -169,17 +180,31 @@ class AttentionRenderer {
       for (Start& x : at) x.expr += fmt::format(" + b{} * {}", i, (*x.batch)[i]);
     }
     for (const Start& x : at) line("const i64 {} = {};", x.name, x.expr);
+    for (const char* src : {"gq", "gk", "gv"})  // where the bias of the operand's first column is
+      if (const fusion::AttentionLayout::Bias* b = bias_of(src))
+        line("const i64 ob{0} = {1} + (o{0} - {2}) % {3};", src + 1, view(b->value).offset, b->shift, b->row);
   }
 
   // `rows` rows of a matrix from row `from`, at `src` + `at` (row stride rs, `cols` contiguous
   // columns, `limit` rows) into __shared__ `dst` (row stride ds; `transposed`: column-major, column stride
-  // ds), zeros past the limit: 16-byte loads, 8 columns each.
+  // ds), zeros past the limit: 16-byte loads, 8 columns each. An operand with a bias gets it added
+  // to each element loaded (gb{x}[ob{x} + column]), rounded as the graph's add.
   void load_tile(const char* dst, const char* src, const char* at, int64_t rs, int64_t cols, const char* from, int64_t rows,
                  int64_t limit, int64_t ds, bool transposed) {
     line("for (int x = tid; x < {}; x += {}) {{", rows * cols / 8, kThreads);
     line("  const int r = x / {0}, cc = x % {0} * 8;", cols / 8);
     line("  sh_u4 e = {{0u, 0u, 0u, 0u}};");
-    line("  if ({} + r < {}) e = *(const sh_u4*)({} + {} + (i64)({} + r) * {} + cc);", from, limit, src, at, from, rs);
+    if (bias_of(src)) {
+      line("  if ({} + r < {}) {{", from, limit);
+      line("    e = *(const sh_u4*)({} + {} + (i64)({} + r) * {} + cc);", src, at, from, rs);
+      line("    {0}* const pe = ({0}*)&e;", loop_code::ctype(dt_));
+      line("    for (int j = 0; j < 8; ++j) pe[j] = {};",
+           narrow(loop_code::binary_expr(Binary::Add, DType::F32, loop_code::load_expr(dt_, "pe[j]"),
+                                         loop_code::load_expr(dt_, fmt::format("gb{0}[ob{0} + cc + j]", src + 1)))));
+      line("  }}");
+    } else {
+      line("  if ({} + r < {}) e = *(const sh_u4*)({} + {} + (i64)({} + r) * {} + cc);", from, limit, src, at, from, rs);
+    }
     if (transposed) {
       line("  const {}* p = (const {}*)&e;", loop_code::ctype(dt_), loop_code::ctype(dt_));
       line("  for (int j = 0; j < 8; ++j) {}[(cc + j) * {} + r] = p[j];", dst, ds);

@@ -13,7 +13,10 @@
 // Causal steps skip the key tiles above the diagonal when the mask is the prologue's last op and
 // its fill is at most −10⁴ (exp(fill − m) is 0 in f32 for any row max m above fill + 104: the
 // reference's terms for those keys vanish). A row whose every score is −inf gives NaN, as softmax
-// does. A chain with a gradient step also stores each row's max m and sum l (f32).
+// does. A chain with a gradient step also stores each row's max m and sum l (f32). An operand
+// with a bias (fusion::AttentionLayout::Bias) is read from the projection's product, and both
+// kernels add the bias to each element as they load a tile (f32 sum rounded to the operand's
+// type, as the graph's add), from the column the batch index's offset gives.
 // The gradient (an AttentionGrad step: FlashAttention-2's backward pass, without atomics) is one
 // kernel of two kinds of blocks, 4 warps each: per batch index, one block per 64 keys computes
 // their dK and dV — K and V in __shared__ memory, it meets the query tiles of 32 rows in turn
