@@ -576,7 +576,7 @@ TEST(CudaRenderTable, RowPhasesShareOneKernel) {
 // residual under it) is a phase of the run's kernel: its step gets no launch of its own, only a
 // finish kernel s{step}f adding the partials of the run's blocks, which walk the rows (600 rows:
 // 396 blocks of 256 threads, 3 on each SM, some taking two) keeping their columns' sums in
-// registers. dx has no such sum;
+// registers (render_options_for: 3 blocks per SM of the GPU at hand). dx has no such sum;
 // by-column-sums's sum is a phase, but not the loop after it, which reads the sum.
 TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
   const std::map<std::string, size_t> want{{"vg#0", 3}, {"dx#1", 0}, {"vg#2", 3}, {"by-column-sums#3", 1}};
@@ -603,6 +603,10 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
         EXPECT_NE(f.nvrtc.source.find("__launch_bounds__(256, 3) s0("), std::string::npos);
         EXPECT_NE(f.nvrtc.source.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), std::string::npos);
         EXPECT_EQ(ls[0].grid, 396);
+        // on an H100 PCIe's 114 SMs: 342 blocks, one wave still
+        const cuda::Kernels pcie = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, cuda::render_options_for(114));
+        EXPECT_EQ(pcie.launches[0].grid, 342);
+        EXPECT_EQ(cuda::render_options_for(114).split_target_blocks, 456);
       }
     }
   }

@@ -61,6 +61,8 @@ class Device {
   virtual std::string describe() const = 0;
   // The architecture kernels are built for ("sm_90"): part of every specialization key.
   virtual std::string arch() const = 0;
+  // Streaming multiprocessors, which kernels size their grids by (render_options_for).
+  virtual int64_t multiprocessors() const { return 132; }  // an H100's
 
   // Raw device memory (Allocator caches it). allocate throws SheafError when the GPU is full.
   virtual DevicePtr allocate(size_t bytes) = 0;

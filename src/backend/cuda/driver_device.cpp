@@ -238,6 +238,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
 
   std::string describe() const override { return describe_device(info_); }
   std::string arch() const override { return arch_name(info_); }
+  int64_t multiprocessors() const override { return info_.multiprocessors; }
 
   DevicePtr allocate(size_t bytes) override {
     bind();

@@ -137,7 +137,7 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
   Impl& p = *impl_;
   p.schedule = fusion::fuse(g, {.gpu = true});
   p.memory = cpu::plan_memory(g, p.schedule);
-  kernels_ = render(g, p.schedule, p.memory);
+  kernels_ = render(g, p.schedule, p.memory, render_options_for(p.alloc->device().multiprocessors()));
   const std::vector<std::string> names = kernel_names(kernels_);
   for (const Launch& l : kernels_.launches) {
     p.kernel_index.push_back(static_cast<size_t>(std::find(names.begin(), names.end(), l.kernel) - names.begin()));

@@ -641,6 +641,12 @@ Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryP
   return Renderer(g, s, m, o).run();
 }
 
+RenderOptions render_options_for(int64_t sms) {
+  RenderOptions o;
+  if (sms > 0) o.split_target_blocks = 4 * sms, o.column_phase_sms = sms;
+  return o;
+}
+
 std::vector<std::string> kernel_names(const Kernels& k) {
   std::vector<std::string> names;
   for (const Launch& l : k.launches)

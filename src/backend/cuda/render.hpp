@@ -53,9 +53,9 @@
 // that a phase reads what the previous ones stored for its row; the later steps get no launch.
 // A column phase (a row phase whose reductions fold the rows themselves: a column sum over the
 // run's rows) makes the run's kernel walk rows: blocks of `block` threads, at least
-// m = column_phase_sm_threads / block of them resident per SM (__launch_bounds__(block, m)), grid
-// = min(rows, m · column_phase_sms) — one wave —, block b takes rows b, b + grid, … (all phases of
-// one row, then a barrier, then the next), and its
+// m = column_phase_sm_threads / block of them resident per SM (__launch_bounds__(block, m)),
+// grid = min(rows, m · column_phase_sms: the GPU's SMs, render_options_for) — one wave —; block
+// b takes rows b, b + grid, … (all phases of one row, then a barrier, then the next), and its
 // thread x keeps the sums of columns x, x + block, … in registers k{v}[s] (at most
 // column_phase_max_sums per thread; f32 accumulators only). After the last row each block writes
 // its partial sums to the scratch buffer (per sum: [columns, grid]) and a finish kernel s{step}f
@@ -121,6 +121,10 @@ struct RenderOptions {
   int64_t column_phase_sms = 132;             // row runs with column phases: the grid fills this many SMs once (an H100's)
   int64_t column_phase_max_sums = 16;         // row runs with column phases: column sums per thread, at most (registers)
 };
+
+// The options for a GPU of `sms` multiprocessors: split reductions aim at 4 blocks per SM, and the
+// grid of a row run with column phases fills each SM once (the defaults are an H100's 132).
+RenderOptions render_options_for(int64_t sms);
 
 Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
 
