@@ -85,6 +85,7 @@ class Matcher {
     if (std::adjacent_find(taken_.begin(), taken_.end()) != taken_.end() ||
         !closed({out_node, m.grad->dq.node, m.grad->dk.node, m.grad->dv.node}))
       return std::nullopt;
+    find_concat(*m.grad);
     return with_biases(m);
   }
 
@@ -150,6 +151,70 @@ class Matcher {
     return true;
   }
   int32_t reduced_ = -1;        // the reduce node of the last row_reduction matched
+
+  // AttentionGrad::concat and concat_nodes of `a`, when the gradients are concatenated so.
+  void find_concat(AttentionGrad& a) const {
+    std::vector<int32_t> nodes, pads;
+    int32_t top = -1;
+    for (const GradProduct* p : {&a.dq, &a.dk, &a.dv}) {
+      const ir::Node* n = sole_reader(g_.nodes[static_cast<size_t>(p->node)].out);
+      for (; n && (n->op == Op::Transpose || n->op == Op::Reshape); n = sole_reader(n->out)) nodes.push_back(node_index(*n));
+      if (!n || n->op != Op::Pad || n->attrs.scalar != 0) return;
+      pads.push_back(node_index(*n));
+      nodes.push_back(pads.back());
+      int32_t v = n->out;
+      for (n = sole_reader(v); n && n->op == Op::Binary && n->attrs.binary == Binary::Add; n = sole_reader(v)) {
+        nodes.push_back(node_index(*n));
+        v = n->out;
+      }
+      if (top >= 0 && v != top) return;
+      top = v;
+    }
+    // the adds under `top` sum exactly the three pads, whose spans along one axis tile it
+    std::vector<int32_t> leaves;
+    for (std::vector<int32_t> todo{top}; !todo.empty();) {
+      const ir::Node& n = def(todo.back());
+      todo.pop_back();
+      if (n.op == Op::Binary && n.attrs.binary == Binary::Add && std::find(nodes.begin(), nodes.end(), node_index(n)) != nodes.end())
+        todo.insert(todo.end(), n.in.begin(), n.in.end());
+      else leaves.push_back(node_index(n));
+    }
+    std::sort(leaves.begin(), leaves.end());
+    std::sort(pads.begin(), pads.end());
+    if (leaves != pads || !tile_one_axis(pads)) return;
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    a.concat = g_.def[static_cast<size_t>(top)];
+    a.concat_nodes = std::move(nodes);
+  }
+
+  // Whether the pads `pads` (of one shape and type) pad along one axis only, and their operands'
+  // spans cover it once.
+  bool tile_one_axis(const std::vector<int32_t>& pads) const {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    int64_t axis = -1;
+    const ir::Node& first = g_.nodes[static_cast<size_t>(pads[0])];
+    for (int32_t i : pads) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
+      if (g_.type(n.out) != g_.type(first.out)) return false;
+      for (size_t d = 0; d < n.attrs.lo.size(); ++d) {
+        if (n.attrs.lo[d] < 0 || n.attrs.hi[d] < 0) return false;
+        if (n.attrs.lo[d] == 0 && n.attrs.hi[d] == 0) continue;
+        if (axis >= 0 && axis != static_cast<int64_t>(d)) return false;
+        axis = static_cast<int64_t>(d);
+      }
+      if (axis >= 0) spans.emplace_back(n.attrs.lo[static_cast<size_t>(axis)], shape(n.in[0])[static_cast<size_t>(axis)]);
+    }
+    if (axis < 0 || spans.size() != pads.size()) return false;
+    std::sort(spans.begin(), spans.end());
+    int64_t at = 0;
+    for (const auto& [lo, size] : spans) {
+      if (lo != at) return false;
+      at += size;
+    }
+    return at == shape(first.out)[static_cast<size_t>(axis)];
+  }
+  int32_t node_index(const ir::Node& n) const { return static_cast<int32_t>(&n - g_.nodes.data()); }
 
   // The backward pass of forward chain `m` (attention.hpp), its nodes taken.
   std::optional<AttentionGrad> backward(const AttentionMatch& m, const Forward& f) {

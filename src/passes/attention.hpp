@@ -53,6 +53,13 @@ struct AttentionGrad {
   int64_t d_out_rows = -1, d_out_head = -1;
   int32_t row_max = -1, row_sum = -1;     // forward nodes: softmax's reduce_max and reduce_sum [b.., T]
   GradProduct dq, dk, dv;
+  // The gradients' concatenation (a training step's d(qkv), the gradient of slicing q, k and v out
+  // of one tensor): dQ, dK and dV each reach, through transposes and reshapes read only on that
+  // way, a pad with zeros along one axis read only by an add; those adds, read only by one
+  // another, sum the three pads, which cover the axis once. `concat`: the last add's node (−1:
+  // none); `concat_nodes`: the transposes, reshapes, pads and adds, ascending.
+  int32_t concat = -1;
+  std::vector<int32_t> concat_nodes;
 };
 
 // A projection's bias under an operand: Q, K or V is B (value `sum`) = add(P, broadcast(b)) of

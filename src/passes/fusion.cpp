@@ -17,7 +17,8 @@
 //     16-byte aligned; read from the product under a projection's bias, which then is not
 //     computed, when attention.hpp found one: fold_bias), and the chain's gradient one
 //     AttentionGrad step placed at its first node (attention.hpp: a product reading dO, after the
-//     chain);
+//     chain), writing the gradients into their concatenation when attention.hpp found one
+//     (concat_views; its pads and adds skipped);
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
@@ -483,9 +484,11 @@ class Fuser {
       auto head = [&](int64_t h) { return h > 0 && h % 16 == 0 && h <= most; };
       if (!head(d) || !head(dv) || shape_numel(shape(d2.out)) == 0 || shape_numel(shape(d1.out)) == 0) continue;
       if (chain_of_.empty()) chain_of_.assign(g_.nodes.size(), -1);
+      if (m.grad && m.grad->concat >= 0 && !concat_views(*m.grad)) m.grad->concat = -1, m.grad->concat_nodes.clear();
       for (int32_t n : m.nodes) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
       if (m.grad)
-        for (int32_t n : m.grad->nodes) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
+        for (const std::vector<int32_t>* ns : {&m.grad->nodes, &m.grad->concat_nodes})
+          for (int32_t n : *ns) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
       chains_.push_back(std::move(m));
     }
   }
@@ -608,7 +611,9 @@ class Fuser {
   AttentionLayout::Out attention_output(int32_t v, int32_t st, size_t nb, size_t rows, size_t cols) {
     const int32_t t = readers_.sole(v);
     const ir::Node* tn = t < 0 ? nullptr : &g_.nodes[static_cast<size_t>(t)];
-    if (tn && tn->op == Op::Transpose) {
+    if (s_.view[v]) {  // placed in a concatenation (concat_views)
+      s_.step_of[v] = st;
+    } else if (tn && tn->op == Op::Transpose) {
       give_buffer(tn->out, st);
       const std::vector<int64_t> c = contiguous_strides(shape(tn->out));
       View w{tn->out, 0, std::vector<int64_t>(c.size())};
@@ -623,6 +628,37 @@ class Fuser {
             .rs = w.strides[rows], .cs = w.strides[cols]};
   }
 
+  // Where the values from the concatenation C of a chain's gradients (AttentionGrad::concat) down
+  // to the gradients lie in C's own buffer, when views can say (a pad's operand: C's region; a
+  // reshape's and a transpose's operand: their result's elements, reshaped or permuted back).
+  std::optional<std::vector<std::pair<int32_t, View>>> concat_views(const passes::AttentionGrad& ag) const {
+    const int32_t c = g_.nodes[static_cast<size_t>(ag.concat)].out;
+    std::vector<std::pair<int32_t, View>> views;
+    auto view = [&](int32_t v) { return std::find_if(views.begin(), views.end(), [v](const auto& x) { return x.first == v; }); };
+    const View whole{c, 0, contiguous_strides(shape(c))};
+    for (size_t i = ag.concat_nodes.size(); i-- > 0;) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(ag.concat_nodes[i])];
+      if (n.op == Op::Binary) continue;  // the adds: nothing but C is stored
+      View w = whole;
+      if (n.op == Op::Pad) {
+        for (size_t d = 0; d < w.strides.size(); ++d) w.offset += n.attrs.lo[d] * w.strides[d];
+      } else {
+        const auto out = view(n.out);
+        if (out == views.end()) return std::nullopt;
+        if (n.op == Op::Transpose) {
+          w = {c, out->second.offset, std::vector<int64_t>(n.attrs.dims.size())};
+          for (size_t k = 0; k < n.attrs.dims.size(); ++k) w.strides[static_cast<size_t>(n.attrs.dims[k])] = out->second.strides[k];
+        } else {
+          std::optional<View> r = reshape_view(out->second, shape(n.out), shape(n.in[0]));
+          if (!r) return std::nullopt;
+          w = *r;
+        }
+      }
+      views.emplace_back(n.in[0], std::move(w));
+    }
+    return views;
+  }
+
   // The AttentionGrad step of chain m, whose Attention step has been placed.
   void place_attention_grad(const passes::AttentionMatch& m) {
     const passes::AttentionGrad& ag = *m.grad;
@@ -633,6 +669,11 @@ class Fuser {
                                  .attention = a});
     for (int32_t n : ag.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
     const size_t nb = a.batch.size();
+    if (ag.concat >= 0) {  // the gradients are written into their concatenation's buffer
+      give_buffer(g_.nodes[static_cast<size_t>(ag.concat)].out, st);
+      const std::vector<std::pair<int32_t, View>> views = *concat_views(ag);  // checked in find_attention_chains
+      for (const auto& [v, w] : views) s_.view[v] = w;
+    }
     auto grad_out = [&](const passes::GradProduct& p) {  // [b.., rows, head], or [b.., head, rows] transposed
       return attention_output(g_.nodes[static_cast<size_t>(p.node)].out, st, nb, p.transposed ? nb + 1 : nb, p.transposed ? nb : nb + 1);
     };

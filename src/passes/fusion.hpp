@@ -89,7 +89,10 @@ struct DotLayout {
 // Outputs (Out): element (row r, column c) of batch b of `value` lies at offset + Σ batch[i]·b_i +
 // r·rs + c·cs of the buffer of its view. That is the value's own contiguous buffer, or — when the
 // value's only reader is a transpose — the transpose's: the step writes the layout its reader
-// wants (attention's [b, h, t, d] output as the [b, t, h, d] the next product reads, with no copy).
+// wants (attention's [b, h, t, d] output as the [b, t, h, d] the next product reads, with no copy);
+// the gradients dQ, dK, dV of an AttentionGrad step whose concatenation its match found
+// (passes::AttentionGrad::concat: the gradient of slicing q, k, v from one tensor) lie in that
+// concatenation's buffer, which the step writes whole: no pad or add runs.
 // out is the Attention step's output. With a gradient (AttentionGrad steps, and the Attention
 // step of the chain they differentiate): row_max and row_sum are softmax's row values (f32
 // [b.., t], contiguous), which the Attention step writes. The AttentionGrad step reads those, out

@@ -249,7 +249,8 @@ TEST_P(Recompute, AttentionChainsAreOneStepOnTheGpu) {
 // A training step's attention (value and gradient): the Attention step also writes softmax's row
 // max and sum, and the backward pass our VJP rules emit is one AttentionGrad step after it, reading
 // those, the forward output and dO (the sum's cotangent, copied: its head dim is not contiguous),
-// writing dQ, dK and dV — none of the [.., T, S] gradients reaches memory.
+// writing dQ, dK and dV into their concatenation d(qkv) — none of the [.., T, S] gradients
+// reaches memory.
 TEST_P(Recompute, AttentionGradientIsOneStepOnTheGpu) {
   const Fused vg = fuse(in, "heads-vg", {"qkv"}, GetParam());
   const auto forward = steps_of(vg, fusion::StepKind::Attention), backward = steps_of(vg, fusion::StepKind::AttentionGrad);
@@ -265,14 +266,23 @@ TEST_P(Recompute, AttentionGradientIsOneStepOnTheGpu) {
   EXPECT_EQ(b.out.value, f.out.value);
   EXPECT_TRUE(b.causal);
   EXPECT_EQ(b.do_rs % 8, 0);
+  const auto grad_step = static_cast<int32_t>(backward[0] - vg.schedule.steps.data());
+  int64_t column = 0;
   for (const auto& o : {b.grad_q, b.grad_k, b.grad_v}) {
     ASSERT_GE(o.value, 0);
-    EXPECT_EQ(vg.schedule.step_of[o.value], static_cast<int32_t>(backward[0] - vg.schedule.steps.data()));
-    // each is read only by its transpose back to [b, t, h, d]: written in that layout (head dim
-    // contiguous, rows 3·32 apart), into the transpose's buffer
+    EXPECT_EQ(vg.schedule.step_of[o.value], grad_step);
+    // each goes back to [b, t, h, d] by a transpose and into d(qkv) by a pad (the gradient of the
+    // slice), the three pads summed: written in place there (head dim contiguous, rows 3·96
+    // apart, at columns 0, 32, 64 of d(qkv)'s [.., 3, 96] rows), no copy, no sum
     EXPECT_FALSE(vg.schedule.has_buffer[o.value]);
-    EXPECT_EQ((std::vector<int64_t>{o.rs, o.cs}), (std::vector<int64_t>{3 * 32, 1}));
+    const fusion::View& w = *vg.schedule.view[o.value];
+    EXPECT_EQ(vg.graph.type(w.buffer).shape, (Shape{2, 64, 3, 96}));
+    EXPECT_EQ(vg.schedule.step_of[w.buffer], grad_step);
+    EXPECT_EQ((std::vector<int64_t>{o.rs, o.cs}), (std::vector<int64_t>{3 * 96, 1}));
+    EXPECT_EQ(o.offset, column);
+    column += 32;
   }
+  EXPECT_EQ(vg.loops, 1u);  // the loss's sum; no loop adds the pads
   // no buffer of the scores' shape but the (constant) mask: the [2, 3, 64, 64] gradients stay in the kernels
   for (size_t v = 0; v < vg.graph.types.size(); ++v)
     EXPECT_FALSE(vg.schedule.has_buffer[v] && vg.graph.types[v].shape == (Shape{2, 3, 64, 64}) &&
