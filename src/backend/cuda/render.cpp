@@ -503,11 +503,12 @@ class Renderer {
     line("}}");
     l.kernel = place(std::move(code_), l.kernel, k);
     if (split) {  // the partials combined after it
-      l.scratch = static_cast<int64_t>(p.body.reductions.size()) * p.points * p.chunks * 4;
+      code_.clear();
+      Launch f = finish(index, p.body, p.kept, p.points, p.chunks, 0);
+      l.scratch = f.scratch;
       k.scratch_bytes = std::max(k.scratch_bytes, l.scratch);
       k.launches.push_back(std::move(l));
-      code_.clear();
-      l = finish(index, p.body, p.kept, p.points, p.chunks, 0);
+      l = std::move(f);
       l.kernel = place(std::move(code_), l.kernel, k);
     }
     const int64_t blocks = l.grid;
