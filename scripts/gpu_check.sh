@@ -9,7 +9,10 @@
 #           on the CPU, losses side by side
 #   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small, bf16; $BENCH_ARGS, default
 #           --steps 10 --rounds 1) → $OUT/gpu_results.md
-# usage: bash scripts/gpu_check.sh tests|run|bench ...
+#   profile the GPT-2 small step with SHEAF_CUDA_PROFILE=1 --jit-profile: the time of every
+#           launch (kernels by name, products by shape), the launch table and the CUDA source
+#           → $OUT/profile.txt, $OUT/cuda/train-step.cu
+# usage: bash scripts/gpu_check.sh tests|run|bench|profile ...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -65,9 +68,16 @@ bench() {
     --out "$OUT/gpu_results.md" 2>&1 | tee "$OUT/bench.log"
 }
 
+profile() {
+  machine
+  mkdir -p "$OUT/cuda"
+  SHEAF_CUDA_PROFILE=1 SHEAF_DUMP_CUDA="$OUT/cuda" timeout 560 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+    2>&1 | tee "$OUT/profile.txt"
+}
+
 for phase in "$@"; do
   case $phase in
-    tests | run | bench) $phase ;;
-    *) echo "gpu_check: unknown phase $phase (tests, run or bench)"; exit 2 ;;
+    tests | run | bench | profile) $phase ;;
+    *) echo "gpu_check: unknown phase $phase (tests, run, bench or profile)"; exit 2 ;;
   esac
 done

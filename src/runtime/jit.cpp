@@ -77,7 +77,10 @@ void Jit::cache_beside(const std::string& dir) {
 std::shared_ptr<cuda::Program> Jit::build_gpu(const Value& fn, const Executable& exe) {
   auto t0 = Clock::now();
   try {
-    auto p = std::make_shared<cuda::Program>(exe.graph, gpu, gpu_options);
+    cuda::ProgramOptions o = gpu_options;
+    o.name = fn.as<FnObj>().name;
+    o.profile = o.profile || std::getenv("SHEAF_CUDA_PROFILE");
+    auto p = std::make_shared<cuda::Program>(exe.graph, gpu, o);
     if (const char* dump = std::getenv("SHEAF_DUMP_CUDA"))
       write_file_atomic(fmt::format("{}/{}.cu", dump, file_name(fn.as<FnObj>().name)),
                         p->kernels().source + "\n/* launch table\n" + p->launch_table() + "*/\n");
@@ -303,6 +306,7 @@ void Jit::report(std::ostream& os) const {
                       gpu->stats().peak_in_use / 1048576.0, gpu->stats().cached / 1048576.0);
     os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP\n", s.gpu.work.kernels,
                       s.gpu.work.kernel_bytes / 1e9, s.gpu.work.products, s.gpu.work.product_flops / 1e12);
+    if (!s.gpu.times.empty()) os << cuda::launch_time_report(s.gpu.times);
   }
 }
 

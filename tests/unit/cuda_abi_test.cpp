@@ -104,13 +104,15 @@ constexpr bool kPassesAs = Compatible<abi_t<Ours>, abi_t<Theirs>>::value;
 #define SHEAF_CUBLASLT(name) SHEAF_SAME_ABI(CublasLt, name)
 #define SHEAF_NCCL(name) SHEAF_SAME_ABI(Nccl, name)
 SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_DRIVER)
+SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(SHEAF_DRIVER)
 SHEAF_CUDA_NVRTC_ENTRY_POINTS(SHEAF_NVRTC)
 SHEAF_CUDA_CUBLASLT_ENTRY_POINTS(SHEAF_CUBLASLT)
 SHEAF_CUDA_NCCL_ENTRY_POINTS(SHEAF_NCCL)
 
 // Every field is in its list (a struct of function pointers only: one pointer per entry).
 #define SHEAF_COUNT(name) +1
-static_assert(sizeof(sheaf::cuda::Driver) == (0 SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_COUNT)) * sizeof(void*));
+static_assert(sizeof(sheaf::cuda::Driver) ==
+              (0 SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_COUNT) SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(SHEAF_COUNT)) * sizeof(void*));
 static_assert(sizeof(sheaf::cuda::Nvrtc) == (0 SHEAF_CUDA_NVRTC_ENTRY_POINTS(SHEAF_COUNT)) * sizeof(void*));
 static_assert(sizeof(sheaf::cuda::CublasLt) == (0 SHEAF_CUDA_CUBLASLT_ENTRY_POINTS(SHEAF_COUNT)) * sizeof(void*));
 static_assert(sizeof(sheaf::cuda::Nccl) == (0 SHEAF_CUDA_NCCL_ENTRY_POINTS(SHEAF_COUNT)) * sizeof(void*));
@@ -185,7 +187,7 @@ static_assert(kPassesAs<int (*)(const void*, unsigned long long), int (*)(void*,
 TEST(CudaAbi, DeclarationsMatchTheToolkitHeaders) {
 #ifdef SHEAF_HAVE_CUDA_HEADERS
   // The checks are static_asserts above: reaching here means they held. Report what was checked.
-  constexpr int entry_points = 0 SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_COUNT) SHEAF_CUDA_NVRTC_ENTRY_POINTS(SHEAF_COUNT)
+  constexpr int entry_points = 0 SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_COUNT) SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(SHEAF_COUNT) SHEAF_CUDA_NVRTC_ENTRY_POINTS(SHEAF_COUNT)
       SHEAF_CUDA_CUBLASLT_ENTRY_POINTS(SHEAF_COUNT) SHEAF_CUDA_NCCL_ENTRY_POINTS(SHEAF_COUNT);
   std::printf("checked %d entry points against CUDA %d.%d's headers (NCCL %d.%d)\n", entry_points, CUDA_VERSION / 1000,
               CUDA_VERSION % 1000 / 10, NCCL_MAJOR, NCCL_MINOR);

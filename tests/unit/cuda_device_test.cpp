@@ -199,6 +199,27 @@ TEST_P(CudaDeviceConformance, RunsHandWrittenKernels) {
   }
 }
 
+// Stamps (kernel timing): one time per stamp, from 0 and never decreasing, each series forgotten
+// once read; a kernel between two stamps takes time.
+TEST_P(CudaDeviceConformance, StampsTimeTheWorkBetweenThem) {
+  ASSERT_TRUE(dev().keeps_time());
+  auto m = dev().load(kHandKernels, {"row_sum"}, "");
+  Buffers b(dev());
+  const int64_t rows = 64, cols = 1 << 16;
+  DevicePtr pbig = b.make(rows * cols * sizeof(float)), psum = b.make(rows * sizeof(float));
+  for (int series = 0; series < 2; ++series) {
+    dev().stamp();
+    launch(*m, 0, rows, 128, {pbig, psum, static_cast<uint64_t>(cols)});
+    dev().stamp();
+    dev().stamp();
+    const std::vector<double> t = dev().stamps_ms();
+    ASSERT_EQ(t.size(), 3u) << "series " << series;
+    EXPECT_EQ(t[0], 0.0);
+    EXPECT_GT(t[1], 0.0) << "the kernel took no time";
+    EXPECT_GE(t[2], t[1]);
+  }
+}
+
 TEST_P(CudaDeviceConformance, ReportsCompileErrorsWithTheLog) {
   try {
     dev().load("extern \"C\" __global__ void broken() { undefined_thing = 1; }", {"broken"}, "");

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -398,6 +399,18 @@ void EmulatedDevice::fill(cuda::DevicePtr dst, uint8_t byte, size_t bytes) {
     check_range(dst, bytes, "fill");
     if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
   });
+}
+
+void EmulatedDevice::stamp() {
+  if (recording_) throw SheafError("emulated CUDA: a timestamp queued while capturing");
+  stamps_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+std::vector<double> EmulatedDevice::stamps_ms() {
+  std::vector<double> t;
+  for (double s : stamps_) t.push_back((s - stamps_.front()) * 1e3);
+  stamps_.clear();
+  return t;
 }
 
 bool EmulatedDevice::all_reduce_sum(cuda::DevicePtr in, cuda::DevicePtr out, int64_t count, DType dtype) {

@@ -20,6 +20,7 @@
 //             its PTX fragment layouts and f32 accumulation) publish each lane's operands and meet
 //             at the block's barrier: every thread of a block calls them alike. SHEAF_EMULATION is
 //             defined.
+//   Timing    stamps read the host's steady clock when they are queued (work runs then too).
 //   Capture   while `record` runs, launches, products, copies and fills are recorded (with copies of
 //             their arguments) instead of run; upload and download throw. replay() runs them in
 //             order, on the addresses used while recording.
@@ -105,6 +106,9 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
                                      const std::string& cache_dir) override;
   void gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c) override;
   void synchronize() override {}
+  bool keeps_time() const override { return true; }
+  void stamp() override;
+  std::vector<double> stamps_ms() override;
   std::unique_ptr<cuda::Capture> capture(const std::function<void()>& record) override;
   // A job of one: the sum over ranks is a copy (f32, i32, u32, as NCCL's types); counted in `collectives`.
   bool all_reduce_sum(cuda::DevicePtr in, cuda::DevicePtr out, int64_t count, DType dtype) override;
@@ -119,6 +123,7 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
   std::map<cuda::DevicePtr, size_t> allocations_;  // start → bytes asked for
   bool recording_ = false;
   std::vector<std::function<void()>> recorded_;
+  std::vector<double> stamps_;  // steady-clock seconds
 };
 
 // A new emulated device (its own memory and counters).

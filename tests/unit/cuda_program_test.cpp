@@ -430,6 +430,59 @@ TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
   EXPECT_NE(report.str().find("cuda work: 2 kernels touching 0.000 GB of buffers, 2 products of 0.000 TFLOP"), std::string::npos) << report.str();
 }
 
+// SHEAF_CUDA_PROFILE (ProgramOptions::profile): every launch is timed between two stamps, calls
+// are not captured, a loop body's launches are timed under its own name, and --jit-profile lists
+// them by time; without it nothing is timed and repeated calls are captured.
+TEST(CudaResidency, LaunchesAreTimedWhenProfiling) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  const char* program = R"(
+(defn f [a b x] (list (@ a b) (* x 2.0)))
+(defn g [x n] (loop [y x i 0] (if (< i n) (recur (+ (* y 2.0) 1.0) (+ i 1)) y)))
+(def a (random-normal 1 [40 50]))
+(def b (random-normal 2 [50 30]))
+(def x (random-normal 3 [1000]))
+(f a b x)
+(f a b x)
+(f a b x)
+(g x 3)
+)";
+  for (bool profile : {false, true}) {
+    OnEmulatedGpu gpu;
+    gpu.in.jit->gpu_options.profile = profile;
+    gpu.in.run_text(program, "timed.shf");
+    const cuda::ProgramStats& s = gpu.stats();
+    if (!profile) {
+      EXPECT_TRUE(s.times.empty());
+      EXPECT_GT(s.replayed + s.captured, 0u) << "a call of f with the buffers of an earlier one is captured";
+      continue;
+    }
+    EXPECT_EQ(s.replayed + s.captured, 0u);
+    auto product = s.times.find("f product 40x30x50");
+    ASSERT_NE(product, s.times.end());
+    EXPECT_EQ(product->second.kind, cuda::Launch::Kind::Dot);
+    EXPECT_EQ(product->second.launches, 3u);
+    EXPECT_EQ(product->second.flops, 3 * 2.0 * 40 * 30 * 50);
+    EXPECT_EQ(product->second.what, "f32");
+    uint64_t f_kernels = 0, body_kernels = 0;
+    for (const auto& [key, t] : s.times) {
+      EXPECT_GE(t.ms, 0.0) << key;
+      if (t.kind != cuda::Launch::Kind::Kernel) continue;
+      if (key.starts_with("f s")) {
+        f_kernels += t.launches;
+        EXPECT_EQ(t.bytes, static_cast<double>(t.launches) * 8000) << key;  // reads x, writes x·2
+      }
+      if (key.starts_with("g (while body) s")) body_kernels += t.launches;
+    }
+    EXPECT_EQ(f_kernels, 3u);
+    std::ostringstream report;
+    gpu.in.jit->report(report);
+    EXPECT_GE(body_kernels, 3u) << "kernels of every iteration\n" << report.str();
+    EXPECT_NE(report.str().find("cuda launch times"), std::string::npos) << report.str();
+    EXPECT_TRUE(std::regex_search(report.str(), std::regex(R"(\n +[0-9.]+ +[0-9.]+% +3 +[0-9.]+ +- +[0-9.]+  f product 40x30x50 f32\n)")))
+        << report.str();
+  }
+}
+
 // Runs `program` on `gpu` with SHEAF_DUMP_CUDA set; returns what it wrote for function `fn`.
 std::string dumped_unit(OnEmulatedGpu& gpu, const std::string& program, const std::string& fn) {
   auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-dump-{}", getpid());

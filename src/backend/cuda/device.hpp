@@ -87,6 +87,13 @@ class Device {
     return false;
   }
 
+  // Timing (SHEAF_CUDA_PROFILE). stamp() queues a timestamp after the work queued so far;
+  // stamps_ms() waits for the queue and returns every stamp's time in milliseconds after the first,
+  // forgetting them. A device that keeps no time (keeps_time() false) ignores stamps.
+  virtual bool keeps_time() const { return false; }
+  virtual void stamp() {}
+  virtual std::vector<double> stamps_ms() { return {}; }
+
   // Records the work `record` queues (launches, products, device copies; no upload or download)
   // into a Capture; nullptr when this device cannot capture (record then has run normally).
   virtual std::unique_ptr<Capture> capture(const std::function<void()>& record) = 0;

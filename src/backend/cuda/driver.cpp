@@ -23,6 +23,7 @@ Loaded<Driver>& loaded_driver() {
   return load_once<Driver>(l, once, {"libcuda.so.1", "libcuda.so"}, false, "no GPU was found",
                            "the CUDA driver (libcuda.so.1) is too old", [](Resolver& need, Driver& fns, std::string& why) {
     SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_CUDA_RESOLVE)
+    SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(SHEAF_CUDA_RESOLVE_OPTIONAL)
     if (!need.ok()) return false;
     CUresult r = fns.cuInit(0);
     int count = 0;

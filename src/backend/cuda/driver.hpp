@@ -23,6 +23,7 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUevent = struct CUevent_st*;
 using nvrtcResult = int;  // 0 = NVRTC_SUCCESS
 using nvrtcProgram = struct _nvrtcProgram*;
 
@@ -73,6 +74,13 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGraphDestroy)(CUgraph graph);
+
+  // Events: timestamps queued on a stream (kernel timing, SHEAF_CUDA_PROFILE). cuEventElapsedTime_v2
+  // is optional (drivers of CUDA 12.8 and later): null where absent, and launches are then not timed.
+  CUresult (*cuEventCreate)(CUevent* event, unsigned flags);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventDestroy_v2)(CUevent event);
+  CUresult (*cuEventElapsedTime_v2)(float* ms, CUevent start, CUevent end);
 };
 
 #define SHEAF_CUDA_DRIVER_ENTRY_POINTS(X) X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) \
@@ -81,7 +89,8 @@ struct Driver {
   X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) \
   X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
   X(cuLaunchKernel) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
-  X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy_v2)
+#define SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) X(cuEventElapsedTime_v2)
 
 // Enum values of cuda.h used with these entry points.
 constexpr unsigned kStreamNonBlocking = 1;  // CUstream_flags: CU_STREAM_NON_BLOCKING

@@ -221,6 +221,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
       lt_.reset();
       fallback_.reset();
       if (workspace_) d_.cuMemFree_v2(workspace_);
+      for (CUevent e : events_) d_.cuEventDestroy_v2(e);
       if (stream_) d_.cuStreamDestroy_v2(stream_);
     }
     if (retained_) d_.cuDevicePrimaryCtxRelease_v2(dev_);
@@ -342,6 +343,30 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
+  // Stamps are events recorded on the stream, created as needed and kept for the next run.
+  bool keeps_time() const override { return d_.cuEventElapsedTime_v2 != nullptr; }
+  void stamp() override {
+    bind();
+    if (stamped_ == events_.size()) {
+      CUevent e = nullptr;
+      check(d_.cuEventCreate(&e, 0), "cuEventCreate");
+      events_.push_back(e);
+    }
+    check(d_.cuEventRecord(events_[stamped_], stream_), "cuEventRecord");
+    ++stamped_;
+  }
+  std::vector<double> stamps_ms() override {
+    synchronize();
+    std::vector<double> t;
+    for (size_t i = 0; i < stamped_; ++i) {
+      float ms = 0;
+      check(d_.cuEventElapsedTime_v2(&ms, events_[0], events_[i]), "cuEventElapsedTime");
+      t.push_back(ms);
+    }
+    stamped_ = 0;
+    return t;
+  }
+
   bool all_reduce_sum(DevicePtr in, DevicePtr out, int64_t count, DType dtype) override {
     if (count < 0) throw SheafError(fmt::format("CUDA: all-reduce of {} elements", count));
     if (dist::world_size() <= 1) {  // a job of one: the sum is the operand
@@ -448,6 +473,8 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   std::mutex fallback_mutex_;
   std::unique_ptr<Module> fallback_;
   std::atomic<bool> lt_notice_{false}, capture_notice_{false}, nccl_notice_{false};
+  std::vector<CUevent> events_;  // stamps: the first stamped_ are recorded since stamps_ms
+  size_t stamped_ = 0;
   // The job's NCCL communicator: decided on the first all-reduce of a job of several ranks (a
   // collective, so every rank decides at the same call); null when some rank lacks NCCL.
   std::mutex comm_mutex_;

@@ -42,6 +42,11 @@ class Resolver {
     fn = reinterpret_cast<F>(dlsym(lib_, name));
     if (!fn) ok_ = false, why_ = fmt::format("it lacks {}", name);
   }
+  // An entry point the library may lack: null then, and ok() unchanged.
+  template <typename F>
+  void optional(const char* name, F& fn) {
+    fn = reinterpret_cast<F>(dlsym(lib_, name));
+  }
   bool ok() const { return ok_; }
 
  private:
@@ -54,6 +59,7 @@ class Resolver {
 // load_once applies it to a library's entry-point list, e.g.
 // SHEAF_CUDA_DRIVER_ENTRY_POINTS(SHEAF_CUDA_RESOLVE) with its struct named `fns`.
 #define SHEAF_CUDA_RESOLVE(name) need(#name, fns.name);
+#define SHEAF_CUDA_RESOLVE_OPTIONAL(name) need.optional(#name, fns.name);
 
 // Loads a library once: opens `names`, then `bind(need, fns, why)` resolves the entry points with
 // need(name, fns.field) and may check more (returning false with `why` set). Failures read

@@ -54,6 +54,15 @@ std::vector<double> launch_bytes(const ir::Graph& g, const cpu::MemoryPlan& m, c
   return bytes;
 }
 
+// The step's distinct ops, in order: "convert,binary,reduce".
+std::string ops_of(const ir::Graph& g, const fusion::Step& st) {
+  std::vector<std::string_view> ops;
+  for (int32_t n : st.nodes)
+    if (std::string_view op = ir::op_name(g.nodes[static_cast<size_t>(n)].op); std::find(ops.begin(), ops.end(), op) == ops.end())
+      ops.push_back(op);
+  return fmt::format("{}", fmt::join(ops, ","));
+}
+
 double dot_flops(const fusion::DotLayout& d) {
   double batches = 1;
   for (int64_t b : d.batch) batches *= static_cast<double>(b);
@@ -76,6 +85,35 @@ Work work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPla
   return w;
 }
 
+// What timing launch i adds to ProgramStats::times (ProgramOptions::profile): its key there and
+// one launch of it (ms 0); host steps and loops are not timed (their key is empty).
+std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m,
+                                                             const Kernels& k, const std::string& function) {
+  const std::vector<double> bytes = launch_bytes(g, m, k);
+  std::vector<std::pair<std::string, LaunchTime>> r;
+  for (size_t i = 0; i < k.launches.size(); ++i) {
+    const Launch& l = k.launches[i];
+    const fusion::Step& st = s.steps[l.step];
+    LaunchTime t{.kind = l.kind, .launches = 1, .bytes = bytes[i]};
+    std::string key;
+    switch (l.kind) {
+      case Launch::Kind::Kernel:
+        key = l.kernel, t.what = fmt::format("[{}] {}", fmt::join(st.space, ","), ops_of(g, st));
+        break;
+      case Launch::Kind::Dot:
+        key = fmt::format("product {}{}x{}x{}", st.dot.batch.empty() ? "" : fmt::format("[{}] ", fmt::join(st.dot.batch, ",")),
+                          st.dot.m, st.dot.n, st.dot.k);
+        t.what = dtype_name(g.type(st.nodes[0]).dtype), t.flops = dot_flops(st.dot);
+        break;
+      case Launch::Kind::Copy: key = "copy"; break;
+      case Launch::Kind::Fill: key = "fill"; break;
+      case Launch::Kind::Host: break;
+    }
+    r.emplace_back(key.empty() ? key : function + " " + key, std::move(t));
+  }
+  return r;
+}
+
 }  // namespace
 
 struct Program::Impl {
@@ -89,6 +127,7 @@ struct Program::Impl {
   std::vector<std::shared_ptr<Buffer>> owned;   // the arena, the constants, the split reductions' scratch
   std::vector<DevicePtr> table;                 // slots of constants and arena buffers, filled once
   Work work;                                    // of one run of the launch table (work_of)
+  std::vector<std::pair<std::string, LaunchTime>> kinds;  // per launch when profiling (launch_kinds)
   std::vector<size_t> first;                    // result position → first position with the same value
   std::vector<bool> written;                    // result position → written by a Loop/Copy/Dot step
   std::vector<bool> in_place;                   // result position → updated in its argument's buffer (a loop body)
@@ -124,6 +163,7 @@ struct Program::Impl {
   DevicePtr input(size_t position, const Tensor& t, ProgramStats& stats);
   void launch(const Launch& l, size_t index);  // queues launch `index` of the table (not a Host step)
   void enqueue(const Kernels& k);
+  void run_timed(const Kernels& k, ProgramStats& stats);  // the launch table, each launch timed
   void dot(const Launch& l);
   void host(const Launch& l, size_t index, ProgramStats& stats);  // launch `index` of the table
   bool device_all_reduce(const Launch& l, const ir::Node& n, ProgramStats& stats);
@@ -149,10 +189,13 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
     const fusion::Step& st = p.schedule.steps[kernels_.launches[i].step];
     if (st.kind != StepKind::While) continue;
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
-    p.loops.emplace_back(i, Impl::Loop{std::make_unique<Program>(*n.attrs.regions[0], p.alloc, o),
-                                       std::make_unique<Program>(*n.attrs.regions[1], p.alloc, o, true)});
+    ProgramOptions cond = o, body = o;
+    cond.name += " (while condition)", body.name += " (while body)";
+    p.loops.emplace_back(i, Impl::Loop{std::make_unique<Program>(*n.attrs.regions[0], p.alloc, cond),
+                                       std::make_unique<Program>(*n.attrs.regions[1], p.alloc, body, true)});
   }
   p.work = work_of(g, p.schedule, p.memory, kernels_);
+  if (o.profile) p.kinds = launch_kinds(g, p.schedule, p.memory, kernels_, o.name);
   p.table.assign(static_cast<size_t>(p.memory.slots) + (kernels_.scratch_bytes > 0), 0);
   if (kernels_.scratch_bytes > 0) {  // split reductions' partials (render.hpp)
     auto scratch = std::make_shared<Buffer>(p.alloc, static_cast<size_t>(kernels_.scratch_bytes));
@@ -330,6 +373,7 @@ void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& lo
   stats.uploaded += inner.uploaded;
   stats.in_place += inner.in_place;
   stats.work += inner.work;
+  for (const auto& [key, t] : inner.times) stats.times[key] += t;
   for (int32_t k = 0; k < n.nout; ++k) {
     const auto j = static_cast<size_t>(k);
     const int32_t slot = l.slots[n.in.size() + j];
@@ -388,6 +432,36 @@ void Program::Impl::enqueue(const Kernels& k) {
   for (size_t i = 0; i < k.launches.size(); ++i) launch(k.launches[i], i);
 }
 
+// Each launch between two stamps; the times are read before each host step (whose downloads wait
+// for the queue anyway, and whose loops time their own launches) and at the end.
+void Program::Impl::run_timed(const Kernels& k, ProgramStats& stats) {
+  Device& d = alloc->device();
+  std::vector<size_t> pending;  // launch pending[j] ran between stamps 2j and 2j + 1
+  auto collect = [&] {
+    if (pending.empty()) return;
+    const std::vector<double> t = d.stamps_ms();
+    for (size_t j = 0; j < pending.size(); ++j) {
+      LaunchTime one = kinds[pending[j]].second;
+      one.ms = t[2 * j + 1] - t[2 * j];
+      stats.times[kinds[pending[j]].first] += one;
+    }
+    pending.clear();
+  };
+  for (size_t i = 0; i < k.launches.size(); ++i) {
+    const Launch& l = k.launches[i];
+    if (l.kind == Launch::Kind::Host) {
+      collect();
+      host(l, i, stats);
+      continue;
+    }
+    d.stamp();
+    launch(l, i);
+    d.stamp();
+    pending.push_back(i);
+  }
+  collect();
+}
+
 std::string Program::launch_table() const {
   const Impl& p = *impl_;
   std::vector<double> bytes = launch_bytes(p.g, p.memory, kernels_);
@@ -395,14 +469,11 @@ std::string Program::launch_table() const {
   for (size_t i = 0; i < kernels_.launches.size(); ++i) {
     const Launch& l = kernels_.launches[i];
     const fusion::Step& st = p.schedule.steps[l.step];
-    std::vector<std::string_view> ops;  // the step's distinct ops, in order
-    for (int32_t n : st.nodes)
-      if (std::string_view op = ir::op_name(p.g.nodes[static_cast<size_t>(n)].op); std::find(ops.begin(), ops.end(), op) == ops.end())
-        ops.push_back(op);
+    const std::string ops = ops_of(p.g, st);
     switch (l.kind) {
       case Launch::Kind::Kernel:
         r += fmt::format("step {:<3} kernel {} grid {} block {}{}  {:.3f} MB  [{}] {}\n", l.step, l.kernel, l.grid, l.block,
-                         l.block_reduce ? " (threads share points)" : "", bytes[i] / 1e6, fmt::join(st.space, ","), fmt::join(ops, ","));
+                         l.block_reduce ? " (threads share points)" : "", bytes[i] / 1e6, fmt::join(st.space, ","), ops);
         break;
       case Launch::Kind::Dot: {
         const fusion::DotLayout& d = st.dot;
@@ -415,10 +486,42 @@ std::string Program::launch_table() const {
         r += fmt::format("step {:<3} {}  {:.3f} MB\n", l.step, l.kind == Launch::Kind::Copy ? "copy" : "fill", bytes[i] / 1e6);
         break;
       case Launch::Kind::Host:
-        r += fmt::format("step {:<3} host  {}\n", l.step, fmt::join(ops, ","));
+        r += fmt::format("step {:<3} host  {}\n", l.step, ops);
         break;
     }
   }
+  return r;
+}
+
+std::string launch_time_report(const std::map<std::string, LaunchTime>& times, size_t rows) {
+  std::vector<std::pair<std::string, LaunchTime>> sorted(times.begin(), times.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  LaunchTime total, products, kernels, moves;  // moves: copies and fills
+  for (const auto& [key, t] : sorted) {
+    total += t;
+    (t.kind == Launch::Kind::Dot ? products : t.kind == Launch::Kind::Kernel ? kernels : moves) += t;
+  }
+  auto pct = [&](double ms) { return total.ms > 0 ? 100.0 * ms / total.ms : 0.0; };
+  std::string r = fmt::format("  cuda launch times (SHEAF_CUDA_PROFILE: each launch between two CUDA events; calls not captured): "
+                              "{} launches, {:.3f} ms on the GPU\n", total.launches, total.ms);
+  r += fmt::format("    products {:.3f} ms ({:.1f}%), kernels {:.3f} ms ({:.1f}%), copies and fills {:.3f} ms ({:.1f}%)\n", products.ms,
+                   pct(products.ms), kernels.ms, pct(kernels.ms), moves.ms, pct(moves.ms));
+  r += "           ms       %  launches  us/launch     GB/s  TFLOP/s  launch\n";
+  auto rate = [](double amount, double ms, double unit) {
+    return amount > 0 && ms > 0 ? fmt::format("{:.1f}", amount / (ms * 1e-3) / unit) : std::string("-");
+  };
+  LaunchTime rest;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const auto& [key, t] = sorted[i];
+    if (i >= rows) {
+      rest += t;
+      continue;
+    }
+    r += fmt::format("    {:9.3f} {:6.1f}% {:9} {:10.1f} {:>8} {:>8}  {}{}\n", t.ms, pct(t.ms), t.launches, 1e3 * t.ms / static_cast<double>(t.launches),
+                     rate(t.bytes, t.ms, 1e9), rate(t.flops, t.ms, 1e12), key, t.what.empty() ? "" : " " + t.what);
+  }
+  if (rest.launches)
+    r += fmt::format("    {:9.3f} {:6.1f}% {:9}  ... {} others\n", rest.ms, pct(rest.ms), rest.launches, sorted.size() - rows);
   return r;
 }
 
@@ -444,7 +547,9 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
     p.buffers[m.slot[g.results[i]]] = b->ptr();
     results[i] = Tensor::on_device(t.dtype, t.shape, std::make_shared<DeviceTensor>(std::move(b)));
   }
-  if (p.has_host) {  // launches in order, the host steps in between
+  if (p.options.profile && p.alloc->device().keeps_time()) {
+    p.run_timed(kernels_, stats);
+  } else if (p.has_host) {  // launches in order, the host steps in between
     for (size_t i = 0; i < kernels_.launches.size(); ++i) {
       const Launch& l = kernels_.launches[i];
       if (l.kind == Launch::Kind::Host) p.host(l, i, stats);

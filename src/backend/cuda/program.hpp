@@ -20,8 +20,10 @@
 // graph; up to kCaptures sets) and replayed: one submission instead of a launch per kernel.
 // Not re-entrant: one call at a time.
 #pragma once
+#include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/memory.hpp"
@@ -46,6 +48,20 @@ struct Work {
   }
 };
 
+// The launches of one kind timed on the GPU (ProgramOptions::profile): a function's kernel (every
+// step that shares it), its products of one shape, its copies or its fills.
+struct LaunchTime {
+  Launch::Kind kind = Launch::Kind::Kernel;  // Kernel, Dot, Copy or Fill
+  std::string what;  // a kernel's space and ops ("[8,1024,768] binary,reduce"), a product's dtype
+  uint64_t launches = 0;
+  double ms = 0, bytes = 0, flops = 0;  // summed over the launches (bytes as Work counts them)
+  LaunchTime& operator+=(const LaunchTime& t) {
+    if (launches == 0) kind = t.kind, what = t.what;
+    launches += t.launches, ms += t.ms, bytes += t.bytes, flops += t.flops;
+    return *this;
+  }
+};
+
 struct ProgramStats {
   uint64_t calls = 0;                                // calls of a program
   uint64_t reused = 0, uploaded = 0, resident = 0;  // inputs: reused upload, fresh upload, already on the GPU
@@ -54,12 +70,24 @@ struct ProgramStats {
   uint64_t collectives = 0;                          // all_reduce nodes summed on the device (NCCL)
   uint64_t in_place = 0;                             // loop iterations' updates of a carried value in its own buffer
   Work work;                                         // asked of the device by the launch tables run
+  // Timed launches by "<function> <kernel>", "<function> product <batch>m×n×k", "<function> copy"
+  // and "<function> fill" (ProgramOptions::profile).
+  std::map<std::string, LaunchTime> times;
 };
+
+// The --jit-profile lines of `times`: the total, products against kernels against copies and fills,
+// then the kinds of launch by time (the first `rows`; the rest summed on one line), each with its
+// share, launches, mean time, achieved bandwidth (Work's bytes) and FLOP/s.
+std::string launch_time_report(const std::map<std::string, LaunchTime>& times, size_t rows = 25);
 
 struct ProgramOptions {
   bool tf32 = false;       // f32 products may use TF32 (--tf32)
   bool capture = true;     // replay repeated calls as one capture
   std::string cache_dir;   // cubins: __sheaf__/ beside the entry file; empty: not cached
+  // Time every launch between two stamps (Device::stamp) into ProgramStats::times, on a device that
+  // keeps time; such calls are not captured (SHEAF_CUDA_PROFILE).
+  bool profile = false;
+  std::string name;        // the function, for ProgramStats::times
 };
 
 class Program {
