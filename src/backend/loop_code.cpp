@@ -70,6 +70,15 @@ union sh_pun { u32 u; float f; };
 static inline u32 sh_bits(float x) { sh_pun p; p.f = x; return p.u; }
 static inline float sh_float(u32 u) { sh_pun p; p.u = u; return p.f; }
 static inline float sh_b2f(u16 h) { return sh_float((u32)h << 16); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The GPU's own conversions: the same rounding in one instruction instead of a dozen integer ones
+// (bf16 kernels are otherwise bound by them); a NaN becomes the canonical NaN.
+static inline u16 sh_f2b(float x) { u16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r; }
+static inline float sh_h2f(u16 h) { float r; asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h)); return r; }
+static inline u16 sh_f2h(float x) { u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r; }
+// x rounded to bf16, as an f32: bf16(x) in the upper half of a bf16 pair whose lower half is 0
+static inline float sh_rb(float x) { u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(x), "f"(0.0f)); return sh_float(r); }
+#else
 static inline u16 sh_f2b(float x) {
   u32 u = sh_bits(x);
   if (x != x) return (u16)((u >> 16) | 0x40);
@@ -98,6 +107,7 @@ static inline u16 sh_f2h(float x) {
   return sign | (u16)h;
 }
 static inline float sh_rb(float x) { return sh_b2f(sh_f2b(x)); }
+#endif
 static inline float sh_rh(float x) { return sh_h2f(sh_f2h(x)); }
 static inline u32 sh_f2u(float x) {
   if (!(x - x == 0)) return 0;

@@ -616,6 +616,29 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
 // A reduction to a few kept points over a long range (a sum to a scalar, softmax over 3 rows of
 // 4096) is split across blocks: its kernel runs several blocks per kept point and a kernel
 // s{step}f combines their partials from the scratch buffer. Integer reductions are not split.
+// f16/bf16 rounding (sh_rb, sh_rh and the stores' conversions) is the GPU's own cvt instruction on
+// sm_80 and later (PTX for sm_90); before that (sm_75) the integer emulation, which still compiles.
+TEST(CudaRenderTable, HalfRoundingUsesTheGpusConversions) {
+  std::string why;
+  if (!cuda::nvrtc(&why)) GTEST_SKIP() << "no NVRTC: " << why;
+  bool bf16 = false, f16 = false;
+  for (const char* table : {"fusion", "builtins", "extra"})
+    for (const auto& [name, cg] : graphs_of_table(table).cases)
+      for (const Function& f : cg.functions) {
+        const std::string& src = f.nvrtc.source;
+        const std::string_view kernels = std::string_view(src).substr(head_of(src).size());
+        const bool b = !bf16 && kernels.find("sh_rb(") != std::string::npos, h = !f16 && kernels.find("sh_rh(") != std::string::npos;
+        if (!b && !h) continue;
+        const std::string sm90 = cuda::compile_cuda(src, "half.cu", 9, 0, false).ptx;
+        const std::string sm75 = cuda::compile_cuda(src, "half.cu", 7, 5, false).ptx;
+        EXPECT_TRUE(!b || sm90.find("cvt.rn.bf16x2.f32") != std::string::npos) << name << " " << f.name;
+        EXPECT_TRUE(!h || sm90.find("cvt.rn.f16.f32") != std::string::npos) << name << " " << f.name;
+        EXPECT_EQ(sm75.find("cvt.rn.bf16"), std::string::npos) << name << " " << f.name;
+        bf16 = bf16 || b, f16 = f16 || h;
+      }
+  EXPECT_TRUE(bf16 && f16) << "no case rounds to bf16 (" << bf16 << ") or f16 (" << f16 << ")";
+}
+
 TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {
   for (const auto& [name, cg] : graphs_of_table("extra").cases) {
     const bool floats = name == "block-reduce-sum-10000" || name == "block-reduce-softmax-rows", ints = name == "block-reduce-int-bool";
