@@ -118,11 +118,11 @@ static inline u32 sh_f2u(float x) {
 
 namespace {
 DType compute_type(DType d) { return is_half(d) ? DType::F32 : d; }  // what ops on d compute in
-// An f32 expression rounded to d (f16/bf16); other types as they are.
+}  // namespace
+
 std::string rounded(DType d, const std::string& e) {
   return d == DType::BF16 ? "sh_rb(" + e + ")" : d == DType::F16 ? "sh_rh(" + e + ")" : e;
 }
-}  // namespace
 
 const char* ctype(DType d) {
   switch (d) {

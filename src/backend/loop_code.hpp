@@ -29,6 +29,7 @@ const char* vtype(DType d);                       // values in loops: as ctype, 
 std::string literal(DType d, double v);           // a constant of type d (a vtype value)
 std::string load_expr(DType d, const std::string& element);  // storage element → value
 std::string store_expr(DType d, const std::string& value);   // value → storage element
+std::string rounded(DType d, const std::string& value);      // an f32 value rounded to f16/bf16 d, as a value
 std::string unary_expr(Unary u, DType d, const std::string& x);
 std::string binary_expr(Binary op, DType d, const std::string& x, const std::string& y);
 std::string convert_expr(DType from, DType to, const std::string& x);

@@ -25,6 +25,16 @@ static inline void sh_mma_f16(float* d, const unsigned* a, const unsigned* b) {
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// 2^x (ex2.approx: within 2 ulp, subnormal results flushed to 0) for the softmax's exponentials,
+// their scores scaled by log2 e; two f32 values rounded to the operands' type and packed as an
+// mma fragment pair (lo in the lower half) in one instruction.
+static inline float sh_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+static inline unsigned sh_pack_bf16(float lo, float hi) { unsigned r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+static inline unsigned sh_pack_f16(float lo, float hi) { unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+#else
+static inline float sh_exp2(float x) { return exp2f(x); }
+static inline unsigned sh_pack_bf16(float lo, float hi) { return (unsigned)sh_f2b(lo) | ((unsigned)sh_f2b(hi) << 16); }
+static inline unsigned sh_pack_f16(float lo, float hi) { return (unsigned)sh_f2h(lo) | ((unsigned)sh_f2h(hi) << 16); }
 #endif
 )";
 
@@ -33,6 +43,7 @@ namespace {
 constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;  // a block: 4 warps × 16 query rows; a key tile
 constexpr int64_t kInner = 32;  // the gradient: the tiles a block's 64 rows (keys or queries) meet in turn
 constexpr int64_t kTs = kInner + 8;  // the gradient: __shared__ row stride of the transposed (Qᵀ, dOᵀ, Kᵀ) tiles
+constexpr const char* kLog2e = "0x1.715476p+0f";  // exp(x) = 2^(x·log2 e) (sh_exp2)
 
 class AttentionRenderer {
  public:
@@ -317,7 +328,7 @@ class AttentionRenderer {
   };
 
   // The __shared__ arrays of the gradient's roles (keys_role, queries_role); each also has srow,
-  // 3 floats per row of its inner (kInner) or own (kRows) tile.
+  // 2 floats per row of its inner (kInner) or own (kRows) tile.
   std::vector<Region> keys_regions() const {
     return {{"sk", kRows * qs_}, {"sv", kRows * vs_}, {"sq", kInner * qs_}, {"sqt", a_.d * kTs}, {"sdo", kInner * vs_}, {"sdot", a_.dv * kTs}};
   }
@@ -325,12 +336,12 @@ class AttentionRenderer {
     return {{"sq", kRows * qs_}, {"sdo", kRows * vs_}, {"sk", kInner * qs_}, {"skt", a_.d * kTs}, {"sv", kInner * vs_}};
   }
 
-  // sh_u4 units of `regions` and a srow of 3 floats for each of `rows` rows (every region a
+  // sh_u4 units of `regions` and a srow of 2 floats for each of `rows` rows (every region a
   // multiple of 8 elements, so each starts 16-byte aligned).
   static int64_t pool_size(const std::vector<Region>& regions, int64_t rows) {
     int64_t elements = 0;
     for (const Region& r : regions) elements += r.elements;
-    return elements / 8 + 3 * rows / 4;
+    return elements / 8 + 2 * rows / 4;
   }
 
   // The regions' pointers into __shared__ `pool`, one after another, then srow.
@@ -338,7 +349,7 @@ class AttentionRenderer {
     const char* h = loop_code::ctype(dt_);
     int64_t at = 0;
     for (const Region& r : regions) line("{0}* const {1} = ({0}*)pool + {2};", h, r.name, at), at += r.elements;
-    line("float* const srow = (float*)(({}*)pool + {});  // {} floats", h, at, 3 * rows);
+    line("float* const srow = (float*)(({}*)pool + {});  // {} floats", h, at, 2 * rows);
   }
 
   // One product of a tile pair: its accumulators, A's and B's __shared__ tiles (product()).
@@ -361,8 +372,8 @@ class AttentionRenderer {
     line("  }}");
   }
 
-  // srow[r], srow[n + r], srow[2n + r] for the n rows from t0: the row max, the row sum and
-  // D = Σ dO∘O (rowsum(dP∘P)); rows past t: 0, 1, 0.
+  // srow[r], srow[n + r] for the n rows from t0: the row max m and sum l of the forward pass as
+  // m·log2 e + log2 l (P = 2^(x·log2 e − that)), and D = Σ dO∘O (rowsum(dP∘P)); rows past t: 0, 0.
   void row_values(int64_t n) {
     line("if (tid < {}) {{", n);
     line("  const int t = t0 + tid;");
@@ -372,12 +383,12 @@ class AttentionRenderer {
     line("    for (int j = 0; j < {}; ++j) dd += {} * {};", a_.dv, loop_code::load_expr(dt_, "gdo[odo + (i64)t * " + std::to_string(a_.do_rs) + " + j]"),
          loop_code::load_expr(dt_, fmt::format("go[oo + (i64)t * {} + (i64)j * {}]", a_.out.rs, a_.out.cs)));
     line("  }}");
-    line("  srow[tid] = mx, srow[{0} + tid] = sm, srow[{1} + tid] = dd;", n, 2 * n);
+    line("  srow[tid] = mx * {} + log2f(sm), srow[{} + tid] = dd;", kLog2e, n);
     line("}}");
   }
 
   // With x the raw score and dp the raw dO·Vᵀ of row t, key k (its row values at srow[r],
-  // srow[n + r], srow[2n + r]: row_values): x becomes P (0 past t or s), dp becomes dS
+  // srow[n + r]: row_values): x becomes P (0 past t or s), dp becomes dS
   // (the softmax's VJP P·(dP − D), dP rounded as the product's result, then the prologue's VJPs
   // in reverse: masked scores get 0, the scale, the converts' roundings; 0 past t or s).
   void score_grad(const std::string& x_at, const std::string& dp_at, int64_t n) {
@@ -385,10 +396,10 @@ class AttentionRenderer {
     prologue();
     line("if (t < {} && k < {}) {{", a_.t, a_.s);
     indent_ += 2;
-    line("p = expf(x - srow[r]) / srow[{} + r];", n);
+    line("p = sh_exp2(x * {} - srow[r]);", kLog2e);
     line("float dpr = {};", dp_at);
     round("dpr", dt_);
-    line("ds = p * (dpr - srow[{} + r]);", 2 * n);
+    line("ds = p * (dpr - srow[{} + r]);", n);
     for (size_t i = a_.prologue.size(); i-- > 1;) {
       const passes::ScoreOp& op = a_.prologue[i];
       switch (op.kind) {
@@ -408,7 +419,7 @@ class AttentionRenderer {
   // rows in __shared__ `src` (row stride ld).
   void from_accumulators(const char* acc, const char* from, const char* src, int64_t tiles, int64_t ld, int64_t cols) {
     auto pack = [&](const std::string& lo, const std::string& hi) {
-      return fmt::format("(unsigned){} | ((unsigned){} << 16)", narrow(lo), narrow(hi));
+      return fmt::format("{}({}, {})", dt_ == DType::BF16 ? "sh_pack_bf16" : "sh_pack_f16", lo, hi);
     };
     auto at = [&](const char* tile, int e) { return fmt::format("{}[{}][{}]", from, tile, e); };
     line("for (int kk = 0; kk < {}; ++kk) {{", cols / 16);
@@ -453,11 +464,11 @@ class AttentionRenderer {
 
   // x = x rounded to d (nothing for f32).
   void round(const char* x, DType d) {
-    if (d != DType::F32) line("{} = {};", x, loop_code::load_expr(d, loop_code::store_expr(d, x)));
+    if (d != DType::F32) line("{} = {};", x, loop_code::rounded(d, x));
   }
 
   // The scores through the prologue, the running max and sum, the output rescaled; s becomes
-  // exp(x − m) (keys past s: 0).
+  // exp(x − m) = 2^(x·log2 e − m·log2 e) (keys past s: 0).
   void softmax_step() {
     line("float mx[2] = {{m[0], m[1]}};");
     line("for (int j = 0; j < {}; ++j)", kKeys / 8);
@@ -471,18 +482,18 @@ class AttentionRenderer {
     line("mx[e >> 1] = fmaxf(mx[e >> 1], x);");
     indent_ -= 4;
     line("  }}");
-    line("float base[2], rs[2] = {{0.f, 0.f}};");
+    line("float base[2], rs[2] = {{0.f, 0.f}};  // base: m·log2 e");
     line("for (int r = 0; r < 2; ++r) {{");
     line("  mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));");
     line("  mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));");
-    line("  base[r] = mx[r] == -__builtin_inff() ? 0.f : mx[r];  // every score so far −inf: exp(−inf − 0) = 0");
-    line("  const float alpha = expf(m[r] - base[r]);");
+    line("  base[r] = (mx[r] == -__builtin_inff() ? 0.f : mx[r]) * {};  // every score so far −inf: exp(−inf − 0) = 0", kLog2e);
+    line("  const float alpha = sh_exp2(m[r] * {} - base[r]);", kLog2e);
     line("  m[r] = mx[r];");
     line("  l[r] *= alpha;");
     line("  for (int n = 0; n < {}; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;", a_.dv / 8);
     line("}}");
     line("for (int j = 0; j < {}; ++j)", kKeys / 8);
-    line("  for (int e = 0; e < 4; ++e) s[j][e] = expf(s[j][e] - base[e >> 1]), rs[e >> 1] += s[j][e];");
+    line("  for (int e = 0; e < 4; ++e) s[j][e] = sh_exp2(s[j][e] * {} - base[e >> 1]), rs[e >> 1] += s[j][e];", kLog2e);
     line("l[0] += rs[0], l[1] += rs[1];  // this thread's part of the row sums (summed over the row's 4 threads at the end)");
   }
 
