@@ -105,6 +105,11 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 ;; --- block-reduce-int-bool
 (defn f [a] (list (sum a) (max a) (min a) (product (+ 1 (* 0 a))) (max (> a 3)) (min (> a -6))))
 (f ints)
+;; --- packed-launches
+(defn f [a b c]
+  (let [a2 (- a (* 0.1 (sqrt (abs a)))) b2 (* b 3.0) c2 (+ c 1.0) d (* a2 (sum c2))]
+    (list a2 b2 c2 d (cast b2 :bf16))))
+(f (random-normal 70 '[40]) (random-normal 71 '[7 3]) (random-normal 72 '[100]))
 ;; --- empty-reductions
 (defn f [a] (list (sum a :axis 1) (product a :axis 1) (exp a) (sum a :axis 0)))
 (f (random-normal 65 '[3 0]))
@@ -132,6 +137,7 @@ struct Function {
   fusion::Schedule schedule, gpu_schedule;  // gpu_schedule: as cuda::Program fuses (FuseOptions::gpu)
   cpu::MemoryPlan memory, gpu_memory;
   cuda::Kernels nvrtc, emulated, forced;   // nvrtc: of the GPU schedule
+  cuda::Kernels per_step;                  // nvrtc with no launch packed: each step's kernels as launched alone
 };
 
 struct CaseGraphs {
@@ -180,6 +186,7 @@ CaseGraphs graphs_of(const Case& c) {
     f.gpu_schedule = fusion::fuse(f.graph, {.gpu = true});
     f.gpu_memory = cpu::plan_memory(f.graph, f.gpu_schedule);
     f.nvrtc = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory);
+    f.per_step = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, {.pack_max_grid = 0});
     f.emulated = cuda::render(f.graph, f.schedule, f.memory, kEmulated);
     f.forced = cuda::render(f.graph, f.schedule, f.memory, kForced);
   }
@@ -492,7 +499,7 @@ TEST(CudaRenderTable, LargeReductionsUseBlockPerPoint) {
     if (name.rfind("block-reduce", 0) != 0) continue;
     size_t per_block = 0;
     for (const Function& f : cg.functions)
-      for (const Launch& l : f.nvrtc.launches) per_block += l.block_reduce && l.block == 256 && !l.kernel.ends_with('f');
+      for (const Launch& l : f.per_step.launches) per_block += l.block_reduce && l.block == 256 && !l.kernel.ends_with('f');
     EXPECT_GT(per_block, 0u) << name;
   }
 }
@@ -506,7 +513,7 @@ TEST(CudaRenderTable, RowReductionsUseBlockPerRowColumnsThreadPerPoint) {
     if (!rows && !columns) continue;
     size_t reducing = 0, per_block = 0;
     for (const Function& f : cg.functions)
-      for (const Launch& l : f.nvrtc.launches) {
+      for (const Launch& l : f.per_step.launches) {
         if (l.kind != Launch::Kind::Kernel || !f.gpu_schedule.steps[l.step].reduces) continue;
         ++reducing;
         per_block += l.block_reduce;
@@ -525,10 +532,10 @@ TEST(CudaRenderTable, LongColumnsTakeColumnTiles) {
     if (name != "column-tiles") continue;
     size_t tiles = 0, columns = 0;
     for (const Function& f : cg.functions) {
-      for (const Launch& l : f.nvrtc.launches) {
+      for (const Launch& l : f.per_step.launches) {
         if (l.kind != Launch::Kind::Kernel || l.kernel.ends_with('f') || !f.gpu_schedule.steps[l.step].reduces) continue;
-        size_t begin = f.nvrtc.source.find(fmt::format(" {}(", l.kernel)), end = f.nvrtc.source.find("\nextern", begin);
-        const std::string_view text = std::string_view(f.nvrtc.source).substr(begin, end - begin);
+        size_t begin = f.per_step.source.find(fmt::format(" {}(", l.kernel)), end = f.per_step.source.find("\nextern", begin);
+        const std::string_view text = std::string_view(f.per_step.source).substr(begin, end - begin);
         const bool tile = text.find("t = ") != std::string_view::npos && text.find("* 32 + threadIdx.x % 32") != std::string_view::npos;
         ++columns;
         tiles += tile;
@@ -558,15 +565,15 @@ TEST(CudaRenderTable, RowPhasesShareOneKernel) {
       ++seen;
       size_t merged = 0;
       for (size_t k = 0; k < f.gpu_schedule.steps.size(); ++k) {
-        const bool phase = f.nvrtc.source.find(fmt::format("{{  // step {}\n", k)) != std::string::npos;
-        const bool own = std::any_of(f.nvrtc.launches.begin(), f.nvrtc.launches.end(), [&](const Launch& l) { return l.step == k; });
+        const bool phase = f.per_step.source.find(fmt::format("{{  // step {}\n", k)) != std::string::npos;
+        const bool own = std::any_of(f.per_step.launches.begin(), f.per_step.launches.end(), [&](const Launch& l) { return l.step == k; });
         EXPECT_TRUE(phase || own || f.gpu_schedule.steps[k].kind != fusion::StepKind::Loop) << name << " step " << k << " does not run";
         if (phase && !own) {
           ++merged;
           EXPECT_TRUE(f.gpu_schedule.steps[k].row_phase) << name << " step " << k;
         }
       }
-      EXPECT_EQ(merged, want->second) << want->first << ":\n" << f.nvrtc.source.substr(f.nvrtc.source.find("extern"));
+      EXPECT_EQ(merged, want->second) << want->first << ":\n" << f.per_step.source.substr(f.per_step.source.find("extern"));
     }
   }
   EXPECT_EQ(seen, later_phases.size());
@@ -586,22 +593,22 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
     for (const Function& f : cg.functions) {
       ASSERT_TRUE(want.contains(f.name)) << f.name;
       ++seen;
-      const std::vector<Launch>& ls = f.nvrtc.launches;
+      const std::vector<Launch>& ls = f.per_step.launches;
       size_t columns = 0;
       for (size_t k = 0; k < f.gpu_schedule.steps.size(); ++k) {
         auto launched = [&](const std::string& kernel) {
           return std::any_of(ls.begin(), ls.end(), [&](const Launch& l) { return l.step == k && l.kernel == kernel; });
         };
-        if (f.nvrtc.source.find(fmt::format("{{  // step {}\n", k)) == std::string::npos || launched(fmt::format("s{}", k)) ||
+        if (f.per_step.source.find(fmt::format("{{  // step {}\n", k)) == std::string::npos || launched(fmt::format("s{}", k)) ||
             !launched(fmt::format("s{}f", k)))
           continue;
         ++columns;
         EXPECT_TRUE(f.gpu_schedule.steps[k].row_phase) << f.name << " step " << k;
       }
-      EXPECT_EQ(columns, want.at(f.name)) << f.name << ":\n" << f.nvrtc.source.substr(f.nvrtc.source.find("extern"));
+      EXPECT_EQ(columns, want.at(f.name)) << f.name << ":\n" << f.per_step.source.substr(f.per_step.source.find("extern"));
       if (f.name == "vg#2") {
-        EXPECT_NE(f.nvrtc.source.find("__launch_bounds__(256, 3) s0("), std::string::npos);
-        EXPECT_NE(f.nvrtc.source.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), std::string::npos);
+        EXPECT_NE(f.per_step.source.find("__launch_bounds__(256, 3) s0("), std::string::npos);
+        EXPECT_NE(f.per_step.source.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), std::string::npos);
         EXPECT_EQ(ls[0].grid, 396);
         // on an H100 PCIe's 114 SMs: 342 blocks, one wave still
         const cuda::Kernels pcie = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, cuda::render_options_for(114));
@@ -639,13 +646,35 @@ TEST(CudaRenderTable, HalfRoundingUsesTheGpusConversions) {
   EXPECT_TRUE(bf16 && f16) << "no case rounds to bf16 (" << bf16 << ") or f16 (" << f16 << ")";
 }
 
+// Small launches with nothing between them and each other (a2; b2 with its cast) run as one
+// launch whose grid is theirs summed; c2 with its sum (a kernel with __shared__ memory) and d
+// (which reads a2 and that sum) run on their own. The emulated tables check every packed
+// launch's results.
+TEST(CudaRenderTable, SmallIndependentLaunchesArePacked) {
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    if (name != "packed-launches") continue;
+    ASSERT_EQ(cg.functions.size(), 1u);
+    const cuda::Kernels& k = cg.functions[0].nvrtc;
+    std::string table;
+    for (const Launch& l : k.launches) table += fmt::format("{} grid {} packs {}\n", l.kernel, l.grid, l.packs);
+    const auto packed = std::find_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.packs > 1; });
+    ASSERT_NE(packed, k.launches.end()) << table;
+    EXPECT_EQ(packed->packs, 2) << table;
+    EXPECT_EQ(packed->grid, 2) << table;  // a block each
+    EXPECT_NE(k.source.find("static __noinline__ void"), std::string::npos);
+    EXPECT_EQ(std::count_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.kind == Launch::Kind::Kernel; }), 3) << table;
+    return;
+  }
+  FAIL() << "no case packed-launches";
+}
+
 TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {
   for (const auto& [name, cg] : graphs_of_table("extra").cases) {
     const bool floats = name == "block-reduce-sum-10000" || name == "block-reduce-softmax-rows", ints = name == "block-reduce-int-bool";
     if (!floats && !ints) continue;
     size_t split = 0;
     for (const Function& f : cg.functions) {
-      const std::vector<Launch>& ls = f.nvrtc.launches;
+      const std::vector<Launch>& ls = f.per_step.launches;
       for (size_t i = 0; i + 1 < ls.size(); ++i) {
         if (!ls[i + 1].kernel.ends_with('f') || ls[i + 1].step != ls[i].step) continue;
         ++split;
@@ -653,7 +682,7 @@ TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {
         EXPECT_GT(ls[i].grid, 1) << name;
         EXPECT_EQ(ls[i].slots.back(), f.gpu_memory.slots) << name << ": the scratch buffer is the last argument";
         EXPECT_EQ(ls[i + 1].slots.back(), f.gpu_memory.slots) << name;
-        EXPECT_GT(f.nvrtc.scratch_bytes, 0) << name;
+        EXPECT_GT(f.per_step.scratch_bytes, 0) << name;
       }
     }
     EXPECT_EQ(split > 0, floats) << name;

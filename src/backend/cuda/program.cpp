@@ -98,7 +98,7 @@ std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g,
     std::string key;
     switch (l.kind) {
       case Launch::Kind::Kernel:
-        key = l.kernel, t.what = fmt::format("[{}] {}", fmt::join(st.space, ","), ops_of(g, st));
+        key = l.kernel, t.what = l.packs > 1 ? fmt::format("packs {} launches", l.packs) : fmt::format("[{}] {}", fmt::join(st.space, ","), ops_of(g, st));
         break;
       case Launch::Kind::Dot:
         key = fmt::format("product {}{}x{}x{}", st.dot.batch.empty() ? "" : fmt::format("[{}] ", fmt::join(st.dot.batch, ",")),
@@ -472,8 +472,9 @@ std::string Program::launch_table() const {
     const std::string ops = ops_of(p.g, st);
     switch (l.kind) {
       case Launch::Kind::Kernel:
-        r += fmt::format("step {:<3} kernel {} grid {} block {}{}  {:.3f} MB  [{}] {}\n", l.step, l.kernel, l.grid, l.block,
-                         l.block_reduce ? " (threads share points)" : "", bytes[i] / 1e6, fmt::join(st.space, ","), ops);
+        r += fmt::format("step {:<3} kernel {} grid {} block {}{}{}  {:.3f} MB  [{}] {}\n", l.step, l.kernel, l.grid, l.block,
+                         l.block_reduce ? " (threads share points)" : "", l.packs > 1 ? fmt::format(" (packs {} launches)", l.packs) : "",
+                         bytes[i] / 1e6, fmt::join(st.space, ","), ops);
         break;
       case Launch::Kind::Dot: {
         const fusion::DotLayout& d = st.dot;

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "backend/cuda/attention_kernel.hpp"
+#include "backend/cuda/pack_launches.hpp"
 #include "backend/loop_code.hpp"
 #include "base/error.hpp"
 
@@ -639,7 +640,9 @@ class Renderer {
 }  // namespace
 
 Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o) {
-  return Renderer(g, s, m, o).run();
+  Kernels k = Renderer(g, s, m, o).run();
+  pack_launches(k, g, s, m, {.max_grid = o.pack_max_grid, .max_block = o.block});
+  return k;
 }
 
 RenderOptions render_options_for(int64_t sms) {

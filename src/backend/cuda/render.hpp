@@ -89,6 +89,7 @@ struct Launch {
   int64_t offset = 0, bytes = 0;   // Copy: where in the source (bytes), how many; Fill: how many
   int64_t scratch = 0;             // Kernel: the bytes of the scratch buffer (Kernels) it writes or reads
   uint8_t byte = 0;                // Fill: every byte's value (x a splat: fusion::splat_byte)
+  int64_t packs = 1;               // Kernel: the launches it runs (pack_launches.hpp)
 };
 
 struct Kernels {
@@ -120,6 +121,7 @@ struct RenderOptions {
   int64_t column_phase_sm_threads = 768;      // row runs with column phases: threads per SM (__launch_bounds__: ≤ 80 registers)
   int64_t column_phase_sms = 132;             // row runs with column phases: the grid fills this many SMs once (an H100's)
   int64_t column_phase_max_sums = 16;         // row runs with column phases: column sums per thread, at most (registers)
+  int64_t pack_max_grid = 64;                 // launches of at most this many blocks are packed (pack_launches.hpp; 0: none)
 };
 
 // The options for a GPU of `sms` multiprocessors: split reductions aim at 4 blocks per SM, and the

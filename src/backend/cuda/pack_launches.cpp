@@ -1,0 +1,251 @@
+// backend/cuda/pack_launches.cpp — packs small independent kernel launches into one (see
+// pack_launches.hpp).
+//
+// A launch of a few blocks (the bf16 cast of a bias, the optimizer update of a bias or a gain,
+// the finish of a column sum) leaves most of the GPU idle for its whole launch and drain; a
+// training step has hundreds of them. Each such launch moves up into the most recent group
+// opened before it when nothing in between (nor in the group) writes what it reads, or reads or
+// writes what it writes — the buffer slots of the memory plan, so reused arena memory counts —
+// and no host step lies in between; else it opens a new group. A group of two or more becomes
+// one launch at the first member's place: a kernel whose blocks run the members' code one after
+// another (block b of member i is block b − Σ earlier grids), each member's kernel called as a
+// device function (not inlined) of its block index, block size and grid.
+// Packable: a kernel launch of at most PackOptions::max_grid blocks of at most max_block
+// threads whose kernel neither synchronises nor declares __shared__ memory (a member with fewer
+// threads than the group skips the extra ones, which a barrier would wait for).
+// Slots read and written: a kernel's `const T*` parameters are read, its other parameters read
+// and written (in place); a product reads its operands and writes its result, a copy reads its
+// source and writes its destination, a fill writes. Two slots meet when their memory may: arena
+// slots whose byte ranges overlap (the plan reuses arena memory), the same slot, or a parameter
+// and the result a loop body may update in its buffer (cpu::updates_in_place).
+#include "backend/cuda/pack_launches.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+
+#include "base/error.hpp"
+#include "tensor/dtype.hpp"
+
+namespace sheaf::cuda {
+namespace {
+
+// A kernel of the source: where its text lies, its parameters and whether it may be packed.
+struct KernelText {
+  size_t begin = 0, body = 0, end = 0;  // "extern", the "{" opening its body, one past its closing "}\n"
+  std::vector<std::string> types;       // each parameter's type ("const float*")
+  bool simple = false;                  // no __syncthreads, no __shared__
+};
+
+KernelText find_kernel(const std::string& source, const std::string& name) {
+  KernelText k;
+  const std::string head = "extern \"C\" __global__ void __launch_bounds__(";
+  for (size_t at = source.find(head); at != std::string::npos; at = source.find(head, at + 1)) {
+    const size_t close = source.find(") ", at + head.size());
+    if (source.compare(close + 2, name.size() + 1, name + "(") != 0) continue;
+    const size_t params = close + 2 + name.size() + 1, params_end = source.find(") {", params);
+    k.begin = at, k.body = params_end + 2, k.end = source.find("\n}\n", k.body) + 3;
+    std::string_view list(source.data() + params, params_end - params);
+    while (!list.empty()) {
+      const size_t comma = list.find(", ");
+      const std::string_view p = list.substr(0, comma);
+      k.types.emplace_back(p.substr(0, p.find(" __restrict__")));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 2);
+    }
+    const std::string_view text(source.data() + k.begin, k.end - k.begin);
+    k.simple = text.find("__syncthreads") == std::string_view::npos && text.find("__shared__") == std::string_view::npos;
+    return k;
+  }
+  throw SheafError(fmt::format("internal: kernel {} is not in its rendering", name));
+}
+
+// Slots a launch reads and writes; a host step is a barrier (`barrier`).
+struct Access {
+  std::set<int32_t> reads, writes;
+  bool barrier = false;
+};
+
+Access access_of(const Launch& l, const KernelText* k) {
+  Access a;
+  switch (l.kind) {
+    case Launch::Kind::Kernel:
+      for (size_t j = 0; j < l.slots.size(); ++j) {
+        a.reads.insert(l.slots[j]);
+        if (!k->types[j].starts_with("const ")) a.writes.insert(l.slots[j]);
+      }
+      break;
+    case Launch::Kind::Dot: a.reads = {l.slots[0], l.slots[1]}, a.writes = {l.slots[2]}; break;
+    case Launch::Kind::Copy: a.reads = {l.slots[0]}, a.writes = {l.slots[1]}; break;
+    case Launch::Kind::Fill: a.writes = {l.slots[0]}; break;
+    case Launch::Kind::Host: a.barrier = true; break;
+  }
+  return a;
+}
+
+// The memory of a slot: bytes [lo, hi) of the arena, or a buffer of its own (`id`: the slot, or
+// the parameter slot whose buffer it may share).
+struct Region {
+  bool arena = false;
+  int64_t lo = 0, hi = 0;
+  int32_t id = 0;
+  bool overlaps(const Region& r) const { return arena == r.arena && (arena ? lo < r.hi && r.lo < hi : id == r.id); }
+};
+
+std::vector<Region> slot_regions(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m) {
+  std::vector<Region> r(static_cast<size_t>(m.slots) + 1);
+  for (size_t i = 0; i < r.size(); ++i) r[i].id = static_cast<int32_t>(i);
+  for (size_t v = 0; v < m.slot.size(); ++v) {
+    if (m.slot[v] < 0 || m.arena_offset[v] < 0) continue;
+    const ir::Type& t = g.type(static_cast<int32_t>(v));
+    const int64_t lo = m.arena_offset[v], hi = lo + shape_numel(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
+    Region& x = r[static_cast<size_t>(m.slot[v])];
+    x = x.arena ? Region{true, std::min(x.lo, lo), std::max(x.hi, hi), x.id} : Region{true, lo, hi, x.id};
+  }
+  const std::vector<bool> in_place = cpu::updates_in_place(g, s);
+  for (size_t k = 0; k < in_place.size(); ++k)
+    if (in_place[k]) r[static_cast<size_t>(m.slot[g.results[k]])].id = m.slot[g.params[k]];
+  return r;
+}
+
+bool meets(const std::set<int32_t>& a, const std::set<int32_t>& b, const std::vector<Region>& regions) {
+  for (int32_t x : a)
+    for (int32_t y : b)
+      if (regions[static_cast<size_t>(x)].overlaps(regions[static_cast<size_t>(y)])) return true;
+  return false;
+}
+
+// Launches that may run as one, at the place of the first, and what the launches between them
+// and the group (outside it) touch.
+struct Group {
+  std::vector<size_t> members;
+  Access between;  // of the launches after the first member that are not members
+  Access inside;   // of the members
+  size_t params = 0;
+};
+
+// Whether `a` (a later launch) may move up into group `g`.
+bool may_join(const Group& g, const Access& a, size_t params, const PackOptions& o, const std::vector<Region>& r) {
+  if (g.params + params > o.max_params) return false;
+  for (const Access* b : {&g.between, &g.inside})
+    if (meets(a.writes, b->reads, r) || meets(a.writes, b->writes, r) || meets(a.reads, b->writes, r)) return false;
+  return true;
+}
+
+void add(Access& to, const Access& a) {
+  to.reads.insert(a.reads.begin(), a.reads.end());
+  to.writes.insert(a.writes.begin(), a.writes.end());
+}
+
+class Packer {
+ public:
+  Packer(Kernels& k, std::vector<Region> regions, const PackOptions& o) : k_(k), regions_(std::move(regions)), o_(o) {}
+
+  void run() {
+    std::vector<Group> groups;
+    bool open = false;
+    for (size_t i = 0; i < k_.launches.size(); ++i) {
+      const Launch& l = k_.launches[i];
+      const KernelText* text = l.kind == Launch::Kind::Kernel ? &kernel(l.kernel) : nullptr;
+      const Access a = access_of(l, text);
+      const bool packable = text && text->simple && l.grid <= o_.max_grid && l.block <= o_.max_block && l.grid > 0;
+      if (a.barrier) open = false;
+      if (packable && !(open && may_join(groups.back(), a, l.slots.size(), o_, regions_))) {
+        groups.emplace_back();
+        open = true;
+      }
+      if (packable) {
+        Group& g = groups.back();
+        g.members.push_back(i), add(g.inside, a), g.params += l.slots.size();
+      } else if (open) {
+        add(groups.back().between, a);
+      }
+    }
+    std::vector<Launch> out;
+    std::map<size_t, const Group*> first;  // a group's first member → the group
+    std::vector<bool> packed(k_.launches.size());
+    for (const Group& g : groups) {
+      if (g.members.size() < 2) continue;
+      first[g.members[0]] = &g;
+      for (size_t i : g.members) packed[i] = true;
+    }
+    for (size_t i = 0; i < k_.launches.size(); ++i) {
+      if (auto g = first.find(i); g != first.end()) out.push_back(pack(*g->second));
+      else if (!packed[i]) out.push_back(k_.launches[i]);
+    }
+    k_.launches = std::move(out);
+    // Kernels now run only inside packed ones are device functions only: their own text goes,
+    // from the last (the offsets of earlier ones stay).
+    std::vector<const KernelText*> unused;
+    for (const std::string& name : device_functions_)
+      if (std::none_of(k_.launches.begin(), k_.launches.end(), [&](const Launch& l) { return l.kernel == name; }))
+        unused.push_back(&texts_.at(name));
+    std::sort(unused.begin(), unused.end(), [](const KernelText* a, const KernelText* b) { return a->begin > b->begin; });
+    for (const KernelText* t : unused) k_.source.erase(t->begin, t->end - t->begin);
+  }
+
+ private:
+  Kernels& k_;
+  const std::vector<Region> regions_;  // per slot
+  const PackOptions& o_;
+  std::map<std::string, KernelText> texts_;
+  std::set<std::string> device_functions_;    // members' kernels emitted as device functions
+  std::map<std::string, std::string> packed_;  // a packed kernel's text without its name → its name
+
+  const KernelText& kernel(const std::string& name) {
+    auto it = texts_.find(name);
+    if (it == texts_.end()) it = texts_.emplace(name, find_kernel(k_.source, name)).first;
+    return it->second;
+  }
+
+  // Kernel `name` as `static __noinline__ void {name}_b(block index, block size, grid, its
+  // parameters)`: its code once, however many packed kernels call it.
+  void device_function(const std::string& name) {
+    if (!device_functions_.insert(name).second) return;
+    const KernelText& t = kernel(name);
+    std::string body = k_.source.substr(t.body, t.end - t.body);
+    for (auto [from, to] : {std::pair{"blockIdx.x", "sh_bx"}, {"blockDim.x", "sh_bdim"}, {"gridDim.x", "sh_gdim"}})
+      for (size_t at = 0; (at = body.find(from, at)) != std::string::npos;) body.replace(at, std::string_view(from).size(), to);
+    const size_t params = k_.source.find(name + "(", t.begin) + name.size() + 1;
+    k_.source += fmt::format("static __noinline__ void {}_b(const unsigned sh_bx, const unsigned sh_bdim, const unsigned sh_gdim, {}) {}", name,
+                             k_.source.substr(params, t.body - 2 - params), body);
+  }
+
+  Launch pack(const Group& g) {
+    Launch p = k_.launches[g.members[0]];
+    p.grid = 0, p.block = 0, p.scratch = 0, p.packs = static_cast<int64_t>(g.members.size()), p.slots.clear();
+    for (size_t i : g.members) p.block = std::max(p.block, k_.launches[i].block);
+    std::string params, calls;
+    for (size_t i : g.members) {
+      const Launch& l = k_.launches[i];
+      device_function(l.kernel);
+      const KernelText& t = kernel(l.kernel);
+      std::string args;
+      for (size_t j = 0; j < l.slots.size(); ++j) {
+        const size_t a = p.slots.size() + j;
+        params += fmt::format("{}{} __restrict__ a{}", params.empty() ? "" : ", ", t.types[j], a);
+        args += fmt::format(", a{}", a);
+      }
+      calls += fmt::format("  if (b < {0}) {{\n    if (threadIdx.x < {1}) {2}_b(b, {1}, {0}{3});\n    return;\n  }}\n  b -= {0};\n", l.grid, l.block,
+                           l.kernel, args);
+      p.slots.insert(p.slots.end(), l.slots.begin(), l.slots.end());
+      p.grid += l.grid, p.scratch = std::max(p.scratch, l.scratch);
+    }
+    const std::string name = fmt::format("s{}p", p.step);
+    const std::string body = fmt::format("({}) {{\n  unsigned b = blockIdx.x;\n{}}}\n", params, calls);
+    auto [it, fresh] = packed_.try_emplace(fmt::format("{}|{}", p.block, body), name);
+    if (fresh) k_.source += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}{}", p.block, name, body);
+    p.kernel = it->second;
+    return p;
+  }
+};
+
+}  // namespace
+
+void pack_launches(Kernels& k, const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const PackOptions& o) {
+  if (o.max_grid > 0) Packer(k, slot_regions(g, s, m), o).run();
+}
+
+}  // namespace sheaf::cuda
