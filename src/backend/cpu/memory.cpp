@@ -133,7 +133,7 @@ std::vector<bool> updates_in_place(const ir::Graph& g, const fusion::Schedule& s
     return true;
   };
   std::vector<bool> out(g.results.size());
-  for (size_t k = 0; k < out.size(); ++k) out[k] = in_place(k);
+  for (size_t k = 0; k < out.size() && k < g.params.size(); ++k) out[k] = in_place(k);  // result k past the parameters: none
   return out;
 }
 

@@ -30,7 +30,8 @@ MemoryPlan plan_memory(const ir::Graph& g, const fusion::Schedule& s);
 // parameter k that may run in place, so that the loop keeps carried value k in one buffer (the
 // body's parameter k and result k are then the same memory): the update reads parameter k only
 // as the operand it copies, no later step reads parameter k, and neither the parameter nor the
-// result is another result of the body.
+// result is another result of the body. Any graph may be asked (pack_launches.cpp): results past
+// its parameters are false.
 std::vector<bool> updates_in_place(const ir::Graph& g, const fusion::Schedule& s);
 
 }  // namespace sheaf::cpu
