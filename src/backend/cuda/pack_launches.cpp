@@ -35,9 +35,10 @@ namespace {
 
 // A kernel of the source: where its text lies, its parameters and whether it may be packed.
 struct KernelText {
-  size_t begin = 0, body = 0, end = 0;  // "extern", the "{" opening its body, one past its closing "}\n"
-  std::vector<std::string> types;       // each parameter's type ("const float*")
-  bool simple = false;                  // no __syncthreads, no __shared__
+  size_t begin = 0, params = 0;  // "extern", its parameter list
+  size_t body = 0, end = 0;      // the "{" opening its body, one past its closing "}\n"
+  std::vector<std::string> types;  // each parameter's type ("const float*")
+  bool simple = false;             // no __syncthreads, no __shared__
 };
 
 KernelText find_kernel(const std::string& source, const std::string& name) {
@@ -46,9 +47,10 @@ KernelText find_kernel(const std::string& source, const std::string& name) {
   for (size_t at = source.find(head); at != std::string::npos; at = source.find(head, at + 1)) {
     const size_t close = source.find(") ", at + head.size());
     if (source.compare(close + 2, name.size() + 1, name + "(") != 0) continue;
-    const size_t params = close + 2 + name.size() + 1, params_end = source.find(") {", params);
-    k.begin = at, k.body = params_end + 2, k.end = source.find("\n}\n", k.body) + 3;
-    std::string_view list(source.data() + params, params_end - params);
+    k.begin = at, k.params = close + 2 + name.size() + 1;
+    const size_t params_end = source.find(") {", k.params);
+    k.body = params_end + 2, k.end = source.find("\n}\n", k.body) + 3;
+    std::string_view list(source.data() + k.params, params_end - k.params);
     while (!list.empty()) {
       const size_t comma = list.find(", ");
       const std::string_view p = list.substr(0, comma);
@@ -208,9 +210,8 @@ class Packer {
     std::string body = k_.source.substr(t.body, t.end - t.body);
     for (auto [from, to] : {std::pair{"blockIdx.x", "sh_bx"}, {"blockDim.x", "sh_bdim"}, {"gridDim.x", "sh_gdim"}})
       for (size_t at = 0; (at = body.find(from, at)) != std::string::npos;) body.replace(at, std::string_view(from).size(), to);
-    const size_t params = k_.source.find(name + "(", t.begin) + name.size() + 1;
     k_.source += fmt::format("static __noinline__ void {}_b(const unsigned sh_bx, const unsigned sh_bdim, const unsigned sh_gdim, {}) {}", name,
-                             k_.source.substr(params, t.body - 2 - params), body);
+                             k_.source.substr(t.params, t.body - 2 - t.params), body);
   }
 
   Launch pack(const Group& g) {

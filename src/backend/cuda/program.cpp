@@ -163,7 +163,7 @@ struct Program::Impl {
   DevicePtr input(size_t position, const Tensor& t, ProgramStats& stats);
   void launch(const Launch& l, size_t index);  // queues launch `index` of the table (not a Host step)
   void enqueue(const Kernels& k);
-  void run_timed(const Kernels& k, ProgramStats& stats);  // the launch table, each launch timed
+  void run_in_order(const Kernels& k, ProgramStats& stats, bool timed);  // the launch table, host steps in between
   void dot(const Launch& l);
   void host(const Launch& l, size_t index, ProgramStats& stats);  // launch `index` of the table
   bool device_all_reduce(const Launch& l, const ir::Node& n, ProgramStats& stats);
@@ -432,9 +432,10 @@ void Program::Impl::enqueue(const Kernels& k) {
   for (size_t i = 0; i < k.launches.size(); ++i) launch(k.launches[i], i);
 }
 
-// Each launch between two stamps; the times are read before each host step (whose downloads wait
-// for the queue anyway, and whose loops time their own launches) and at the end.
-void Program::Impl::run_timed(const Kernels& k, ProgramStats& stats) {
+// The launches in order, the host steps in between. `timed`: each launch between two stamps, the
+// times read before each host step (whose downloads wait for the queue anyway, and whose loops
+// time their own launches) and at the end.
+void Program::Impl::run_in_order(const Kernels& k, ProgramStats& stats, bool timed) {
   Device& d = alloc->device();
   std::vector<size_t> pending;  // launch pending[j] ran between stamps 2j and 2j + 1
   auto collect = [&] {
@@ -452,6 +453,10 @@ void Program::Impl::run_timed(const Kernels& k, ProgramStats& stats) {
     if (l.kind == Launch::Kind::Host) {
       collect();
       host(l, i, stats);
+      continue;
+    }
+    if (!timed) {
+      launch(l, i);
       continue;
     }
     d.stamp();
@@ -548,14 +553,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
     p.buffers[m.slot[g.results[i]]] = b->ptr();
     results[i] = Tensor::on_device(t.dtype, t.shape, std::make_shared<DeviceTensor>(std::move(b)));
   }
-  if (p.options.profile && p.alloc->device().keeps_time()) {
-    p.run_timed(kernels_, stats);
-  } else if (p.has_host) {  // launches in order, the host steps in between
-    for (size_t i = 0; i < kernels_.launches.size(); ++i) {
-      const Launch& l = kernels_.launches[i];
-      if (l.kind == Launch::Kind::Host) p.host(l, i, stats);
-      else p.launch(l, i);
-    }
+  if (const bool timed = p.options.profile && p.alloc->device().keeps_time(); timed || p.has_host) {
+    p.run_in_order(kernels_, stats, timed);
   } else {
     auto hit = std::find_if(p.captures.begin(), p.captures.end(), [&](const Captured& c) { return c.table == p.buffers; });
     if (hit != p.captures.end()) {
