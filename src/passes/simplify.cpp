@@ -18,10 +18,15 @@
 //   kernel clamps them); dynamic_update_slice(x, u, ...) with u of x's type → u
 //   reduce over size-1 axes only (or none) → reshape(x), except float sums: the kernel adds each
 //   element to +0.0, so -0.0 would become +0.0
+//   a constant whose every element is its index along one axis (an arange, maybe broadcast, as
+//   the class ids of a one-hot mask) → iota: kernels compute it from the index, no buffer is read;
+//   broadcast_in_dim(iota) → iota along the axis the iota's axis becomes (not when it widens
+//   a size-1 axis)
 // Structural rules are exact. Rules that drop an arithmetic op return x itself, also when x is
 // NaN, where the kernel returns a NaN of the same sign whose payload may differ (f16 NaNs are
 // canonicalised, signalling NaNs quietened) — the only deviation from bit-identity.
 #include <algorithm>
+#include <cmath>
 
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
@@ -99,6 +104,28 @@ Simplified simplify_reduce(Rewriter& rw, const Node& n, int32_t x, const Type& t
   return reshape_to(rw, x, t, n.loc);
 }
 
+// The axis along which constant `v` (rank ≥ 1, ≥ 2 elements, numeric) counts 0, 1, 2, … while
+// staying the same along every other axis, if there is one: then v == iota(dtype, shape, axis).
+// The element one step along axis k is at flat index stride(k), and holds 1 only for that k.
+std::optional<int64_t> iota_axis(const Tensor& v) {
+  const Shape& s = v.shape();
+  if (s.empty() || v.numel() < 2 || v.dtype() == DType::Bool) return std::nullopt;
+  auto is = [&](int64_t i, double want) {
+    double x = v.get(i);
+    return x == want && !std::signbit(x);  // -0.0 is not iota's +0.0
+  };
+  if (!is(0, 0)) return std::nullopt;
+  int64_t stride = 1;
+  for (int64_t k = static_cast<int64_t>(s.size()) - 1; k >= 0; stride *= s[static_cast<size_t>(k)], --k) {
+    const int64_t extent = s[static_cast<size_t>(k)];
+    if (extent < 2 || !is(stride, 1)) continue;
+    for (int64_t i = 0; i < v.numel(); ++i)
+      if (!is(i, static_cast<double>((i / stride) % extent))) return std::nullopt;
+    return k;
+  }
+  return std::nullopt;
+}
+
 bool is_layout(Op op) { return op == Op::Reshape || op == Op::Transpose; }
 
 // n is a layout op of a widening convert, or a narrowing convert of a layout op: the same two ops
@@ -129,6 +156,10 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
     return p.op == op ? &p : nullptr;
   };
   switch (n.op) {
+    case Op::Constant: {
+      auto axis = iota_axis(a.value);
+      return axis ? Simplified(rw.add(Op::Iota, {}, {.dtype = t.dtype, .axis = *axis}, {t}, n.loc)) : std::nullopt;
+    }
     case Op::Binary: return binary_identity(g, a.binary, in[0], in[1]);
     case Op::Unary: {
       const Node* inner = operand_is(Op::Unary);
@@ -154,6 +185,11 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
     }
     case Op::BroadcastInDim: {
       if (g.type(in[0]) == t) return in[0];
+      if (const Node* iota = operand_is(Op::Iota)) {  // counts along the axis its axis becomes
+        const int64_t to = a.dims[static_cast<size_t>(iota->attrs.axis)];
+        if (g.type(in[0]).shape[static_cast<size_t>(iota->attrs.axis)] == t.shape[static_cast<size_t>(to)])
+          return rw.add(Op::Iota, {}, {.dtype = t.dtype, .axis = to}, {t}, n.loc);
+      }
       const Node* inner = operand_is(Op::BroadcastInDim);
       if (!inner) return std::nullopt;
       ir::Attrs c;  // x axis i → inner axis d1[i] → result axis d2[d1[i]]

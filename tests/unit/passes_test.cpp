@@ -355,6 +355,40 @@ TEST(Simplify, LayoutChainsCompose) {
             "}\n");
 }
 
+// An arange baked into the graph as a constant (the class ids of a one-hot mask) becomes an iota,
+// which kernels compute from the index; so does a broadcast of an iota, unless it widens a size-1
+// axis (then every element is 0). Constants that only look like one stay: -0.0, a count along
+// two axes, a step that is not 1, a single element.
+TEST(Simplify, AConstantThatCountsAlongOneAxisIsAnIota) {
+  Graph g;
+  int32_t ids = values(g, DType::I32, {4}, {0, 1, 2, 3});
+  int32_t cols = values(g, DType::F32, {2, 3}, {0, 1, 2, 0, 1, 2});
+  int32_t rows = values(g, DType::U32, {3, 1, 2}, {0, 0, 1, 1, 2, 2});
+  int32_t wide = broadcast(g, ids, {1}, {5, 4});
+  int32_t iota1 = g.add(Op::Iota, {}, {.dtype = DType::I32, .axis = 0}, {Type{DType::I32, {1}}});
+  int32_t zeros = broadcast(g, iota1, {0}, {6});
+  int32_t neg0 = values(g, DType::F32, {3}, {-0.0, 1, 2});
+  int32_t both = values(g, DType::I32, {2, 2}, {0, 1, 1, 2});
+  int32_t step2 = values(g, DType::I32, {3}, {0, 2, 4});
+  int32_t one = values(g, DType::I32, {1}, {0});
+  g.results = {ids, cols, rows, wide, zeros, neg0, both, step2, one};
+  Graph out = run_checked(simplify, g);
+  EXPECT_EQ(ir::print(out),
+            "func @main() {\n"
+            "  %0 = iota() {axis=0} : i32[4]\n"
+            "  %1 = iota() {axis=1} : f32[2x3]\n"
+            "  %2 = iota() {axis=0} : u32[3x1x2]\n"
+            "  %3 = iota() {axis=1} : i32[5x4]\n"
+            "  %4 = iota() {axis=0} : i32[1]\n"
+            "  %5 = broadcast_in_dim(%4) {dims=[0]} : i32[6]\n"
+            "  %6 = constant() {[-0.  1.  2.]} : f32[3]\n"
+            "  %7 = constant() {[[0 1]  [1 2]]} : i32[2x2]\n"
+            "  %8 = constant() {[0 2 4]} : i32[3]\n"
+            "  %9 = constant() {[0]} : i32[1]\n"
+            "  return %0, %1, %2, %3, %5, %6, %7, %8, %9\n"
+            "}\n");
+}
+
 // A reshape or transpose sits on the narrow side of a cast, so that fusion keeps the narrow value
 // in memory: reshape(f32(x)) → f32(reshape(x)), bf16(transpose(y)) → transpose(bf16(y)); a cast
 // between equal sizes (f32 ↔ i32) and a widening cast of a layout op stay.
