@@ -82,6 +82,12 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 ;; --- block-reduce-softmax-rows
 (defn f [a] (list (softmax a) (log-softmax a :axis 1)))
 (f rows)
+;; --- long-rows
+(def logits (random-normal 73 '[270 8200]))
+(def ids (random-randint 74 '[270] 0 8200))
+(defn f [a] (list (softmax a) (sparse-cross-entropy a ids)))
+(defn g [a] ((grad (fn [a] (sparse-cross-entropy a ids))) a))
+(list (f logits) (g logits))
 ;; --- row-reduce-short-rows
 (defn f [a] (list (softmax a) (sum (* a a) :axis 1) (max a :axis -1)))
 (f rows50)
@@ -453,7 +459,7 @@ TEST_P(CudaRender, NvrtcCompilesEveryKernel) {
       for (const Launch& l : f.nvrtc.launches) {
         if (l.kind != Launch::Kind::Kernel) continue;
         EXPECT_NE(got.cubin->find(std::string(1, '\0') + got.prefix + l.kernel + '\0'), std::string::npos) << name << " " << f.name << ": no kernel " << l.kernel;
-        EXPECT_TRUE(l.grid > 0 && l.block > 0 && l.block <= 256) << name << " " << f.name << " " << l.kernel;
+        EXPECT_TRUE(l.grid > 0 && l.block > 0 && l.block <= (l.block_reduce ? 1024 : 256)) << name << " " << f.name << " " << l.kernel;
       }
     }
   }
@@ -501,6 +507,28 @@ TEST(CudaRenderTable, LargeReductionsUseBlockPerPoint) {
     for (const Function& f : cg.functions)
       for (const Launch& l : f.per_step.launches) per_block += l.block_reduce && l.block == 256 && !l.kernel.ends_with('f');
     EXPECT_GT(per_block, 0u) << name;
+  }
+}
+
+// Rows of 8192 points or more (a loss over a vocabulary), enough of them not to split, take
+// blocks of 1024 threads, two per SM, so that the rows a wave holds stay in L2 while the run's
+// phases walk them again; shorter rows keep blocks of 256.
+TEST(CudaRenderTable, LongRowsTakeBlocksOf1024Threads) {
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    const bool long_rows = name == "long-rows";
+    if (!long_rows && name != "block-reduce-softmax-rows") continue;
+    size_t rows = 0, big = 0;
+    for (const Function& f : cg.functions)
+      for (const Launch& l : f.per_step.launches) {
+        if (l.kind != Launch::Kind::Kernel || !l.block_reduce) continue;
+        ++rows;
+        if (l.block != 1024) continue;
+        ++big;
+        EXPECT_EQ(l.grid, 270) << name << " " << f.name << " " << l.kernel;
+        EXPECT_NE(f.per_step.source.find(fmt::format("__launch_bounds__(1024) {}(", l.kernel)), std::string::npos) << f.per_step.source;
+      }
+    EXPECT_GT(rows, 0u) << name;
+    EXPECT_EQ(big, long_rows ? 2u : 0u) << name;  // f: softmax and the loss's row sums; g: its gradient too
   }
 }
 

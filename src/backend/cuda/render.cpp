@@ -363,6 +363,8 @@ class Renderer {
     const std::vector<int32_t>& reductions = p.body.reductions;
     if (p.per_block && p.units > 0 && p.units * 2 < o_.split_target_blocks && floats(reductions))
       p.chunks = std::max<int64_t>(1, std::min(p.extent / (p.lanes * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / p.units));
+    if (p.per_block && row && !p.tile && p.chunks == 1 && p.units * 2 >= o_.split_target_blocks && p.extent >= o_.long_row_min_extent)
+      p.block = p.lanes = std::max(p.block, std::min<int64_t>(o_.long_row_block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(p.extent)))));
     p.grid = p.per_block ? p.units * p.chunks : (p.points + p.block - 1) / p.block;
     return p;
   }
@@ -419,6 +421,8 @@ class Renderer {
       for (size_t j = 1; j < phases.size(); ++j) phases[j].block = phases[j].lanes = phases[0].block;
       while (phases.size() > 1 && !one_kernel(phases)) phases.pop_back();
     }
+    if (phases[0].block > o_.block && tree_bytes(phases) > kMaxStaticShared)  // long rows, many sums: the usual block
+      for (Plan& ph : phases) ph.block = ph.lanes = o_.block;
     *next = index + phases.size();
     const Plan& p = phases[0];
     if (p.points == 0) return false;
@@ -537,6 +541,16 @@ class Renderer {
     if (ragged) close();
     close();
   }
+  // The __shared__ bytes of the trees of a kernel's phases (each phase's arrays are its own).
+  int64_t tree_bytes(const std::vector<Plan>& phases) const {
+    int64_t n = 0;
+    for (const Plan& p : phases)
+      if (p.per_block && !p.column)
+        for (int32_t v : p.body.reductions) n += p.block * static_cast<int64_t>(is_half(g_.type(v).dtype) ? 4 : dtype_size(g_.type(v).dtype));  // vtype
+    return n;
+  }
+  static constexpr int64_t kMaxStaticShared = 48 * 1024;  // a kernel's static __shared__ memory, at most
+
   static int64_t column_slots(const Plan& p) { return (p.points + p.block - 1) / p.block; }
 
   // The statements of plan `p` inside its kernel (t and c set): loops over its points, the tree

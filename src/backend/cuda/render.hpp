@@ -109,6 +109,11 @@ struct Kernels {
 // bias gradient: 768 to 3072 columns of 8192 rows), and a thread per point otherwise: its
 // threads read consecutive elements too. Tests lower `block` and `tile_width` (and force block
 // per point) to emulate the kernels on a CPU.
+// Long rows (a loss over a vocabulary: 50304 bf16 logits, 100 KB a row) take blocks of
+// long_row_block threads: at most two such blocks are resident per SM (2048 threads), so the rows
+// in flight (264 on an H100, 26 MB) stay in the L2 cache (50 MB) while a run of row phases walks
+// them again — with 256-thread blocks, 8 per SM, the 106 MB of rows in flight would be read from
+// memory by every phase.
 struct RenderOptions {
   int64_t block = 256;                        // most threads per block; a power of two, at most 1024
   int64_t block_reduce_row_min_extent = 32;   // row reductions: reduced points per kept point, at least (a warp)
@@ -121,6 +126,8 @@ struct RenderOptions {
   int64_t column_phase_sm_threads = 768;      // row runs with column phases: threads per SM (__launch_bounds__: ≤ 80 registers)
   int64_t column_phase_sms = 132;             // row runs with column phases: the grid fills this many SMs once (an H100's)
   int64_t column_phase_max_sums = 16;         // row runs with column phases: column sums per thread, at most (registers)
+  int64_t long_row_block = 1024;              // row reductions over long rows: threads per block, at most (see below)
+  int64_t long_row_min_extent = 8192;         // … over at least this many points a row
   int64_t pack_max_grid = 64;                 // launches of at most this many blocks are packed (pack_launches.hpp; 0: none)
 };
 
