@@ -135,7 +135,7 @@ class Fuser {
   }
 
   Schedule run() {
-    if (o_.gpu) find_attention_chains();
+    if (o_.gpu && o_.attention) find_attention_chains();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();
@@ -495,8 +495,8 @@ class Fuser {
 
   // Whether an attention operand read through `w`, dims (batch.., rows, head), has a contiguous
   // head dim and 16-byte alignment.
-  static bool aligned(const View& w, const std::vector<int64_t>& batch, int64_t rows, int64_t head) {
-    bool ok = w.strides[static_cast<size_t>(head)] == 1 && w.offset % 8 == 0 && w.strides[static_cast<size_t>(rows)] % 8 == 0;
+  bool aligned(const View& w, const std::vector<int64_t>& batch, int64_t rows, int64_t head) const {
+    bool ok = (o_.aligned_params || g_.producer(w.buffer).op != Op::Parameter) && w.strides[static_cast<size_t>(head)] == 1 && w.offset % 8 == 0 && w.strides[static_cast<size_t>(rows)] % 8 == 0;
     for (int64_t b : batch) ok = ok && w.strides[static_cast<size_t>(b)] % 8 == 0;
     return ok;
   }

@@ -169,6 +169,13 @@ struct FuseOptions {
   // kAttentionMaxHead are Attention steps — with their gradient an AttentionGrad step when the
   // head dims are at most kAttentionGradMaxHead (else neither is fused).
   bool gpu = false;
+  // GPU schedules: attention chains become Attention steps (their kernels use bf16/f16
+  // tensor-core products, mma.sync m16n8k16: sm_80 and newer).
+  bool attention = true;
+  // The graph's parameters start 16-byte aligned, as buffers of their own do; false for a loop
+  // body, whose parameters are views of its loop's buffers at any offset (an Attention step then
+  // copies an operand it would read straight from a parameter).
+  bool aligned_params = true;
 };
 
 inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;

@@ -91,8 +91,9 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
   Counters counters;
 
   ~EmulatedDevice() override;
-  std::string describe() const override { return "emulated GPU (sm_90)"; }
-  std::string arch() const override { return "sm_90"; }
+  std::string arch_name = "sm_90";  // what arch() says (kernels are emulated all the same)
+  std::string describe() const override { return "emulated GPU (" + arch_name + ")"; }
+  std::string arch() const override { return arch_name; }
 
   cuda::DevicePtr allocate(size_t bytes) override;
   void release(cuda::DevicePtr p) override;

@@ -517,6 +517,30 @@ TEST(CudaResidency, DumpWritesTheUnitAndItsLaunchTable) {
   EXPECT_NE(t.find(" grid 8 block 256 (threads share points)  0.032 MB  [8,1000] binary,reduce\n"), std::string::npos) << t;
 }
 
+// Attention kernels use bf16 tensor-core products (mma.sync m16n8k16, sm_80 and newer): on an
+// sm_90 GPU causal attention is one fused kernel; on an sm_75 one (a T4) the chain runs as
+// products and row kernels, with the same result.
+TEST(CudaResidency, AttentionIsFusedOnlyWhereTheGpuHasBf16TensorCores) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  const std::string program =
+      "(defn f [q k v] (let [[B T hd] (shape q) keep (== (tril (ones [T T])) 1.0)\n"
+      "                      s (* (cast (@ (cast q :bf16) (transpose (cast k :bf16) [0 2 1])) :f32) 0.25)]\n"
+      "  (@ (cast (softmax (where keep s -1e9) :axis -1) :bf16) (cast v :bf16))))\n"
+      "(def o (f (random-normal 1 [2 40 16]) (random-normal 2 [2 40 16]) (random-normal 3 [2 40 16])))\n"
+      "(print \"{:.3f}\" (mean (abs (cast o :f32))))\n";
+  std::string printed[2];
+  for (int turing = 0; turing < 2; ++turing) {
+    OnEmulatedGpu gpu;
+    if (turing) gpu.device->arch_name = "sm_75";
+    const std::string t = dumped_unit(gpu, program, "f");
+    EXPECT_EQ(t.find("mma.sync") != std::string::npos, !turing) << t;
+    EXPECT_EQ(t.find(" product ") == std::string::npos, !turing) << t;
+    printed[turing] = gpu.out.str();
+  }
+  EXPECT_NE(printed[0], "");
+  EXPECT_EQ(printed[0], printed[1]);
+}
+
 // Steps whose kernels differ only in their buffers and values (a model's repeated layers) launch
 // one kernel, each with its own arguments: the unit holds its code once.
 TEST(CudaResidency, IdenticalKernelsAreShared) {

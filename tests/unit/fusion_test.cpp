@@ -71,13 +71,14 @@ struct Fused {
   std::vector<std::string> intermediates;
 };
 
-Fused fuse(Interp& in, const char* fn, std::vector<const char*> args, bool gpu) {
+Fused fuse(Interp& in, const char* fn, std::vector<const char*> args, bool gpu, fusion::FuseOptions o = {}) {
   std::vector<Value> values;
   for (const char* a : args) values.push_back(in.global(symbols::intern(a))->value);
   trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, values, SrcLoc{}, false);
   passes::optimize(t.graph);
   Fused f{std::move(t.graph), {}, 0, {}};
-  f.schedule = fusion::fuse(f.graph, {.gpu = gpu});
+  o.gpu = gpu;
+  f.schedule = fusion::fuse(f.graph, o);
   for (const fusion::Step& st : f.schedule.steps) {
     if (st.kind != fusion::StepKind::Loop) continue;
     ++f.loops;
@@ -244,6 +245,20 @@ TEST_P(Recompute, AttentionChainsAreOneStepOnTheGpu) {
   }
   EXPECT_TRUE(attention(fuse(in, "heads-grad", {"qkv"}, GetParam())).empty());
   EXPECT_TRUE(attention(fuse(in, "odd-heads", {"qkv"}, GetParam())).empty());
+  // a GPU without bf16 tensor cores (sm_75) gets no Attention step
+  EXPECT_TRUE(attention(fuse(in, "heads", {"qkv"}, GetParam(), {.attention = false})).empty());
+  // a loop body's parameter may start anywhere: q, k and v are copied before the step reads them
+  const Fused body = fuse(in, "heads", {"qkv"}, GetParam(), {.aligned_params = false});
+  const auto copied = attention(body);
+  ASSERT_EQ(copied.size(), GetParam() ? 1u : 0u);
+  if (GetParam()) {
+    const int32_t at = static_cast<int32_t>(copied[0] - body.schedule.steps.data());
+    for (int32_t v : {copied[0]->attention.q, copied[0]->attention.k, copied[0]->attention.v}) {
+      const fusion::View w = fusion::read_view(body.schedule, v, at);
+      EXPECT_NE(body.graph.producer(w.buffer).op, ir::Op::Parameter);
+      EXPECT_EQ(w.offset, 0);
+    }
+  }
 }
 
 // A training step's attention (value and gradient): the Attention step also writes softmax's row

@@ -54,6 +54,15 @@ class Capture {
   virtual void replay() = 0;
 };
 
+// The compute capability of an arch name: "sm_90" → 90, "sm_90a" → 90, "sm_75" → 75; 0 for
+// anything else.
+inline int compute_capability(const std::string& arch) {
+  int n = 0;
+  for (size_t i = 3; arch.starts_with("sm_") && i < arch.size() && arch[i] >= '0' && arch[i] <= '9' && n < 10000; ++i)
+    n = n * 10 + (arch[i] - '0');
+  return n;
+}
+
 class Device {
  public:
   virtual ~Device() = default;

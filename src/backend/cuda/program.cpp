@@ -175,7 +175,9 @@ struct Program::Impl {
 Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o, bool loop_body)
     : impl_(std::make_unique<Impl>(g, std::move(allocator), o)) {
   Impl& p = *impl_;
-  p.schedule = fusion::fuse(g, {.gpu = true});
+  // Attention kernels need bf16 tensor-core products (sm_80+); a loop body's parameters are
+  // views of its loop's buffers at any offset.
+  p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(p.alloc->device().arch()) >= 80, .aligned_params = !loop_body});
   p.memory = cpu::plan_memory(g, p.schedule);
   kernels_ = render(g, p.schedule, p.memory, render_options_for(p.alloc->device().multiprocessors()));
   const std::vector<std::string> names = kernel_names(kernels_);
