@@ -362,7 +362,7 @@ TEST(Cublas, FallbackKernelsCompileForSm90) {
 
 // ---------------------------------------------------------------- the kernel cache
 
-TEST(CudaCache, NamesFilesByHashOfSourceArchAndNvrtc) {
+TEST(CudaCache, NamesFilesByHashOfSourceArchAndNvrtcWithItsOptions) {
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
   EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ull);
@@ -371,6 +371,9 @@ TEST(CudaCache, NamesFilesByHashOfSourceArchAndNvrtc) {
   EXPECT_EQ(name, cubin_cache_name("source", "sm_90", "NVRTC 13.0"));
   EXPECT_NE(name, cubin_cache_name("source ", "sm_90", "NVRTC 13.0"));
   EXPECT_NE(name, cubin_cache_name("source", "sm_90", "NVRTC 13.1"));
+  // the compiler's options are part of its name: a cubin built with others is another file
+  EXPECT_NE(name, cubin_cache_name("source", "sm_90", "NVRTC 13.0 --fmad=false"));
+  EXPECT_NE(nvrtc_options().find("--fmad=true"), std::string::npos) << nvrtc_options();
   EXPECT_NE(cubin_cache_name("source", "sm_80", "NVRTC 13.0").substr(0, 21), name.substr(0, 21));
   // The parts are delimited: moving a character from one to the next changes the hash.
   EXPECT_NE(cubin_cache_name("ab", "c", "v").substr(0, 21), cubin_cache_name("a", "bc", "v").substr(0, 21));
@@ -630,7 +633,7 @@ TEST(CudaGpu, MemoryKernelsAndTheirCache) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
   ASSERT_EQ(files.size(), 1u);
-  EXPECT_EQ(files[0].filename().string(), cubin_cache_name(kScale, dev->arch(), nvrtc_version()));
+  EXPECT_EQ(files[0].filename().string(), cubin_cache_name(kScale, dev->arch(), nvrtc_version() + " " + nvrtc_options()));
   std::string why;
   EXPECT_TRUE(read_cached_cubin(files[0].string(), &why)) << why;
   run_scale(*dev->load(kScale, {"scale"}, dir.string()), 3.0f);  // from the cache

@@ -22,8 +22,9 @@
 
 namespace sheaf::cuda {
 
-// "cuda-0123456789abcdef.sm_90.cubin"
-std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc_version);
+// "cuda-0123456789abcdef.sm_90.cubin"; `nvrtc` names the compiler and its options (a cubin of
+// other options is another file).
+std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc);
 
 constexpr size_t kCubinHeaderBytes = 28;
 // The cache file's bytes for `cubin`.

@@ -2,6 +2,7 @@
 #include "backend/cuda/nvrtc.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <vector>
 
@@ -9,6 +10,10 @@
 #include "base/error.hpp"
 
 namespace sheaf::cuda {
+
+namespace {
+constexpr const char* kOptions[] = {"-std=c++17", "-default-device", "--fmad=true"};
+}  // namespace
 
 CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin) {
   std::string why;
@@ -23,7 +28,8 @@ CompiledKernels compile_cuda(const std::string& source, const std::string& name,
     ~Destroy() { n->nvrtcDestroyProgram(p); }
   } destroy{n, &prog};
   std::string arch = fmt::format("--gpu-architecture={}_{}{}", cubin ? "sm" : "compute", major, minor);
-  std::vector<const char*> options = {arch.c_str(), "-std=c++17", "-default-device"};
+  std::vector<const char*> options = {arch.c_str()};
+  options.insert(options.end(), std::begin(kOptions), std::end(kOptions));
   r = n->nvrtcCompileProgram(prog, static_cast<int>(options.size()), options.data());
   CompiledKernels out;
   size_t size = 0;
@@ -44,6 +50,8 @@ CompiledKernels compile_cuda(const std::string& source, const std::string& name,
   }
   return out;
 }
+
+std::string nvrtc_options() { return fmt::format("{}", fmt::join(kOptions, " ")); }
 
 std::string nvrtc_version() {
   std::string why;

@@ -1,7 +1,10 @@
 // backend/cuda/nvrtc.hpp — CUDA C++ → PTX and cubin with NVRTC, for the GPU's own architecture.
 // Options: --gpu-architecture=sm_<major><minor> for a cubin (ELF for exactly that GPU) or
 // compute_<major><minor> for PTX (which the driver compiles at load time), -std=c++17,
-// -default-device; no --use_fast_math (IEEE semantics like the host kernels).
+// -default-device, --fmad=true; no --use_fast_math (IEEE operations and rounding, like the host
+// kernels, except that a multiply and an add may contract into one fused multiply-add — nvcc's
+// default, which XLA and PyTorch's kernels keep too: a*b+c may then differ from the CPU's result
+// by the rounding of a*b).
 #pragma once
 #include <string>
 
@@ -16,6 +19,9 @@ struct CompiledKernels {
 // Compiles `source` (named `name` in messages). Throws SheafError with NVRTC's log when the
 // source does not compile, or naming what is missing when NVRTC cannot be loaded.
 CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin);
+
+// The options besides the architecture, as a cubin cache key names them.
+std::string nvrtc_options();
 
 // "NVRTC 13.0" or the reason it is unavailable.
 std::string nvrtc_version();
