@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "backend/cpu/toolchain.hpp"
+#include "backend/cuda/allocator.hpp"
 #include "backend/cuda/device.hpp"
 #include "backend/cuda/render.hpp"
 #include "backend/ref/executor.hpp"
@@ -498,6 +499,21 @@ TEST_P(CudaDeviceConformance, CaptureReplaysOnNewInputs) {
 }
 
 // ---- the emulated device only ----------------------------------------------------------------------
+
+// A GPU in an error state fails every call, releases too: the allocator's destructor gives its
+// cached blocks back as it can and does not throw (which would stop the process).
+TEST(CudaAllocator, ADeviceThatFailsToReleaseDoesNotStopTheProcess) {
+  std::shared_ptr<EmulatedDevice> e = testing_support::emulated_device();
+  auto a = std::make_shared<cuda::Allocator>(e);
+  DevicePtr p = 0;
+  {
+    cuda::Buffer b(a, 1000);
+    p = b.ptr();
+  }  // cached by the allocator
+  e->release(p);  // gone from the device: the allocator's release of it fails
+  EXPECT_THROW(e->release(p), SheafError);
+  EXPECT_NO_THROW(a.reset());
+}
 
 TEST_P(CudaDeviceConformance, EmulatedCountsAndChecks) {
   EmulatedDevice* e = emulated();

@@ -15,7 +15,14 @@ constexpr size_t kSmall = size_t{1} << 20, kSmallRound = 512, kLargeRound = size
 std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 }  // namespace
 
-Allocator::~Allocator() { trim(); }
+// A GPU in an error state (an illegal address: every later call fails) cannot take its memory
+// back; the process's end does, and a destructor must not throw.
+Allocator::~Allocator() {
+  try {
+    trim();
+  } catch (const SheafError&) {
+  }
+}
 
 size_t Allocator::rounded(size_t bytes) {
   size_t unit = bytes < kSmall ? kSmallRound : kLargeRound;

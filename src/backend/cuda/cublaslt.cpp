@@ -17,7 +17,7 @@ namespace {
 Loaded<CublasLt>& loaded() {
   static Loaded<CublasLt> l;
   static std::once_flag once;
-  return load_once<CublasLt>(l, once, {"libcublasLt.so.13", "libcublasLt.so"}, true, "cuBLASLt was not found",
+  return load_once<CublasLt>(l, once, {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, true, "cuBLASLt was not found",
                              "cuBLASLt is too old", [](Resolver& need, CublasLt& fns, std::string&) {
     SHEAF_CUDA_CUBLASLT_ENTRY_POINTS(SHEAF_CUDA_RESOLVE)
     return true;

@@ -39,7 +39,7 @@ Loaded<Driver>& loaded_driver() {
 Loaded<Nvrtc>& loaded_nvrtc() {
   static Loaded<Nvrtc> l;
   static std::once_flag once;
-  return load_once<Nvrtc>(l, once, {"libnvrtc.so.13", "libnvrtc.so"}, true, "NVRTC was not found", "NVRTC is too old",
+  return load_once<Nvrtc>(l, once, {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, true, "NVRTC was not found", "NVRTC is too old",
                           [](Resolver& need, Nvrtc& fns, std::string&) {
     SHEAF_CUDA_NVRTC_ENTRY_POINTS(SHEAF_CUDA_RESOLVE)
     return true;

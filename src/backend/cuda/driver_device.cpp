@@ -486,6 +486,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
 DriverModule::~DriverModule() {
   try {
     dev_->bind();
+    dev_->driver().cuStreamSynchronize(dev_->stream());  // no queued launch of its kernels left
     dev_->driver().cuModuleUnload(mod_);
   } catch (const SheafError&) {
   }

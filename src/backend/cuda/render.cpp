@@ -303,8 +303,8 @@ class Renderer {
     line("  }}");
     line("  pv = hv[0], pi = hj[0];");
     line("  if (threadIdx.x == 0) {{");
-    line("    r[blockIdx.x * {} + p] = pi;", picks);
-    if (top) line("    rv[blockIdx.x * {} + p] = {};", picks, loop_code::store_expr(dt, "pv"));
+    line("    r[(i64)blockIdx.x * {} + p] = pi;", picks);
+    if (top) line("    rv[(i64)blockIdx.x * {} + p] = {};", picks, loop_code::store_expr(dt, "pv"));
     line("  }}");
     line("  __syncthreads();  // hv[0], hj[0] read by every thread before the next pass writes them");
     line("}}");
