@@ -59,9 +59,9 @@ using testing_support::run_kernel;
 using cuda::Launch;
 
 constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
-const cuda::RenderOptions kEmulated{.block = 32, .tile_width = 8};
+const cuda::RenderOptions kEmulated{.block = 32, .tile_width = 8, .long_row_block = 64};
 const cuda::RenderOptions kForced{.block = 8, .block_reduce_row_min_extent = 1, .block_reduce_min_extent = 1, .block_reduce_max_kept = int64_t{1} << 40,
-                                  .tile_width = 4, .column_tile_max_kept = int64_t{1} << 40};
+                                  .tile_width = 4, .column_tile_max_kept = int64_t{1} << 40, .long_row_block = 16};
 
 // Reductions large enough for block-per-point kernels with the default thresholds (two
 // reductions and an elementwise result in one such step too), and reductions over no element.
