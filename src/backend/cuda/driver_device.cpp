@@ -53,9 +53,9 @@ uint64_t get_u64(const std::string& in, size_t at) {
 }
 }  // namespace
 
-std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc) {
+std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& compiler) {
   uint64_t h = kFnvOffset;
-  for (const std::string* part : {&source, &arch, &nvrtc})
+  for (const std::string* part : {&source, &arch, &compiler})
     h = fnv1a64(std::string_view(part->c_str(), part->size() + 1), h);  // with its NUL: parts stay apart
   return fmt::format("cuda-{:016x}.{}.cubin", h, arch);
 }
@@ -298,7 +298,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     std::string path, cubin;
     CUmodule mod = nullptr;
     if (!cache_dir.empty()) {
-      path = (std::filesystem::path(cache_dir) / cubin_cache_name(source, arch(), nvrtc_version() + " " + nvrtc_options())).string();
+      path = (std::filesystem::path(cache_dir) / cubin_cache_name(source, arch())).string();
       std::string why;
       if (std::optional<std::string> cached = read_cached_cubin(path, &why)) {
         CUresult r = d_.cuModuleLoadData(&mod, cached->data());

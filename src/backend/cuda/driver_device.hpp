@@ -18,13 +18,14 @@
 #include <string_view>
 
 #include "backend/cuda/driver.hpp"
+#include "backend/cuda/nvrtc.hpp"
 #include "base/hash.hpp"
 
 namespace sheaf::cuda {
 
-// "cuda-0123456789abcdef.sm_90.cubin"; `nvrtc` names the compiler and its options (a cubin of
-// other options is another file).
-std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& nvrtc);
+// "cuda-0123456789abcdef.sm_90.cubin"; `compiler` names NVRTC and its options (a cubin of
+// another version or other options is another file).
+std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& compiler = nvrtc_compiler());
 
 constexpr size_t kCubinHeaderBytes = 28;
 // The cache file's bytes for `cubin`.

@@ -51,8 +51,6 @@ CompiledKernels compile_cuda(const std::string& source, const std::string& name,
   return out;
 }
 
-std::string nvrtc_options() { return fmt::format("{}", fmt::join(kOptions, " ")); }
-
 std::string nvrtc_version() {
   std::string why;
   const Nvrtc* n = nvrtc(&why);
@@ -61,5 +59,7 @@ std::string nvrtc_version() {
   n->nvrtcVersion(&major, &minor);
   return fmt::format("NVRTC {}.{}", major, minor);
 }
+
+std::string nvrtc_compiler() { return fmt::format("{} {}", nvrtc_version(), fmt::join(kOptions, " ")); }
 
 }  // namespace sheaf::cuda

@@ -20,10 +20,10 @@ struct CompiledKernels {
 // source does not compile, or naming what is missing when NVRTC cannot be loaded.
 CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin);
 
-// The options besides the architecture, as a cubin cache key names them.
-std::string nvrtc_options();
-
 // "NVRTC 13.0" or the reason it is unavailable.
 std::string nvrtc_version();
+
+// The version and the options besides the architecture: "NVRTC 13.0 -std=c++17 … --fmad=true".
+std::string nvrtc_compiler();
 
 }  // namespace sheaf::cuda

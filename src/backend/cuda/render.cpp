@@ -541,12 +541,13 @@ class Renderer {
     if (ragged) close();
     close();
   }
-  // The __shared__ bytes of the trees of a kernel's phases (each phase's arrays are its own).
+  // The __shared__ bytes of the trees of a kernel's phases (each phase's arrays are its own;
+  // f16/bf16 accumulate in float, loop_code::vtype).
   int64_t tree_bytes(const std::vector<Plan>& phases) const {
     int64_t n = 0;
     for (const Plan& p : phases)
       if (p.per_block && !p.column)
-        for (int32_t v : p.body.reductions) n += p.block * static_cast<int64_t>(is_half(g_.type(v).dtype) ? 4 : dtype_size(g_.type(v).dtype));  // vtype
+        for (int32_t v : p.body.reductions) n += p.block * static_cast<int64_t>(dtype_size(is_half(g_.type(v).dtype) ? DType::F32 : g_.type(v).dtype));
     return n;
   }
   static constexpr int64_t kMaxStaticShared = 48 * 1024;  // a kernel's static __shared__ memory, at most
