@@ -11,7 +11,8 @@
 #           --steps 10 --rounds 1) → $OUT/gpu_results.md
 #   profile the GPT-2 small step with SHEAF_CUDA_PROFILE=1 --jit-profile: the time of every
 #           launch (kernels by name, products by shape), the launch table and the CUDA source
-#           → $OUT/profile.txt, $OUT/cuda/train-step.cu
+#           → $OUT/profile.txt, $OUT/cuda/train-step.cu; then again with a point per thread
+#           (SHEAF_CUDA_POINTS_PER_THREAD=1) → $OUT/profile_one_point.txt
 # usage: bash scripts/gpu_check.sh tests|run|bench|profile ...
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,8 +72,12 @@ bench() {
 profile() {
   machine
   mkdir -p "$OUT/cuda"
-  SHEAF_CUDA_PROFILE=1 SHEAF_DUMP_CUDA="$OUT/cuda" timeout 560 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+  SHEAF_CUDA_PROFILE=1 SHEAF_DUMP_CUDA="$OUT/cuda" timeout 300 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
     2>&1 | tee "$OUT/profile.txt"
+  # the same with a point per thread and no unrolled loops (render.hpp: loads in flight)
+  SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 240 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+    >"$OUT/profile_one_point.txt" 2>&1
+  grep -E "RESULT|cuda launch times|products .* kernels" "$OUT/profile_one_point.txt"; sed -n '/us\/launch/,+30p' "$OUT/profile_one_point.txt"
 }
 
 for phase in "$@"; do

@@ -387,6 +387,7 @@ class BodyBuilder {
     if (st.kind == StepKind::Copy) {
       int32_t v = st.outputs[0];
       declare(st.source.buffer, false);
+      b_.load_bytes = static_cast<int64_t>(dtype_size(g_.type(v).dtype));
       b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(v), nest.index(full, 0), pointer_(st.source.buffer),
                                      nest.index(st.source.strides, st.source.offset)));
       return std::move(b_);
@@ -477,6 +478,7 @@ class BodyBuilder {
     declare(w.buffer, false);
     std::string name = fmt::format("l{}", loads_++);
     const DType d = g_.type(u).dtype;
+    b_.load_bytes += static_cast<int64_t>(dtype_size(d));
     b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));
     return name;
   }

@@ -63,6 +63,7 @@ struct LoopBody {
   bool scalar_acc = false;          // reductions accumulate in scalars a{v}, stored after the loops
   std::vector<int64_t> kept;        // strides of the reduction results over the space
   std::vector<std::string> identities;  // per reduction: its identity literal
+  int64_t load_bytes = 0;           // the bytes the loads of a point read (each load counted)
 };
 
 // The body of Loop/Copy/Update step `index` of `s` (an Update writes its update's points; the

@@ -80,6 +80,7 @@ std::shared_ptr<cuda::Program> Jit::build_gpu(const Value& fn, const Executable&
     cuda::ProgramOptions o = gpu_options;
     o.name = fn.as<FnObj>().name;
     o.profile = o.profile || std::getenv("SHEAF_CUDA_PROFILE");
+    if (const char* u = std::getenv("SHEAF_CUDA_POINTS_PER_THREAD")) o.points_per_thread = std::max(1, std::atoi(u));
     auto p = std::make_shared<cuda::Program>(exe.graph, gpu, o);
     if (const char* dump = std::getenv("SHEAF_DUMP_CUDA"))
       write_file_atomic(fmt::format("{}/{}.cu", dump, file_name(fn.as<FnObj>().name)),

@@ -11,8 +11,10 @@
 //             NVRTC). Distinct
 //             renderings compile in batches sharing the prelude, kernels renamed apart; those of
 //             a failing batch compile alone, so an error names its rendering.
-//   Emulated  rendered twice — default thresholds with 32-thread blocks, and every reducing step
-//             forced to block per point with blocks of at most 8 threads — and compiled by the
+//   Emulated  rendered twice — default thresholds with 32-thread blocks (elementwise threads
+//             taking 4 points from grids of 2 blocks on), and every reducing step forced to block
+//             per point with blocks of at most 8 threads (every block loop unrolled by 3,
+//             elementwise threads taking 3 points) — and compiled by the
 //             system C++ compiler after the emulation prelude of cuda_emulator.hpp (__global__
 //             and friends erased, threadIdx/blockIdx thread_local, __shared__ as static,
 //             __syncthreads() as a std::barrier of the threads of a block, which run concurrently
@@ -59,9 +61,10 @@ using testing_support::run_kernel;
 using cuda::Launch;
 
 constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
-const cuda::RenderOptions kEmulated{.block = 32, .tile_width = 8, .long_row_block = 64};
+const cuda::RenderOptions kEmulated{.block = 32, .tile_width = 8, .long_row_block = 64, .points_per_thread_min_grid = 2};
 const cuda::RenderOptions kForced{.block = 8, .block_reduce_row_min_extent = 1, .block_reduce_min_extent = 1, .block_reduce_max_kept = int64_t{1} << 40,
-                                  .tile_width = 4, .column_tile_max_kept = int64_t{1} << 40, .long_row_block = 16};
+                                  .tile_width = 4, .column_tile_max_kept = int64_t{1} << 40, .long_row_block = 16,
+                                  .points_per_thread = 3, .points_per_thread_min_grid = 1, .unroll_max_point_bytes = int64_t{1} << 40};
 
 // Reductions large enough for block-per-point kernels with the default thresholds (two
 // reductions and an elementwise result in one such step too), and reductions over no element.
@@ -116,6 +119,11 @@ constexpr const char* kExtraCases = R"(;; --- prelude
   (let [a2 (- a (* 0.1 (sqrt (abs a)))) b2 (* b 3.0) c2 (+ c 1.0) d (* a2 (sum c2))]
     (list a2 b2 c2 d (cast b2 :bf16))))
 (f (random-normal 70 '[40]) (random-normal 71 '[7 3]) (random-normal 72 '[100]))
+;; --- few-bytes-a-point
+(def wide (random-normal 75 '[3001 41]))
+(defn f [a] (list (cast (* a 3) :bf16) (tanh (cast a :bf16))))
+(defn g [a b c] (+ a (* b c)))
+(list (f wide) (g wide (* wide 2) (exp wide)))
 ;; --- empty-reductions
 (defn f [a] (list (sum a :axis 1) (product a :axis 1) (exp a) (sum a :axis 0)))
 (f (random-normal 65 '[3 0]))
@@ -525,11 +533,51 @@ TEST(CudaRenderTable, LongRowsTakeBlocksOf1024Threads) {
         if (l.block != 1024) continue;
         ++big;
         EXPECT_EQ(l.grid, 270) << name << " " << f.name << " " << l.kernel;
-        EXPECT_NE(f.per_step.source.find(fmt::format("__launch_bounds__(1024) {}(", l.kernel)), std::string::npos) << f.per_step.source;
+        const std::string& src = f.per_step.source;  // unrolled (few bytes loaded a point): at least one block per SM
+        EXPECT_TRUE(src.find(fmt::format("__launch_bounds__(1024) {}(", l.kernel)) != std::string::npos ||
+                    src.find(fmt::format("__launch_bounds__(1024, 1) {}(", l.kernel)) != std::string::npos)
+            << src;
       }
     EXPECT_GT(rows, 0u) << name;
     EXPECT_EQ(big, long_rows ? 2u : 0u) << name;  // f: softmax and the loss's row sums; g: its gradient too
   }
+}
+
+// An elementwise thread whose point loads few bytes (an f32 read and a bf16 written: 4 bytes)
+// takes 4 points, t, t + 256, …, from a grid still 4 blocks per SM, and its kernel may use up to
+// 64 registers (1024 threads per SM) to keep their loads in flight; one loading 12 bytes a point
+// has loads enough in flight with a thread a point. NVRTC compiles both (the tables' emulation
+// runs such kernels, rendered with blocks of 32 and 8 threads, and checks their results).
+TEST(CudaRenderTable, ThreadsLoadingFewBytesTakeSeveralPoints) {
+  const cuda::RenderOptions two_sms = cuda::render_options_for(2);  // grids of 8 blocks or more take several points a thread
+  ASSERT_EQ(two_sms.points_per_thread, 4);
+  size_t several = 0, one = 0;
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    if (name != "few-bytes-a-point") continue;
+    for (const Function& f : cg.functions) {
+      const cuda::Kernels k = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, two_sms);
+      for (const Launch& l : k.launches) {
+        if (l.kind != Launch::Kind::Kernel) continue;
+        const int64_t points = shape_numel(f.gpu_schedule.steps[l.step].space);
+        ASSERT_EQ(points, 3001 * 41) << f.name << " " << l.kernel;
+        if (f.name.starts_with("f#")) {
+          ++several;
+          EXPECT_EQ(l.grid, (points + 1023) / 1024) << f.name << " " << l.kernel;
+          EXPECT_NE(k.source.find(fmt::format("__launch_bounds__(256, 4) {}(", l.kernel)), std::string::npos) << k.source;
+          EXPECT_NE(k.source.find("for (int j = 0; j < 4; ++j) point(j0 + j * 256);"), std::string::npos) << k.source;
+        } else {
+          ++one;
+          EXPECT_EQ(l.grid, (points + 255) / 256) << f.name << " " << l.kernel;
+          EXPECT_NE(k.source.find(fmt::format("__launch_bounds__(256) {}(", l.kernel)), std::string::npos) << k.source;
+        }
+      }
+      std::string why;
+      if (!cuda::nvrtc(&why)) continue;
+      EXPECT_NO_THROW(cuda::compile_cuda(k.source, f.name + ".cu", 9, 0, true)) << k.source;
+    }
+  }
+  EXPECT_GE(several, 1u);
+  EXPECT_EQ(one, 1u);
 }
 
 // Row reductions (the innermost loop reduced) of a warp's worth of points or more take one block

@@ -179,7 +179,9 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
   // views of its loop's buffers at any offset.
   p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(p.alloc->device().arch()) >= 80, .aligned_params = !loop_body});
   p.memory = cpu::plan_memory(g, p.schedule);
-  kernels_ = render(g, p.schedule, p.memory, render_options_for(p.alloc->device().multiprocessors()));
+  RenderOptions ro = render_options_for(p.alloc->device().multiprocessors());
+  if (o.points_per_thread > 0) ro.points_per_thread = o.points_per_thread;
+  kernels_ = render(g, p.schedule, p.memory, ro);
   const std::vector<std::string> names = kernel_names(kernels_);
   for (const Launch& l : kernels_.launches) {
     p.kernel_index.push_back(static_cast<size_t>(std::find(names.begin(), names.end(), l.kernel) - names.begin()));

@@ -88,6 +88,9 @@ struct ProgramOptions {
   // keeps time; such calls are not captured (SHEAF_CUDA_PROFILE).
   bool profile = false;
   std::string name;        // the function, for ProgramStats::times
+  // RenderOptions::points_per_thread when > 0 (SHEAF_CUDA_POINTS_PER_THREAD: 1 renders a thread
+  // per point and no unrolled loops, to measure what they bring)
+  int64_t points_per_thread = 0;
 };
 
 class Program {

@@ -102,6 +102,7 @@ class Renderer {
       throw SheafError(fmt::format("internal: CUDA block size {} is not a power of two up to 1024", o.block));
     if (o.tile_width < 1 || !std::has_single_bit(static_cast<uint64_t>(o.tile_width)))
       throw SheafError(fmt::format("internal: CUDA tile width {} is not a power of two", o.tile_width));
+    if (o.points_per_thread < 1) throw SheafError(fmt::format("internal: {} CUDA points per thread", o.points_per_thread));
   }
 
   Kernels run() {
@@ -326,6 +327,7 @@ class Renderer {
     bool per_block = false, tile = false;
     bool column = false;                // a column phase: each thread sums its columns over the block's rows
     int64_t block = 1, lanes = 1, units = 1, chunks = 1, grid = 0;  // lanes: threads sharing a kept point
+    int64_t per_thread = 1;             // an elementwise step's points per thread
   };
 
   Plan plan(size_t index, const std::vector<int64_t>* rows = nullptr, bool columns = false) const {
@@ -365,7 +367,11 @@ class Renderer {
       p.chunks = std::max<int64_t>(1, std::min(p.extent / (p.lanes * std::max<int64_t>(1, o_.split_min_per_thread)), o_.split_target_blocks / p.units));
     if (p.per_block && row && !p.tile && p.chunks == 1 && p.units * 2 >= o_.split_target_blocks && p.extent >= o_.long_row_min_extent)
       p.block = p.lanes = std::max(p.block, std::min<int64_t>(o_.long_row_block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(p.extent)))));
-    p.grid = p.per_block ? p.units * p.chunks : (p.points + p.block - 1) / p.block;
+    const int64_t u = o_.points_per_thread;
+    if (!p.per_block && p.reduced.empty() && u > 1 && p.body.load_bytes <= o_.unroll_max_point_bytes &&
+        p.points / (p.block * u) >= o_.points_per_thread_min_grid)
+      p.per_thread = u;
+    p.grid = p.per_block ? p.units * p.chunks : (p.points + p.block * p.per_thread - 1) / (p.block * p.per_thread);
     return p;
   }
   const char* type_of(int32_t v) const { return loop_code::vtype(g_.type(v).dtype); }
@@ -455,9 +461,13 @@ class Renderer {
       params += ", float* __restrict__ w";
       l.slots.push_back(m_.slots);
     }
+    // Unrolled calls keep their loads in flight together in registers: ptxas may use up to
+    // 65536 / unrolled_sm_threads of them a thread (with the block alone, it aims at 32).
+    const bool unrolled = p.per_thread > 1 || std::any_of(phases.begin(), phases.end(), [&](const Plan& ph) { return loop_unroll(ph) > 1; });
+    const int64_t min_blocks = strided ? resident : unrolled ? std::max<int64_t>(1, o_.unrolled_sm_threads / l.block) : 0;
     code_.clear();
     indent_ = 0;
-    line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", strided ? fmt::format("{}, {}", l.block, resident) : std::to_string(l.block),
+    line("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{", min_blocks ? fmt::format("{}, {}", l.block, min_blocks) : std::to_string(l.block),
          l.kernel, params);
     indent_ = 2;
     const int64_t width = o_.tile_width;
@@ -474,6 +484,9 @@ class Renderer {
       const std::string unit = split ? fmt::format("(i64)blockIdx.x / {}", p.chunks) : "(i64)blockIdx.x";
       line("const i64 t = {}, c = {};", p.tile ? fmt::format("{} * {} + threadIdx.x % {}", unit, width, width) : unit,
            split ? fmt::format("(i64)blockIdx.x % {}", p.chunks) : "0");
+    } else if (p.per_thread > 1) {  // points t0, t0 + block, …: point(t) below
+      line("auto point = [&](const i64 t) {{");
+      indent_ += 2;
     } else {
       line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
       line("if (t >= {}) return;", p.points);
@@ -486,6 +499,12 @@ class Renderer {
       }
       phase(phases[j]);
       if (phases.size() > 1) close();
+    }
+    if (p.per_thread > 1) {
+      indent_ -= 2;
+      line("}};");
+      unrolled_calls(fmt::format("(i64)blockIdx.x * {} + threadIdx.x", p.block * p.per_thread), p.per_thread, p.block,
+                     l.grid * p.block * p.per_thread, p.points, "");
     }
     std::vector<int64_t> bases;  // where each column phase's partials start in the scratch buffer
     if (strided) {
@@ -554,6 +573,26 @@ class Renderer {
 
   static int64_t column_slots(const Plan& p) { return (p.points + p.block - 1) / p.block; }
 
+  // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop).
+  int64_t loop_unroll(const Plan& p) const {
+    if (!p.per_block || p.column || p.body.load_bytes > o_.unroll_max_point_bytes) return 1;
+    const int64_t step = p.chunks * p.lanes;
+    return std::clamp<int64_t>((p.extent + step - 1) / step, 1, o_.points_per_thread);
+  }
+
+  // Calls point(j) (a lambda) for j = start, start + stride, … below `bound` (while `guard`, a
+  // condition and "&& ", holds), `unroll` calls a round: full rounds unrolled, with no check
+  // between their calls so that ptxas issues their loads together, then the rest one by one.
+  // Round k starts at start + k·round (round ≥ unroll·stride).
+  void unrolled_calls(const std::string& start, int64_t unroll, int64_t stride, int64_t round, int64_t bound, const std::string& guard) {
+    line("i64 j0 = {};", start);
+    line("for (; {}j0 + {} < {}; j0 += {}) {{", guard, (unroll - 1) * stride, bound, round);
+    line("#pragma unroll");
+    line("  for (int j = 0; j < {}; ++j) point(j0 + j * {});", unroll, stride);
+    line("}}");
+    line("for (; {}j0 < {}; j0 += {}) point(j0);", guard, bound, stride);
+  }
+
   // The statements of plan `p` inside its kernel (t and c set): loops over its points, the tree
   // of a block's accumulators, the stores.
   void phase(const Plan& p) {
@@ -573,10 +612,17 @@ class Renderer {
     const bool split = p.chunks > 1;
     split_groups(nest, p.kept, "t", "q");
     for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], p.body.identities[r]);
-    if (p.per_block) {  // a tile's last kept points may lie past the end: their threads only join the tree
-      const std::string lane = p.tile ? fmt::format("threadIdx.x / {}", width) : "threadIdx.x";
-      line("for (i64 r = c * {} + {}; {}r < {}; r += {}) {{", p.lanes, lane, p.tile && p.points % width ? fmt::format("t < {} && ", p.points) : "",
-           p.extent, p.chunks * p.lanes);
+    // a block's threads: reduced points c·lanes + lane, stepping chunks·lanes, `unroll` a round
+    const int64_t step = p.chunks * p.lanes, unroll = loop_unroll(p);
+    const std::string start = fmt::format("c * {} + {}", p.lanes, p.tile ? fmt::format("threadIdx.x / {}", width) : "threadIdx.x");
+    // a tile's last kept points may lie past the end: their threads only join the tree
+    const std::string guard = p.tile && p.points % width ? fmt::format("t < {} && ", p.points) : "";
+    if (p.per_block && unroll > 1) {
+      line("auto point = [&](const i64 r) {{");
+      indent_ += 2;
+      split_groups(nest, p.reduced, "r", "qr");
+    } else if (p.per_block) {
+      line("for (i64 r = {}; {}r < {}; r += {}) {{", start, guard, p.extent, step);
       indent_ += 2;
       split_groups(nest, p.reduced, "r", "qr");
     } else {
@@ -586,7 +632,13 @@ class Renderer {
       }
     }
     for (const std::string& s : p.body.stmts) line("{}", s);
-    for (size_t k = 0; k < (p.per_block ? 1 : p.reduced.size()); ++k) close();
+    if (unroll > 1) {
+      indent_ -= 2;
+      line("}};");
+      unrolled_calls(start, unroll, step, unroll * step, p.extent, guard);
+    }
+    const size_t loops = p.per_block ? (unroll == 1 ? 1 : 0) : p.reduced.size();
+    for (size_t k = 0; k < loops; ++k) close();
     std::string result = nest.index(p.body.kept, 0);
     if (p.per_block && !reductions.empty()) {
       // Tree over the block's accumulators: half the threads fold the other half in, log2(block) times.
@@ -662,7 +714,7 @@ Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryP
 
 RenderOptions render_options_for(int64_t sms) {
   RenderOptions o;
-  if (sms > 0) o.split_target_blocks = 4 * sms, o.column_phase_sms = sms;
+  if (sms > 0) o.split_target_blocks = o.points_per_thread_min_grid = 4 * sms, o.column_phase_sms = sms;
   return o;
 }
 

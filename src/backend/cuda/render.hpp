@@ -20,7 +20,10 @@
 //   thread per point  one thread per kept point: the linear thread index is split into the kept
 //                     loop indices (i64, innermost fastest); reduced dims, wherever they sit in
 //                     the nest, run as serial loops in the thread with scalar accumulators a{v}
-//                     stored at the end. block = min(options.block, points), grid = ⌈points/block⌉.
+//                     stored at the end. block = min(options.block, points), grid = ⌈points/block⌉;
+//                     a step without reduced dims and with points enough takes points_per_thread
+//                     = u points a thread (thread x of block b: b·block·u + x + j·block, j < u),
+//                     grid = ⌈points/(block·u)⌉.
 //   block per point   (a reducing step whose innermost loop is reduced — a row reduction such as
 //                     softmax, layer-norm or a loss over the vocabulary — with ≥
 //                     block_reduce_row_min_extent reduced points per kept point, or any reducing
@@ -114,6 +117,18 @@ struct Kernels {
 // in flight (264 on an H100, 26 MB) stay in the L2 cache (50 MB) while a run of row phases walks
 // them again — with 256-thread blocks, 8 per SM, the 106 MB of rows in flight would be read from
 // memory by every phase.
+// Loads in flight: a thread that loads one bf16 element, computes and stores has 64 bytes a warp
+// in flight; 64 warps per SM hold 4 KB, a fifth of what an H100 needs in flight per SM to stream
+// from memory at full rate (3.35 TB/s × ~0.7 µs / 132 SMs ≈ 18 KB). So where a point loads few
+// bytes (≤ unroll_max_point_bytes: a bf16 cast, bias + GELU, a loss over bf16 logits; an Adam
+// update loading 14 bytes a point has enough in flight), an elementwise thread computes
+// points_per_thread points (t, t + block, …: a warp's loads stay consecutive), and a block's loop
+// over reduced points is unrolled by as much: each body is a lambda called for every point, and
+// ptxas issues the loads of the unrolled calls together when no bounds check lies between them —
+// the calls of a block whose points are all in range (or an unrolled loop's full rounds) run
+// unchecked, the rest one at a time — and when it may use the registers: such a kernel's
+// __launch_bounds__ ask for unrolled_sm_threads resident threads per SM, not the full 2048 (at
+// which ptxas keeps to 32 registers and issues each call's loads after the previous call's math).
 struct RenderOptions {
   int64_t block = 256;                        // most threads per block; a power of two, at most 1024
   int64_t block_reduce_row_min_extent = 32;   // row reductions: reduced points per kept point, at least (a warp)
@@ -129,10 +144,15 @@ struct RenderOptions {
   int64_t long_row_block = 1024;              // row reductions over long rows: threads per block, at most (see below)
   int64_t long_row_min_extent = 8192;         // … over at least this many points a row
   int64_t pack_max_grid = 64;                 // launches of at most this many blocks are packed (pack_launches.hpp; 0: none)
+  int64_t points_per_thread = 4;              // points an elementwise thread computes, a block's loop unrolled by (1: neither)
+  int64_t points_per_thread_min_grid = 528;   // … elementwise: when the grid keeps this many blocks (4 per SM of an H100)
+  int64_t unroll_max_point_bytes = 8;         // … steps whose points load at most this many bytes (LoopBody::load_bytes)
+  int64_t unrolled_sm_threads = 1024;         // kernels with unrolled calls: threads per SM (__launch_bounds__: ≤ 64 registers)
 };
 
-// The options for a GPU of `sms` multiprocessors: split reductions aim at 4 blocks per SM, and the
-// grid of a row run with column phases fills each SM once (the defaults are an H100's 132).
+// The options for a GPU of `sms` multiprocessors: split reductions aim at 4 blocks per SM,
+// elementwise kernels keep that many when their threads take several points, and the grid of a
+// row run with column phases fills each SM once (the defaults are an H100's 132).
 RenderOptions render_options_for(int64_t sms);
 
 Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
