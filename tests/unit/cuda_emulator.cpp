@@ -44,7 +44,8 @@ struct sheaf_dim3 { unsigned x, y, z; };
 static thread_local sheaf_dim3 threadIdx, blockIdx;
 static sheaf_dim3 blockDim, gridDim;
 static void (*sheaf_sync)();
-extern "C" void sheaf_emu_init(void (*sync)()) { sheaf_sync = sync; }
+static void (*sheaf_warp_sync)();
+extern "C" void sheaf_emu_init(void (*sync)(), void (*warp_sync)()) { sheaf_sync = sync; sheaf_warp_sync = warp_sync; }
 extern "C" void sheaf_emu_launch(unsigned grid, unsigned block) { gridDim = {grid, 1, 1}; blockDim = {block, 1, 1}; }
 extern "C" void sheaf_emu_at(unsigned b, unsigned t) { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
@@ -72,6 +73,19 @@ static inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
   sheaf_sync();
   const float r = sheaf_lane_value[threadIdx.x ^ unsigned(lane_mask)];
   sheaf_sync();
+  return r;
+}
+// The reductions' shuffles: the lanes of the calling thread's warp (those of a block smaller than
+// a warp) meet at its own barrier; any type of up to 8 bytes. A block's threads run together, its
+// blocks one after another, so the lanes' slots are the block's.
+static unsigned long long sheaf_lane_bytes[1024];
+template <class T> static inline T sh_shfl_xor(T v, int lane_mask, unsigned) {
+  static_assert(sizeof(T) <= sizeof(unsigned long long));
+  memcpy(&sheaf_lane_bytes[threadIdx.x], &v, sizeof v);
+  sheaf_warp_sync();
+  T r;
+  memcpy(&r, &sheaf_lane_bytes[threadIdx.x ^ unsigned(lane_mask)], sizeof r);
+  sheaf_warp_sync();
   return r;
 }
 static inline float sh_b2f(unsigned short);  // kScalarHelpers' conversions, defined after this prelude
@@ -119,14 +133,17 @@ std::string emulation_launcher(const std::string& symbol, const std::string& ker
 namespace {
 
 thread_local std::barrier<>* t_block_barrier = nullptr;  // the barrier of this thread's block
+thread_local std::barrier<>* t_warp_barrier = nullptr;   // … and of its warp
 
-void block_sync() {
-  if (!t_block_barrier) {  // run_kernel was told the kernel does not synchronise
-    std::fputs("internal: __syncthreads() in an emulated kernel whose threads run one at a time\n", stderr);
+void wait_at(std::barrier<>* b, const char* what) {
+  if (!b) {  // run_kernel was told the kernel does not synchronise
+    std::fprintf(stderr, "internal: %s in an emulated kernel whose threads run one at a time\n", what);
     std::abort();
   }
-  t_block_barrier->arrive_and_wait();
+  b->arrive_and_wait();
 }
+void block_sync() { wait_at(t_block_barrier, "__syncthreads()"); }
+void warp_sync() { wait_at(t_warp_barrier, "a warp shuffle"); }
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -155,13 +172,13 @@ EmulationLibrary compile_emulation(const std::string& unit, const std::filesyste
     return lib;
   }
   lib.handle = std::shared_ptr<void>(h, [](void* p) { dlclose(p); });
-  auto init = reinterpret_cast<void (*)(void (*)())>(dlsym(h, "sheaf_emu_init"));
+  auto init = reinterpret_cast<void (*)(void (*)(), void (*)())>(dlsym(h, "sheaf_emu_init"));
   if (!init) {
     lib.handle.reset();
     lib.error = "the unit does not start with kEmulationPrelude (no sheaf_emu_init)";
     return lib;
   }
-  init(block_sync);
+  init(block_sync, warp_sync);
   return lib;
 }
 
@@ -189,9 +206,12 @@ void run_kernel(const EmulatedKernel& k, int64_t grid, int64_t block, bool toget
   std::vector<std::thread> threads;
   if (together) {  // the threads of a block run together; a barrier ends each block
     std::barrier<> barrier(bl);
+    std::vector<std::unique_ptr<std::barrier<>>> warps;  // of 32 lanes (the last of those left)
+    for (unsigned w = 0; w < bl; w += 32) warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, bl - w)));
     for (unsigned t = 0; t < bl; ++t)
       threads.emplace_back([&, t] {
         t_block_barrier = &barrier;
+        t_warp_barrier = warps[t / 32].get();
         for (unsigned b = 0; b < g; ++b) {
           k.at(b, t);
           k.call(args);

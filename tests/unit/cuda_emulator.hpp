@@ -18,8 +18,9 @@
 //             job of one. Warp collectives (attention kernels, which synchronise, so a block's
 //             threads run together): __shfl_xor_sync and mma.sync.m16n8k16 (sh_mma_bf16/f16, with
 //             its PTX fragment layouts and f32 accumulation) publish each lane's operands and meet
-//             at the block's barrier: every thread of a block calls them alike. SHEAF_EMULATION is
-//             defined.
+//             at the block's barrier: every thread of a block calls them alike. The reductions'
+//             sh_shfl_xor meets at its warp's barrier instead (the lanes of one warp call it).
+//             SHEAF_EMULATION is defined.
 //   Timing    stamps read the host's steady clock when they are queued (work runs then too).
 //   Capture   while `record` runs, launches, products, copies and fills are recorded (with copies of
 //             their arguments) instead of run; upload and download throw. replay() runs them in

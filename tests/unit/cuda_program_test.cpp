@@ -291,7 +291,7 @@ constexpr const char* kScheduledBatches = R"(
 (def YS (random-normal 5 [256]))
 (def trained (repeat [i 24] [[l p] [0.0 p0]]
   (let [rows (+ (* 64 (mod i 4)) (arange 64))] (step p (/ 0.1 (+ 1.0 i)) (get XS rows) (get YS rows)))))
-(print "{:.5f}" (first trained))
+(print "{:.4f}" (first trained))  ;; the GPU sums in another order: the 5th decimal may differ
 )";
 
 TEST(CudaResidency, NewHostValuesEveryStepStillReplay) {

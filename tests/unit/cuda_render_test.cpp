@@ -507,13 +507,19 @@ TEST_P(CudaRender, EmulatedKernelsMatchReferenceExecutor) {
 INSTANTIATE_TEST_SUITE_P(Tables, CudaRender, ::testing::Values("fusion", "builtins", "extra"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-// The large reductions really take the block-per-point path with the default thresholds.
+// The large reductions really take the block-per-point path with the default thresholds, and
+// their blocks combine by warp shuffles and one barrier, not a tree of eight.
 TEST(CudaRenderTable, LargeReductionsUseBlockPerPoint) {
   for (const auto& [name, cg] : graphs_of_table("extra").cases) {
     if (name.rfind("block-reduce", 0) != 0) continue;
     size_t per_block = 0;
-    for (const Function& f : cg.functions)
+    for (const Function& f : cg.functions) {
       for (const Launch& l : f.per_step.launches) per_block += l.block_reduce && l.block == 256 && !l.kernel.ends_with('f');
+      const std::string& src = f.per_step.source;
+      if (src.find("__syncthreads") == std::string::npos) continue;
+      EXPECT_NE(src.find("for (int o = 16; o > 0; o >>= 1) {"), std::string::npos) << src;
+      EXPECT_EQ(src.find("for (unsigned w = 128; w >= 1; w >>= 1)"), std::string::npos) << src;
+    }
     EXPECT_GT(per_block, 0u) << name;
   }
 }

@@ -11,8 +11,9 @@
 // another (block b of member i is block b − Σ earlier grids), each member's kernel called as a
 // device function (not inlined) of its block index, block size and grid.
 // Packable: a kernel launch of at most PackOptions::max_grid blocks of at most max_block
-// threads whose kernel neither synchronises nor declares __shared__ memory (a member with fewer
-// threads than the group skips the extra ones, which a barrier would wait for).
+// threads whose kernel neither synchronises, shuffles across a warp's lanes nor declares
+// __shared__ memory (a member with fewer threads than the group skips the extra ones, which a
+// barrier or a shuffle would wait for).
 // Slots read and written: a kernel's `const T*` parameters are read, its other parameters read
 // and written (in place); a product reads its operands and writes its result, a copy reads its
 // source and writes its destination, a fill writes. Two slots meet when their memory may: arena
@@ -38,7 +39,7 @@ struct KernelText {
   size_t begin = 0, params = 0;  // "extern", its parameter list
   size_t body = 0, end = 0;      // the "{" opening its body, one past its closing "}\n"
   std::vector<std::string> types;  // each parameter's type ("const float*")
-  bool simple = false;             // no __syncthreads, no __shared__
+  bool simple = false;             // no __syncthreads, no __shared__, no shuffle
 };
 
 KernelText find_kernel(const std::string& source, const std::string& name) {
@@ -58,7 +59,8 @@ KernelText find_kernel(const std::string& source, const std::string& name) {
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 2);
     }
     const std::string_view text(source.data() + k.begin, k.end - k.begin);
-    k.simple = text.find("__syncthreads") == std::string_view::npos && text.find("__shared__") == std::string_view::npos;
+    k.simple = text.find("__syncthreads") == std::string_view::npos && text.find("__shared__") == std::string_view::npos &&
+               text.find("sh_shfl_xor") == std::string_view::npos;
     return k;
   }
   throw SheafError(fmt::format("internal: kernel {} is not in its rendering", name));

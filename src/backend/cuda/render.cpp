@@ -52,6 +52,9 @@ constexpr const char* kArgHelpers = R"(template <bool Max, class V> static inlin
   if (vn || bn) return vn && (!bn || j < i);
   return (Max ? v > b : v < b) || (v == b && j < i);
 }
+#ifndef SHEAF_EMULATION
+template <class T> static inline T sh_shfl_xor(T v, int lane_mask, unsigned lanes) { return (T)__shfl_xor_sync(lanes, v, lane_mask); }
+#endif
 )";
 
 // Kernel `text` named `name` as render compares kernels: the name and the comments dropped, the
@@ -560,18 +563,57 @@ class Renderer {
     if (ragged) close();
     close();
   }
-  // The __shared__ bytes of the trees of a kernel's phases (each phase's arrays are its own;
-  // f16/bf16 accumulate in float, loop_code::vtype).
+  // The __shared__ bytes of the trees of a kernel's phases (each phase's arrays are its own: a
+  // value per warp, or per thread in a tile; f16/bf16 accumulate in float, loop_code::vtype).
   int64_t tree_bytes(const std::vector<Plan>& phases) const {
     int64_t n = 0;
     for (const Plan& p : phases)
       if (p.per_block && !p.column)
-        for (int32_t v : p.body.reductions) n += p.block * static_cast<int64_t>(dtype_size(is_half(g_.type(v).dtype) ? DType::F32 : g_.type(v).dtype));
+        for (int32_t v : p.body.reductions)
+          n += (p.tile ? p.block : (p.block + 31) / 32) * static_cast<int64_t>(dtype_size(is_half(g_.type(v).dtype) ? DType::F32 : g_.type(v).dtype));
     return n;
   }
   static constexpr int64_t kMaxStaticShared = 48 * 1024;  // a kernel's static __shared__ memory, at most
 
   static int64_t column_slots(const Plan& p) { return (p.points + p.block - 1) / p.block; }
+
+  // loop_code::combine_expr of reduction v's accumulators x and y.
+  std::string combine(int32_t v, const std::string& x, const std::string& y) const {
+    return loop_code::combine_expr(g_.producer(v).attrs.reduce, g_.type(v).dtype, x, y);
+  }
+
+  // Combines the accumulators a{v} of plan `p`'s block (not a tile) into thread 0's: each warp's
+  // lanes by a butterfly of shuffles, then the warps' results, through __shared__ memory (one
+  // barrier), by the first warp's lanes the same way. Every thread of the block runs it.
+  void block_combine(const Plan& p) {
+    const std::vector<int32_t>& reductions = p.body.reductions;
+    const int64_t lanes = std::min<int64_t>(32, p.block), warps = p.block / lanes;
+    const std::string mask = lanes == 32 ? "0xffffffffu" : fmt::format("{:#x}u", (uint64_t{1} << lanes) - 1);
+    // every lane shuffles (into y{r}) before combining: a combine may not evaluate its second operand (||)
+    auto butterfly = [&](int64_t from) {
+      if (from < 1) return;
+      line("for (int o = {}; o > 0; o >>= 1) {{", from);
+      for (size_t r = 0; r < reductions.size(); ++r) {
+        const int32_t v = reductions[r];
+        line("  const {0} y{1} = sh_shfl_xor(a{2}, o, {3});", type_of(v), r, v, mask);
+        line("  a{0} = {1};", v, combine(v, fmt::format("a{}", v), fmt::format("y{}", r)));
+      }
+      line("}}");
+    };
+    butterfly(lanes / 2);
+    if (warps == 1) return;
+    for (int32_t v : reductions) line("__shared__ {} h{}[{}];", type_of(v), v, warps);
+    line("if (threadIdx.x % 32 == 0) {{");
+    for (int32_t v : reductions) line("  h{0}[threadIdx.x / 32] = a{0};", v);
+    line("}}");
+    line("__syncthreads();");
+    line("if (threadIdx.x < 32) {{");
+    indent_ += 2;
+    for (size_t r = 0; r < reductions.size(); ++r)
+      line("a{0} = threadIdx.x < {1} ? h{0}[threadIdx.x] : {2};", reductions[r], warps, p.body.identities[r]);
+    butterfly(warps / 2);
+    close();
+  }
 
   // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop).
   int64_t loop_unroll(const Plan& p) const {
@@ -640,25 +682,34 @@ class Renderer {
     const size_t loops = p.per_block ? (unroll == 1 ? 1 : 0) : p.reduced.size();
     for (size_t k = 0; k < loops; ++k) close();
     std::string result = nest.index(p.body.kept, 0);
-    if (p.per_block && !reductions.empty()) {
-      // Tree over the block's accumulators: half the threads fold the other half in, log2(block) times.
+    if (p.per_block && !reductions.empty() && !p.tile) {
+      block_combine(p);
+      line("if (threadIdx.x == 0) {{");
+      indent_ += 2;
+      for (size_t j = 0; j < reductions.size(); ++j) {
+        const int32_t v = reductions[j];
+        if (split) line("w[{} + t * {} + c] = a{};", static_cast<int64_t>(j) * p.points * p.chunks, p.chunks, v);
+        else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("a{}", v)));
+      }
+      close();
+    } else if (p.per_block && !reductions.empty()) {
+      // Tree over the block's accumulators: half the threads fold the other half in, down to the
+      // tile's width (threads x and x + width share a kept point).
       for (int32_t v : reductions) line("__shared__ {} h{}[{}];", type_of(v), v, p.block);
       for (int32_t v : reductions) line("h{0}[threadIdx.x] = a{0};", v);
       line("__syncthreads();");
-      line("for (unsigned w = {}; w >= {}; w >>= 1) {{", p.block / 2, p.tile ? width : 1);
+      line("for (unsigned w = {}; w >= {}; w >>= 1) {{", p.block / 2, width);
       indent_ += 2;
       line("if (threadIdx.x < w) {{");
       indent_ += 2;
       for (int32_t v : reductions) {
-        const ir::Node& n = g_.producer(v);
         std::string acc = fmt::format("h{}[threadIdx.x]", v);
-        line("{} = {};", acc, loop_code::combine_expr(n.attrs.reduce, g_.type(v).dtype, acc, fmt::format("h{}[threadIdx.x + w]", v)));
+        line("{} = {};", acc, combine(v, acc, fmt::format("h{}[threadIdx.x + w]", v)));
       }
       close();
       line("__syncthreads();");
       close();
-      if (p.tile) line("if (threadIdx.x < {}{}) {{", width, p.points % width ? fmt::format(" && t < {}", p.points) : "");
-      else line("if (threadIdx.x == 0) {{");
+      line("if (threadIdx.x < {}{}) {{", width, p.points % width ? fmt::format(" && t < {}", p.points) : "");
       indent_ += 2;
       for (size_t j = 0; j < reductions.size(); ++j) {
         const int32_t v = reductions[j];

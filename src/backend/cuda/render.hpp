@@ -30,8 +30,10 @@
 //                     step with ≥ block_reduce_min_extent reduced points per kept point and
 //                     < block_reduce_max_kept kept points) one block per kept point:
 //                     its threads stride over the reduced points with scalar accumulators, then
-//                     combine them in __shared__ memory (a tree of loop_code::combine_expr with
-//                     __syncthreads(), no warp shuffles), thread 0 stores. block is a power of two.
+//                     combine them (loop_code::combine_expr): each warp by a butterfly of
+//                     shuffles (sh_shfl_xor), the warps' results through __shared__ memory by the
+//                     first warp the same way (one barrier); thread 0 stores. block is a power of
+//                     two.
 //   column tile       (a reducing step whose innermost loop is kept, at least tile_width wide —
 //                     a column sum such as a bias gradient over [tokens, features] — with ≥
 //                     block_reduce_min_extent reduced points per kept point and <
@@ -39,8 +41,9 @@
 //                     points: thread x of a block takes kept point tile·width + x % width and
 //                     reduced points x / width, x / width + block / width, …, so a warp reads
 //                     consecutive elements of a row; the accumulators of a kept point are combined
-//                     in __shared__ memory by the same tree stopped at `width`, the first `width`
-//                     threads store. block = options.block.
+//                     in __shared__ memory by a tree (half the threads fold the other half in,
+//                     down to `width`, a barrier each time), the first `width` threads store.
+//                     block = options.block.
 // A block-per-point or tile step with too few blocks to fill the GPU (fewer than
 // split_target_blocks / 2: a loss summed to a scalar, a norm) and a long reduced range is split:
 // each kept point's reduced points are dealt to `chunks` blocks (block c of point t takes points
