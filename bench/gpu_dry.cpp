@@ -8,11 +8,13 @@
 // computes and prints are not.
 // Prints, per compiled function, its calls and the work of its last call (a training step's
 // function: one step), then the --jit-profile report. --compile: NVRTC also compiles every unit
-// to an sm_90 cubin, as the GPU would load it (no GPU needed), and the compile time is printed.
+// to an sm_90 cubin, as the GPU would load it (no GPU needed): the compile time is printed, and
+// each kernel's registers, spills, shared memory and resident threads per SM (print_occupancy).
 //   build/bench/gpu_dry [--compile] bench/gpt2_gpu.shf -- --steps 1
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include <chrono>
 
@@ -38,6 +40,40 @@ class DryCapture : public cuda::Capture {
   void replay() override {}
 };
 
+// Per kernel, from ptxas's report (NVRTC's log with --ptxas-options=-v): registers, bytes
+// spilled, static shared memory, and the threads an H100 SM holds at once by its
+// __launch_bounds__ block (registers: 64K per SM, allocated 8 a thread; shared: 228 KB; at
+// most 2048 threads, 32 blocks). A kernel that spills or holds few threads shows here first.
+void print_occupancy(const std::string& source, const std::string& log) {
+  std::cout << "  kernel        block  registers  spilled  shared  threads/SM\n";
+  std::istringstream lines(log);
+  std::string line, kernel;
+  int64_t spilled = 0;
+  for (std::string l; std::getline(lines, l);) {
+    if (size_t at = l.find("Compiling entry function '"); at != std::string::npos) {
+      kernel = l.substr(at + 26, l.find('\'', at + 26) - at - 26);
+      spilled = 0;
+    } else if (size_t sp = l.find(" bytes spill stores"); sp != std::string::npos) {
+      spilled = std::atoll(l.c_str() + l.rfind(", ", sp) + 2);
+    } else if (size_t used = l.find("Used "); used != std::string::npos && !kernel.empty()) {
+      const int64_t regs = std::atoll(l.c_str() + used + 5);
+      const size_t sm = l.find(" bytes smem");
+      const int64_t shared = sm == std::string::npos ? 0 : std::atoll(l.c_str() + l.rfind(", ", sm) + 2);
+      const size_t lb = source.find(") " + kernel + "(");
+      const size_t open = source.rfind("__launch_bounds__(", lb);
+      const int64_t block = lb == std::string::npos || open == std::string::npos ? 0 : std::atoll(source.c_str() + open + 18);
+      int64_t blocks = 0;
+      if (block > 0) {
+        blocks = std::min<int64_t>(32, 2048 / block);
+        if (regs > 0) blocks = std::min(blocks, 65536 / ((regs + 7) / 8 * 8 * block));
+        if (shared > 0) blocks = std::min<int64_t>(blocks, 228 * 1024 / (shared + 1024));
+      }
+      std::cout << fmt::format("  {:<12} {:>6} {:>10} {:>8} {:>7} {:>11}\n", kernel, block, regs, spilled, shared, blocks * block);
+      kernel.clear();
+    }
+  }
+}
+
 class DryDevice : public cuda::Device {
  public:
   explicit DryDevice(bool compile) : compile_(compile) {}
@@ -56,10 +92,11 @@ class DryDevice : public cuda::Device {
   std::unique_ptr<cuda::Module> load(const std::string& source, const std::vector<std::string>& names, const std::string&) override {
     if (compile_) {
       auto t0 = std::chrono::steady_clock::now();
-      cuda::CompiledKernels k = cuda::compile_cuda(source, "unit.cu", 9, 0, true);
+      cuda::CompiledKernels k = cuda::compile_cuda(source, "unit.cu", 9, 0, true, {"--ptxas-options=-v"});
       std::chrono::duration<double> s = std::chrono::steady_clock::now() - t0;
       std::cout << fmt::format("nvrtc: {} kernels, {:.0f} KB of source → {:.0f} KB sm_90 cubin in {:.1f} s\n", names.size(),
                                source.size() / 1e3, k.cubin.size() / 1e3, s.count());
+      print_occupancy(source, k.log);
     }
     return std::make_unique<DryModule>();
   }

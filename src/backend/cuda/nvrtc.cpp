@@ -15,7 +15,8 @@ namespace {
 constexpr const char* kOptions[] = {"-std=c++17", "-default-device", "--fmad=true"};
 }  // namespace
 
-CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin) {
+CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin,
+                             const std::vector<std::string>& extra) {
   std::string why;
   const Nvrtc* n = nvrtc(&why);
   if (!n) throw SheafError("cannot compile CUDA kernels: " + why);
@@ -30,6 +31,7 @@ CompiledKernels compile_cuda(const std::string& source, const std::string& name,
   std::string arch = fmt::format("--gpu-architecture={}_{}{}", cubin ? "sm" : "compute", major, minor);
   std::vector<const char*> options = {arch.c_str()};
   options.insert(options.end(), std::begin(kOptions), std::end(kOptions));
+  for (const std::string& e : extra) options.push_back(e.c_str());
   r = n->nvrtcCompileProgram(prog, static_cast<int>(options.size()), options.data());
   CompiledKernels out;
   size_t size = 0;

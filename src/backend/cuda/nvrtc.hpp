@@ -7,6 +7,7 @@
 // by the rounding of a*b).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace sheaf::cuda {
 
@@ -16,9 +17,11 @@ struct CompiledKernels {
   std::string log;    // compiler messages (warnings)
 };
 
-// Compiles `source` (named `name` in messages). Throws SheafError with NVRTC's log when the
-// source does not compile, or naming what is missing when NVRTC cannot be loaded.
-CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin);
+// Compiles `source` (named `name` in messages); `extra` options follow the usual ones (a tool's
+// "--ptxas-options=-v": each kernel's registers in the log). Throws SheafError with NVRTC's log
+// when the source does not compile, or naming what is missing when NVRTC cannot be loaded.
+CompiledKernels compile_cuda(const std::string& source, const std::string& name, int major, int minor, bool cubin,
+                             const std::vector<std::string>& extra = {});
 
 // "NVRTC 13.0" or the reason it is unavailable.
 std::string nvrtc_version();

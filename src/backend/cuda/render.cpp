@@ -681,17 +681,21 @@ class Renderer {
     }
     const size_t loops = p.per_block ? (unroll == 1 ? 1 : 0) : p.reduced.size();
     for (size_t k = 0; k < loops; ++k) close();
-    std::string result = nest.index(p.body.kept, 0);
-    if (p.per_block && !reductions.empty() && !p.tile) {
-      block_combine(p);
-      line("if (threadIdx.x == 0) {{");
+    const std::string result = nest.index(p.body.kept, 0);
+    // the threads `who` store each reduction v's result `value(v)` (a split: its partial result)
+    auto store = [&](const std::string& who, const std::function<std::string(int32_t)>& value) {
+      line("if ({}) {{", who);
       indent_ += 2;
       for (size_t j = 0; j < reductions.size(); ++j) {
         const int32_t v = reductions[j];
-        if (split) line("w[{} + t * {} + c] = a{};", static_cast<int64_t>(j) * p.points * p.chunks, p.chunks, v);
-        else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("a{}", v)));
+        if (split) line("w[{} + t * {} + c] = {};", static_cast<int64_t>(j) * p.points * p.chunks, p.chunks, value(v));
+        else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, value(v)));
       }
       close();
+    };
+    if (p.per_block && !reductions.empty() && !p.tile) {
+      block_combine(p);
+      store("threadIdx.x == 0", [](int32_t v) { return fmt::format("a{}", v); });
     } else if (p.per_block && !reductions.empty()) {
       // Tree over the block's accumulators: half the threads fold the other half in, down to the
       // tile's width (threads x and x + width share a kept point).
@@ -709,14 +713,8 @@ class Renderer {
       close();
       line("__syncthreads();");
       close();
-      line("if (threadIdx.x < {}{}) {{", width, p.points % width ? fmt::format(" && t < {}", p.points) : "");
-      indent_ += 2;
-      for (size_t j = 0; j < reductions.size(); ++j) {
-        const int32_t v = reductions[j];
-        if (split) line("w[{} + t * {} + c] = h{}[threadIdx.x];", static_cast<int64_t>(j) * p.points * p.chunks, p.chunks, v);
-        else line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("h{}[threadIdx.x]", v)));
-      }
-      close();
+      store(fmt::format("threadIdx.x < {}{}", width, p.points % width ? fmt::format(" && t < {}", p.points) : ""),
+            [](int32_t v) { return fmt::format("h{}[threadIdx.x]", v); });
     } else {
       for (int32_t v : reductions) line("{}[{}] = {};", pointer(v), result, loop_code::store_expr(g_.type(v).dtype, fmt::format("a{}", v)));
     }
