@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -480,7 +481,17 @@ class BodyBuilder {
     const DType d = g_.type(u).dtype;
     b_.load_bytes += static_cast<int64_t>(dtype_size(d));
     b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));
+    b_.direct_load.resize(b_.stmts.size());
+    b_.direct_load.back() = !names_a_value(index);
     return name;
+  }
+  // Whether `e` names a value or a load (v{id}, l{n}), not only loop indices i{k} and numbers.
+  static bool names_a_value(std::string_view e) {
+    for (size_t i = 0; i + 1 < e.size(); ++i)
+      if ((e[i] == 'v' || e[i] == 'l') && (i == 0 || !(std::isalnum(static_cast<unsigned char>(e[i - 1])) || e[i - 1] == '_')) &&
+          std::isdigit(static_cast<unsigned char>(e[i + 1])))
+        return true;
+    return false;
   }
 
   // gather (take along axis a): out = x.shape[:a] + idx.shape + x.shape[a+1:]. The strides over

@@ -124,6 +124,11 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 (defn f [a] (list (cast (* a 3) :bf16) (tanh (cast a :bf16))))
 (defn g [a b c] (+ a (* b c)))
 (list (f wide) (g wide (* wide 2) (exp wide)))
+;; --- loads-first
+(def xs3 (random-normal 76 '[300 7]))
+(defn f [a b c] (- (/ a (sqrt (+ (* b b) 1e-8))) (* 0.1 c)))
+(defn g [a i] (* (/ a 3.0) (get a i)))
+(list (f xs3 (* xs3 2) (exp xs3)) (g xs3 (random-randint 77 '[300] 0 300)))
 ;; --- empty-reductions
 (defn f [a] (list (sum a :axis 1) (product a :axis 1) (exp a) (sum a :axis 0)))
 (f (random-normal 65 '[3 0]))
@@ -584,6 +589,37 @@ TEST(CudaRenderTable, ThreadsLoadingFewBytesTakeSeveralPoints) {
   }
   EXPECT_GE(several, 1u);
   EXPECT_EQ(one, 1u);
+}
+
+// A point's loads at indices that name no value come first in its body, before any division
+// (whose slow-path branch ptxas would not hoist them above); a gather's load, whose index is a
+// loaded value, stays after that value.
+TEST(CudaRenderTable, APointsLoadsComeFirst) {
+  size_t checked = 0;
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    if (name != "loads-first") continue;
+    for (const Function& f : cg.functions) {
+      const std::string& src = f.per_step.source;
+      // each kernel that divides: no load of a value-free index after its first division
+      for (size_t at = src.find("extern \"C\" __global__"); at != std::string::npos; at = src.find("extern \"C\" __global__", at + 1)) {
+        const std::string_view kernel = std::string_view(src).substr(at, src.find("\n}\n", at) - at);
+        const size_t division = kernel.find(" / ");
+        if (division == std::string_view::npos) continue;
+        ++checked;
+        const size_t gathered = kernel.find("((i64)(l");  // g's rows a[i]: the load naming i's value
+        const std::string_view after = kernel.substr(division);
+        if (f.name.starts_with("f#")) {
+          EXPECT_EQ(after.find("const float l"), std::string_view::npos) << kernel;
+        } else {
+          ASSERT_NE(gathered, std::string_view::npos) << kernel;
+          EXPECT_LT(kernel.find("const i32 l"), division) << kernel;
+          EXPECT_LT(kernel.find("const float l0 = p"), division) << kernel;
+          EXPECT_GT(gathered, division) << kernel;  // not a direct load: it stays where it was
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2u);
 }
 
 // Row reductions (the innermost loop reduced) of a warp's worth of points or more take one block

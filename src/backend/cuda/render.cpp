@@ -615,6 +615,15 @@ class Renderer {
     close();
   }
 
+  // The statements of a point: first its loads at indices that name no value (in their order),
+  // then the others in theirs. ptxas keeps loads below a branch (an IEEE division's or square
+  // root's slow path), so a point's loads are issued together only when they come first.
+  void statements(const LoopBody& b) {
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < b.stmts.size(); ++i)
+        if ((i < b.direct_load.size() && b.direct_load[i]) == (pass == 0)) line("{}", b.stmts[i]);
+  }
+
   // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop).
   int64_t loop_unroll(const Plan& p) const {
     if (!p.per_block || p.column || p.body.load_bytes > o_.unroll_max_point_bytes) return 1;
@@ -645,7 +654,7 @@ class Renderer {
       column_loop(p, [&] {
         split_groups(nest, p.kept, "r", "qr");
         for (int32_t v : reductions) line("float a{0} = k{0}[s];", v);
-        for (const std::string& st : p.body.stmts) line("{}", st);
+        statements(p.body);
         for (int32_t v : reductions) line("k{0}[s] = a{0};", v);
       });
       return;
@@ -673,7 +682,7 @@ class Renderer {
         indent_ += 2;
       }
     }
-    for (const std::string& s : p.body.stmts) line("{}", s);
+    statements(p.body);
     if (unroll > 1) {
       indent_ -= 2;
       line("}};");
