@@ -481,8 +481,7 @@ class BodyBuilder {
     const DType d = g_.type(u).dtype;
     b_.load_bytes += static_cast<int64_t>(dtype_size(d));
     b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));
-    b_.direct_load.resize(b_.stmts.size());
-    b_.direct_load.back() = !names_a_value(index);
+    if (!names_a_value(index)) b_.direct_loads.push_back(b_.stmts.size() - 1);
     return name;
   }
   // Whether `e` names a value or a load (v{id}, l{n}), not only loop indices i{k} and numbers.

@@ -64,9 +64,9 @@ struct LoopBody {
   std::vector<int64_t> kept;        // strides of the reduction results over the space
   std::vector<std::string> identities;  // per reduction: its identity literal
   int64_t load_bytes = 0;           // the bytes the loads of a point read (each load counted)
-  // stmts[i] is a load whose index names no value (loop indices and numbers only): it may move
-  // to the body's start (the CUDA renderer issues a point's loads together)
-  std::vector<bool> direct_load;
+  // the stmts (ascending indices) that load at an index naming no value (loop indices and
+  // numbers only): they may move to the body's start (the CUDA renderer issues them together)
+  std::vector<size_t> direct_loads;
 };
 
 // The body of Loop/Copy/Update step `index` of `s` (an Update writes its update's points; the

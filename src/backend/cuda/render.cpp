@@ -619,9 +619,10 @@ class Renderer {
   // then the others in theirs. ptxas keeps loads below a branch (an IEEE division's or square
   // root's slow path), so a point's loads are issued together only when they come first.
   void statements(const LoopBody& b) {
-    for (int pass = 0; pass < 2; ++pass)
-      for (size_t i = 0; i < b.stmts.size(); ++i)
-        if ((i < b.direct_load.size() && b.direct_load[i]) == (pass == 0)) line("{}", b.stmts[i]);
+    for (size_t i : b.direct_loads) line("{}", b.stmts[i]);
+    for (size_t i = 0, d = 0; i < b.stmts.size(); ++i)
+      if (d < b.direct_loads.size() && b.direct_loads[d] == i) ++d;
+      else line("{}", b.stmts[i]);
   }
 
   // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop).

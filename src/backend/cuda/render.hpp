@@ -132,7 +132,7 @@ struct Kernels {
 // unchecked, the rest one at a time — and when it may use the registers: such a kernel's
 // __launch_bounds__ ask for unrolled_sm_threads resident threads per SM, not the full 2048 (at
 // which ptxas keeps to 32 registers and issues each call's loads after the previous call's math).
-// Within a point, its loads at indices that name no value come first (LoopBody::direct_load):
+// Within a point, its loads at indices that name no value come first (LoopBody::direct_loads):
 // ptxas keeps a load below a branch such as an IEEE division's slow path.
 struct RenderOptions {
   int64_t block = 256;                        // most threads per block; a power of two, at most 1024
