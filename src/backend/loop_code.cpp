@@ -329,6 +329,20 @@ std::string Nest::index(const std::vector<int64_t>& strides, int64_t offset, con
   return e.empty() ? "0" : e;
 }
 
+uint64_t Nest::walks(const std::vector<int64_t>& strides) const {
+  uint64_t m = 0;
+  for (size_t k = 0; k < groups.size(); ++k)
+    if (strides[groups[k].back()] != 0) m |= group_bit(k);
+  return m;
+}
+
+int64_t LoopBody::point_bytes(uint64_t looped) const {
+  int64_t n = 0;
+  for (const Load& l : loads)
+    if (!l.direct || (l.walks & looped)) n += l.bytes;
+  return n;
+}
+
 namespace {
 
 // Builds the statements of one Loop/Copy step (see loop_body).
@@ -388,7 +402,7 @@ class BodyBuilder {
     if (st.kind == StepKind::Copy) {
       int32_t v = st.outputs[0];
       declare(st.source.buffer, false);
-      b_.load_bytes = static_cast<int64_t>(dtype_size(g_.type(v).dtype));
+      b_.loads.push_back({.stmt = 0, .bytes = static_cast<int64_t>(dtype_size(g_.type(v).dtype)), .walks = nest.walks(st.source.strides)});
       b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(v), nest.index(full, 0), pointer_(st.source.buffer),
                                      nest.index(st.source.strides, st.source.offset)));
       return std::move(b_);
@@ -428,7 +442,8 @@ class BodyBuilder {
         case Op::Gather: e = gather_expr(n); break;
         case Op::DynamicSlice: {
           const View& w = at(n.in[0]);
-          e = load_at(n.in[0], b_.nest.index(w.strides, w.offset) + start_offsets(n, 1, g_.type(n.out).shape, w.strides));
+          e = load_at(n.in[0], b_.nest.index(w.strides, w.offset) + start_offsets(n, 1, g_.type(n.out).shape, w.strides),
+                      b_.nest.walks(w.strides));
           break;
         }
         default: throw SheafError(fmt::format("internal: {} in a loop", ir::op_name(n.op)));
@@ -471,17 +486,16 @@ class BodyBuilder {
   std::string load(int32_t u, const std::function<std::string(size_t)>& at_group) {
     if (auto lit = literal_of(u)) return *lit;
     const View& w = at(u);
-    return load_at(u, b_.nest.index(w.strides, w.offset, at_group));
+    return load_at(u, b_.nest.index(w.strides, w.offset, at_group), b_.nest.walks(w.strides));
   }
-  // u's element at `index` (elements from its buffer's start).
-  std::string load_at(int32_t u, const std::string& index) {
+  // u's element at `index` (elements from its buffer's start), an index over the groups `walks`.
+  std::string load_at(int32_t u, const std::string& index, uint64_t walks) {
     const View& w = at(u);
     declare(w.buffer, false);
     std::string name = fmt::format("l{}", loads_++);
     const DType d = g_.type(u).dtype;
-    b_.load_bytes += static_cast<int64_t>(dtype_size(d));
     b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));
-    if (!names_a_value(index)) b_.direct_loads.push_back(b_.stmts.size() - 1);
+    b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(d)), .walks = walks, .direct = !names_a_value(index)});
     return name;
   }
   // Whether `e` names a value or a load (v{id}, l{n}), not only loop indices i{k} and numbers.
@@ -511,11 +525,11 @@ class BodyBuilder {
   std::string gather_expr(const ir::Node& n) {
     const int32_t x = n.in[0], idx = n.in[1];
     const int64_t size = g_.type(x).shape[static_cast<size_t>(n.attrs.axis)];
-    std::string i = internal(idx) ? fmt::format("v{}", idx) : load_at(idx, b_.nest.index(gather_strides(n, 1), at(idx).offset));
+    std::string i = internal(idx) ? fmt::format("v{}", idx) : load_at(idx, b_.nest.index(gather_strides(n, 1), at(idx).offset), b_.nest.walks(gather_strides(n, 1)));
     std::string clamped = g_.type(idx).dtype == DType::U32 ? fmt::format("((i64)({0} >= {1}u ? {1}u - 1 : {0}))", i, size)
                                                             : fmt::format("((i64)({0} < 0 ? 0 : {0} >= {1} ? {1} - 1 : {0}))", i, size);
     int64_t stride = at(x).strides[static_cast<size_t>(n.attrs.axis)];
-    return load_at(x, fmt::format("{} + {} * {}", b_.nest.index(gather_strides(n, 0), at(x).offset), clamped, stride));
+    return load_at(x, fmt::format("{} + {} * {}", b_.nest.index(gather_strides(n, 0), at(x).offset), clamped, stride), ~uint64_t{0});
   }
 
   // " + s_d * stride_d" for each axis d of a window of shape `window` in x = n.in[0], s_d read
@@ -527,7 +541,7 @@ class BodyBuilder {
     for (size_t d = 0; d < x.size(); ++d) {
       const int32_t s = n.in[first + d];
       const std::optional<std::string> lit = literal_of(s);
-      const std::string v = lit ? *lit : load_at(s, std::to_string(at(s).offset));
+      const std::string v = lit ? *lit : load_at(s, std::to_string(at(s).offset), 0);
       sum += fmt::format(" + sh_clamp_start((i64)({}), {}) * {}", v, x[d] - window[d], strides[d]);
     }
     return sum;

@@ -11,6 +11,8 @@
 // iteration space (dims merged where every access allows it), over loop indices i0, i1, ...;
 // the backend wraps them in its loops (CPU) or threads (CUDA).
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,6 +54,9 @@ struct Nest {
   // of group k (default i{k}).
   std::string index(const std::vector<int64_t>& strides, int64_t offset,
                     const std::function<std::string(size_t)>& at = nullptr) const;
+  // The groups that strides walk: group_bit(k) for each group k whose stride is not 0.
+  uint64_t walks(const std::vector<int64_t>& strides) const;
+  static uint64_t group_bit(size_t k) { return uint64_t{1} << std::min<size_t>(k, 63); }
 };
 
 struct LoopBody {
@@ -63,10 +68,20 @@ struct LoopBody {
   bool scalar_acc = false;          // reductions accumulate in scalars a{v}, stored after the loops
   std::vector<int64_t> kept;        // strides of the reduction results over the space
   std::vector<std::string> identities;  // per reduction: its identity literal
-  int64_t load_bytes = 0;           // the bytes the loads of a point read (each load counted)
-  // the stmts (ascending indices) that load at an index naming no value (loop indices and
-  // numbers only): they may move to the body's start (the CUDA renderer issues them together)
-  std::vector<size_t> direct_loads;
+  // A load: stmts[stmt] reads `bytes` at an index over the groups `walks` (bit k: group k) that
+  // is `direct` when it names no value (loop indices and numbers only; such a load may move to
+  // the body's start: the CUDA renderer issues a point's direct loads together). A Copy's one
+  // statement counts as a load that is not direct.
+  struct Load {
+    size_t stmt = 0;
+    int64_t bytes = 0;
+    uint64_t walks = 0;
+    bool direct = false;
+  };
+  std::vector<Load> loads;  // ascending stmt
+  // The bytes a point loads that a loop over the groups `looped` (a mask) cannot hoist: loads
+  // whose index walks one of them or names a value.
+  int64_t point_bytes(uint64_t looped = ~uint64_t{0}) const;
 };
 
 // The body of Loop/Copy/Update step `index` of `s` (an Update writes its update's points; the

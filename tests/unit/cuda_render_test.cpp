@@ -591,6 +591,22 @@ TEST(CudaRenderTable, ThreadsLoadingFewBytesTakeSeveralPoints) {
   EXPECT_EQ(one, 1u);
 }
 
+// A row run's phases after the first load, besides the row's elements, values of the row (its
+// max, its log-sum): the row loop hoists those, so each phase still counts as loading few bytes a
+// point and its loop is unrolled — every phase of the loss's rows and of their gradient.
+TEST(CudaRenderTable, RowValuesDoNotCountAsBytesAPoint) {
+  size_t unrolled = 0;
+  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
+    if (name != "long-rows") continue;
+    for (const Function& f : cg.functions) {
+      const std::string& src = f.per_step.source;
+      EXPECT_EQ(src.find("r < 8200; r += 1024)"), std::string::npos) << src;  // no row loop left plain
+      for (size_t at = src.find("point(j0 + j * 1024)"); at != std::string::npos; at = src.find("point(j0 + j * 1024)", at + 1)) ++unrolled;
+    }
+  }
+  EXPECT_GE(unrolled, 8u);
+}
+
 // A point's loads at indices that name no value come first in its body, before any division
 // (whose slow-path branch ptxas would not hoist them above); a gather's load, whose index is a
 // loaded value, stays after that value.

@@ -371,7 +371,7 @@ class Renderer {
     if (p.per_block && row && !p.tile && p.chunks == 1 && p.units * 2 >= o_.split_target_blocks && p.extent >= o_.long_row_min_extent)
       p.block = p.lanes = std::max(p.block, std::min<int64_t>(o_.long_row_block, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(p.extent)))));
     const int64_t u = o_.points_per_thread;
-    if (!p.per_block && p.reduced.empty() && u > 1 && p.body.load_bytes <= o_.unroll_max_point_bytes &&
+    if (!p.per_block && p.reduced.empty() && u > 1 && p.body.point_bytes() <= o_.unroll_max_point_bytes &&
         p.points / (p.block * u) >= o_.points_per_thread_min_grid)
       p.per_thread = u;
     p.grid = p.per_block ? p.units * p.chunks : (p.points + p.block * p.per_thread - 1) / (p.block * p.per_thread);
@@ -619,15 +619,19 @@ class Renderer {
   // then the others in theirs. ptxas keeps loads below a branch (an IEEE division's or square
   // root's slow path), so a point's loads are issued together only when they come first.
   void statements(const LoopBody& b) {
-    for (size_t i : b.direct_loads) line("{}", b.stmts[i]);
-    for (size_t i = 0, d = 0; i < b.stmts.size(); ++i)
-      if (d < b.direct_loads.size() && b.direct_loads[d] == i) ++d;
-      else line("{}", b.stmts[i]);
+    std::vector<bool> first(b.stmts.size());
+    for (const LoopBody::Load& l : b.loads)
+      if (l.direct) line("{}", b.stmts[l.stmt]), first[l.stmt] = true;
+    for (size_t i = 0; i < b.stmts.size(); ++i)
+      if (!first[i]) line("{}", b.stmts[i]);
   }
 
-  // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop).
+  // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop). Loads the
+  // loop does not walk (a row's max in a row's loop, a column's bias in a tile's) are hoisted, not counted.
   int64_t loop_unroll(const Plan& p) const {
-    if (!p.per_block || p.column || p.body.load_bytes > o_.unroll_max_point_bytes) return 1;
+    uint64_t looped = 0;
+    for (size_t k : p.reduced) looped |= loop_code::Nest::group_bit(k);
+    if (!p.per_block || p.column || p.body.point_bytes(looped) > o_.unroll_max_point_bytes) return 1;
     const int64_t step = p.chunks * p.lanes;
     return std::clamp<int64_t>((p.extent + step - 1) / step, 1, o_.points_per_thread);
   }

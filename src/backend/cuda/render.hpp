@@ -132,7 +132,7 @@ struct Kernels {
 // unchecked, the rest one at a time — and when it may use the registers: such a kernel's
 // __launch_bounds__ ask for unrolled_sm_threads resident threads per SM, not the full 2048 (at
 // which ptxas keeps to 32 registers and issues each call's loads after the previous call's math).
-// Within a point, its loads at indices that name no value come first (LoopBody::direct_loads):
+// Within a point, its loads at indices that name no value come first (LoopBody::Load::direct):
 // ptxas keeps a load below a branch such as an IEEE division's slow path.
 struct RenderOptions {
   int64_t block = 256;                        // most threads per block; a power of two, at most 1024
@@ -151,7 +151,7 @@ struct RenderOptions {
   int64_t pack_max_grid = 64;                 // launches of at most this many blocks are packed (pack_launches.hpp; 0: none)
   int64_t points_per_thread = 4;              // points an elementwise thread computes, a block's loop unrolled by (1: neither)
   int64_t points_per_thread_min_grid = 528;   // … elementwise: when the grid keeps this many blocks (4 per SM of an H100)
-  int64_t unroll_max_point_bytes = 8;         // … steps whose points load at most this many bytes (LoopBody::load_bytes)
+  int64_t unroll_max_point_bytes = 8;         // … steps whose points load at most this many bytes that a block loop cannot hoist (LoopBody::point_bytes)
   int64_t unrolled_sm_threads = 1024;         // kernels with unrolled calls: threads per SM (__launch_bounds__: ≤ 64 registers)
 };
 
