@@ -402,9 +402,10 @@ class BodyBuilder {
     if (st.kind == StepKind::Copy) {
       int32_t v = st.outputs[0];
       declare(st.source.buffer, false);
-      b_.loads.push_back({.stmt = 0, .bytes = static_cast<int64_t>(dtype_size(g_.type(v).dtype)), .walks = nest.walks(st.source.strides)});
       b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(v), nest.index(full, 0), pointer_(st.source.buffer),
                                      nest.index(st.source.strides, st.source.offset)));
+      b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(g_.type(v).dtype)),
+                          .walks = nest.walks(st.source.strides)});
       return std::move(b_);
     }
     if (st.kind == StepKind::Update) {  // out[starts + i] = u[i] (x is in out already)
