@@ -47,7 +47,7 @@ class DryCapture : public cuda::Capture {
 void print_occupancy(const std::string& source, const std::string& log) {
   std::cout << "  kernel        block  registers  spilled  shared  threads/SM\n";
   std::istringstream lines(log);
-  std::string line, kernel;
+  std::string kernel;
   int64_t spilled = 0;
   for (std::string l; std::getline(lines, l);) {
     if (size_t at = l.find("Compiling entry function '"); at != std::string::npos) {

@@ -591,9 +591,9 @@ TEST(CudaRenderTable, ThreadsLoadingFewBytesTakeSeveralPoints) {
   EXPECT_EQ(one, 1u);
 }
 
-// A row run's phases after the first load, besides the row's elements, values of the row (its
-// max, its log-sum): the row loop hoists those, so each phase still counts as loading few bytes a
-// point and its loop is unrolled — every phase of the loss's rows and of their gradient.
+// A row run's later phases load, besides the row's elements, values of the whole row (its max,
+// its log-sum). The row loop hoists those, so they do not count towards the bytes a point loads:
+// every phase of the loss's rows and of their gradient still loads few bytes and is unrolled.
 TEST(CudaRenderTable, RowValuesDoNotCountAsBytesAPoint) {
   size_t unrolled = 0;
   for (const auto& [name, cg] : graphs_of_table("extra").cases) {

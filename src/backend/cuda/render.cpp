@@ -673,7 +673,7 @@ class Renderer {
     const std::string start = fmt::format("c * {} + {}", p.lanes, p.tile ? fmt::format("threadIdx.x / {}", width) : "threadIdx.x");
     // a tile's last kept points may lie past the end: their threads only join the tree
     const std::string guard = p.tile && p.points % width ? fmt::format("t < {} && ", p.points) : "";
-    if (p.per_block && unroll > 1) {
+    if (unroll > 1) {  // only a block's loop unrolls
       line("auto point = [&](const i64 r) {{");
       indent_ += 2;
       split_groups(nest, p.reduced, "r", "qr");
