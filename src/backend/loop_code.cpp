@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include "base/error.hpp"
 #include "tensor/tensor.hpp"
@@ -463,6 +464,7 @@ class BodyBuilder {
   const std::function<std::string(int32_t)>& pointer_;
   LoopBody b_;
   int loads_ = 0;
+  std::map<int32_t, std::string> loaded_;  // value → its load at the point (a value read twice is loaded once)
 
   const View& at(int32_t v) const { return fusion::read_view(s_, v, static_cast<int32_t>(index_)); }
   bool internal(int32_t v) const { return fusion::computes(s_, v, static_cast<int32_t>(index_)) && g_.producer(v).op != Op::Reduce; }
@@ -542,7 +544,7 @@ class BodyBuilder {
     for (size_t d = 0; d < x.size(); ++d) {
       const int32_t s = n.in[first + d];
       const std::optional<std::string> lit = literal_of(s);
-      const std::string v = lit ? *lit : load_at(s, std::to_string(at(s).offset), 0);
+      const std::string v = lit ? *lit : loaded_once(s, [&] { return load_at(s, std::to_string(at(s).offset), 0); });
       sum += fmt::format(" + sh_clamp_start((i64)({}), {}) * {}", v, x[d] - window[d], strides[d]);
     }
     return sum;
@@ -568,7 +570,15 @@ class BodyBuilder {
     for (size_t j = values.size() - 1; j-- > 0;) e = fmt::format("({} < {} ? {} : {})", i, ends[j], values[j], e);
     return e;
   }
-  std::string operand(int32_t u) { return internal(u) ? fmt::format("v{}", u) : load(u, nullptr); }
+  std::string operand(int32_t u) { return internal(u) ? fmt::format("v{}", u) : loaded_once(u, [&] { return load(u, nullptr); }); }
+
+  // u's load at the point, made by `load` the first time u is read there (u's view is the same
+  // for every reader in a step).
+  std::string loaded_once(int32_t u, const std::function<std::string()>& load) {
+    auto [at, fresh] = loaded_.try_emplace(u);
+    if (fresh) at->second = load();
+    return at->second;
+  }
 
   // pad(x): x at (i − lo) where every padded index is inside x, the padding value elsewhere. The
   // read itself is clamped into x, so it is always a valid load.

@@ -2,7 +2,6 @@
 // mse-loss and mae-loss are written in Sheaf in lib/nn.shf.)
 #include <cmath>
 
-#include "builtins/activation.hpp"
 #include "builtins/args.hpp"
 #include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
@@ -10,6 +9,7 @@
 #include "tensor/layout.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
+#include "trace/tracer.hpp"
 
 namespace sheaf {
 namespace {
@@ -17,8 +17,7 @@ namespace {
 // (sparse-cross-entropy logits targets [:i32])
 //   logits [..., C] (float; integers compute in f32), targets [...] integral class ids (any
 //   numeric dtype; `:i32` only tags them) → mean over positions of −log_softmax(logits)[..., t].
-//   The class is picked with a one-hot mask: (iota C == t[..., None]) · log-probabilities, so
-//   the same primitives run eagerly and in a trace.
+//   Composed of primitives, so the same steps run eagerly and in a trace.
 Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
   Options o = parse_options(a, {"i32"});
   if (o.positional.size() != 2)
@@ -45,14 +44,25 @@ Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
       throw SheafError(fmt::format("sparse-cross-entropy: target {} is not a class index in [0, {})", t, classes), a.site);
   }
 
+  // Row r's loss is −log_softmax(x)[r, t] = −((x[r, t] − m) − lse) with m the row max and lse
+  // = log Σ exp(x − m). x[r, t] is picked by a one-hot sum, Σ_c x[r, c]·[c = t]: it reads only x,
+  // so a compiled row reduction joins the max's pass over the logits (fusion.hpp's row phases),
+  // and its gradient, the one-hot itself, joins the softmax's. A target outside [0, C) picks
+  // nothing (valid = 0) and adds 0. Ties of the max take no gradient (it cancels).
+  const int64_t last = logits.rank() - 1;
   Shape column = expected;
   column.push_back(1);
-  Tensor hit = binary(Binary::Eq, iota(DType::I32, {classes}, 0), reshape(convert(targets, DType::I32), column));
-  Tensor picked = binary(Binary::Mul, log_softmax(logits, logits.rank() - 1), convert(hit, logits.dtype()));
-  // Each position's row first, then the positions: a compiled row reduction joins the softmax's
-  // (one pass over the logits on a GPU: fusion.hpp's row phases), the total reads one value a row.
-  const int64_t last = logits.rank() - 1;
-  Tensor total = reduce(Reduce::Sum, convert(picked, DType::F32), {last});  // mean in f32, then logits' dtype
+  Tensor ids = convert(targets, DType::I32);
+  Tensor hit = binary(Binary::Eq, iota(DType::I32, {classes}, 0), reshape(ids, column));
+  Tensor x_t = reduce(Reduce::Sum, convert(binary(Binary::Mul, logits, convert(hit, logits.dtype())), DType::F32), {last});
+  Tensor valid = reduce(Reduce::Sum, convert(hit, DType::F32), {last});  // 1, or 0 for a target outside [0, C)
+  Tensor m = reduce(Reduce::Max, logits, {last}, true);
+  trace::stop_gradient(m);
+  Tensor lse = unary(Unary::Log, reduce(Reduce::Sum, unary(Unary::Exp, binary(Binary::Sub, logits, m)), {last}, true));
+  auto per_row = [&](const Tensor& kept) { return binary(Binary::Mul, valid, convert(reshape(kept, expected), DType::F32)); };
+  Tensor logp = binary(Binary::Sub, binary(Binary::Sub, x_t, per_row(m)), per_row(lse));  // [...] f32
+  // the positions' sum, in f32, then the logits' dtype
+  Tensor total = logp;
   std::vector<int64_t> positions(static_cast<size_t>(last));
   for (int64_t i = 0; i < last; ++i) positions[static_cast<size_t>(i)] = i;
   if (!positions.empty()) total = reduce(Reduce::Sum, total, positions);

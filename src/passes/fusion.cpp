@@ -350,12 +350,50 @@ class Fuser {
     internal_[n.out] = true;
   }
 
+  // GPU schedules: the latest loop over x's space that already folds `dims` and can read x there
+  // (x read from a buffer written before it, or computed by a loop of elementwise nodes that
+  // nothing has read yet and that can move into it: each value it reads is computed in it or
+  // written before the sibling), or -1. A reduction joins it rather than walking the same rows
+  // again in a loop of its own (a cross-entropy's pick of the target's logit beside the row max:
+  // one pass over the logits). CPU schedules keep them apart: a max loop runs scalar (NaN
+  // semantics), a sum loop as SIMD (cpu/render.cpp's simd_pragma).
+  int32_t sibling_reduction(int32_t x, const std::vector<int64_t>& dims) {
+    if (!o_.gpu) return -1;
+    const int32_t own = internal_[x] ? s_.step_of[x] : -1;
+    if (own >= 0 && (step(own).reduces || !step(own).outputs.empty())) return -1;
+    for (int32_t k = static_cast<int32_t>(s_.steps.size()); k-- > 0;) {
+      const Step& st = step(k);
+      if (k == own || st.kind != StepKind::Loop || !st.reduces || st.reduce_dims != dims || st.space != shape(x)) continue;
+      if (own < 0 ? producer(x) < k : reads_only_before(own, k)) return k;
+    }
+    return -1;
+  }
+
+  // Whether loop `from`'s nodes read only values it computes or that steps before `k` write, and
+  // compute none that loop `k` computes too.
+  bool reads_only_before(int32_t from, int32_t k) const {
+    for (int32_t ni : s_.steps[static_cast<size_t>(from)].nodes) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
+      if (computes(s_, n.out, k)) return false;
+      for (int32_t u : n.in)
+        if (!computed_in(from, u) && producer(u) >= k) return false;
+    }
+    return true;
+  }
+
   void place_reduce(int32_t i, const ir::Node& n) {
     int32_t x = n.in[0];
     int32_t loop = -1;
     if (internal_[x]) {
       const Step& st = step(s_.step_of[x]);
       if (!st.reduces || st.reduce_dims == n.attrs.dims) loop = s_.step_of[x];
+    }
+    if (loop < 0 || !step(loop).reduces) {  // no loop folds yet: a sibling reduction's may
+      if (const int32_t sibling = sibling_reduction(x, n.attrs.dims); sibling >= 0) {
+        if (loop >= 0) move_loop(loop, sibling);
+        else read_in(sibling, x);
+        loop = sibling;
+      }
     }
     if (loop < 0) {
       loop = push(Step{.kind = StepKind::Loop, .space = shape(x)});
