@@ -350,20 +350,28 @@ class Fuser {
     internal_[n.out] = true;
   }
 
-  // GPU schedules: the latest loop over x's space that already folds `dims` and can read x there
-  // (x read from a buffer written before it, or computed by a loop of elementwise nodes that
-  // nothing has read yet and that can move into it: each value it reads is computed in it or
-  // written before the sibling), or -1. A reduction joins it rather than walking the same rows
-  // again in a loop of its own (a cross-entropy's pick of the target's logit beside the row max:
-  // one pass over the logits). CPU schedules keep them apart: a max loop runs scalar (NaN
-  // semantics), a sum loop as SIMD (cpu/render.cpp's simd_pragma).
-  int32_t sibling_reduction(int32_t x, const std::vector<int64_t>& dims) {
-    if (!o_.gpu) return -1;
+  // The latest loop over x's space that already folds `dims` and can read x there (x read from a
+  // buffer written before it, or computed by a loop of elementwise nodes that nothing has read
+  // yet and that can move into it: each value it reads is computed in it or written before the
+  // sibling), or -1. Reduction n joins it rather than walking the same points again in a loop of
+  // its own (a cross-entropy's pick of the target's logit beside the row max: one pass over the
+  // logits). On the CPU only f32 reductions join f32 ones: those loops run as SIMD
+  // (cpu/render.cpp's simd_pragma), a loop with any other reduction runs scalar.
+  int32_t sibling_reduction(const ir::Node& n) {
+    const int32_t x = n.in[0];
     const int32_t own = internal_[x] ? s_.step_of[x] : -1;
     if (own >= 0 && (step(own).reduces || !step(own).outputs.empty())) return -1;
+    auto simd = [&](const Step& st) {
+      if (g_.type(n.out).dtype != DType::F32) return false;
+      return std::all_of(st.nodes.begin(), st.nodes.end(), [&](int32_t ni) {
+        const ir::Node& m = g_.nodes[static_cast<size_t>(ni)];
+        return m.op != Op::Reduce || g_.type(m.out).dtype == DType::F32;
+      });
+    };
     for (int32_t k = static_cast<int32_t>(s_.steps.size()); k-- > 0;) {
       const Step& st = step(k);
-      if (k == own || st.kind != StepKind::Loop || !st.reduces || st.reduce_dims != dims || st.space != shape(x)) continue;
+      if (k == own || st.kind != StepKind::Loop || !st.reduces || st.reduce_dims != n.attrs.dims || st.space != shape(x)) continue;
+      if (!o_.gpu && !simd(st)) continue;
       if (own < 0 ? producer(x) < k : reads_only_before(own, k)) return k;
     }
     return -1;
@@ -389,7 +397,7 @@ class Fuser {
       if (!st.reduces || st.reduce_dims == n.attrs.dims) loop = s_.step_of[x];
     }
     if (loop < 0 || !step(loop).reduces) {  // no loop folds yet: a sibling reduction's may
-      if (const int32_t sibling = sibling_reduction(x, n.attrs.dims); sibling >= 0) {
+      if (const int32_t sibling = sibling_reduction(n); sibling >= 0) {
         if (loop >= 0) move_loop(loop, sibling);
         else read_in(sibling, x);
         loop = sibling;

@@ -19,10 +19,11 @@
 // written to a buffer and read back, when those inputs cost at most 1.5× the value's bytes per
 // point (softmax's shifted scores and exponentials are recomputed from the bf16 scores
 // rather than stored in f32 for the next pass) — in GPU schedules up to 2× for a value read once.
-// Sibling reductions (GPU schedules): a reduction that would start a loop of its own (its operand
-// read from a buffer, or computed by a loop of elementwise nodes nothing has read yet) joins the
-// latest loop over the same space that already folds the same dims and can read the operand
-// there — a cross-entropy's pick of the target's logit and the row max walk the logits once.
+// Sibling reductions: a reduction that would start a loop of its own (its operand read from a
+// buffer, or computed by a loop of elementwise nodes nothing has read yet) joins the latest loop
+// over the same space that already folds the same dims and can read the operand there — a
+// cross-entropy's pick of the target's logit and the row max walk the logits once (CPU
+// schedules: only f32 reductions join loops of f32 ones, which stay SIMD).
 // Row phases (GPU schedules): consecutive loops over one space whose reductions all fold the same
 // innermost dims (the rows) and that read what earlier ones of them wrote only at their own row
 // — softmax's max, sum of exponentials and normalisation, layer-norm's mean, variance and

@@ -41,6 +41,10 @@ float sinf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float cosf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float tanhf(float) __attribute__((simd("notinbranch"), nothrow, const));
 }
+// f32 max and min reductions as SIMD: each lane keeps its own maximum (sh_max: NaN wins) and the
+// lanes combine with sh_max too, so a NaN anywhere still gives NaN.
+#pragma omp declare reduction(sh_max : float : omp_out = sh_max(omp_in, omp_out)) initializer(omp_priv = -__builtin_inff())
+#pragma omp declare reduction(sh_min : float : omp_out = sh_min(omp_in, omp_out)) initializer(omp_priv = __builtin_inff())
 struct sheaf_rt {
   void (*sgemm)(const float*, i64, i64, i64, i64, const float*, i64, i64, i64, float*);
   void (*host)(void*, i32, i32, void**);
@@ -206,9 +210,12 @@ class Renderer {
     std::string clauses;
     for (int32_t r : reductions) {
       Reduce op = g_.producer(r).attrs.reduce;
-      if (op == Reduce::Sum && type(r).dtype == DType::F32) clauses += fmt::format(" reduction(+:a{})", r);
-      else if (op == Reduce::Prod && type(r).dtype == DType::F32) clauses += fmt::format(" reduction(*:a{})", r);
-      else return "";  // max/min with NaN semantics, integer wrap-around helpers: scalar loop
+      if (type(r).dtype != DType::F32) return "";  // integer wrap-around helpers: a scalar loop
+      if (op == Reduce::Sum) clauses += fmt::format(" reduction(+:a{})", r);
+      else if (op == Reduce::Prod) clauses += fmt::format(" reduction(*:a{})", r);
+      else if (op == Reduce::Max) clauses += fmt::format(" reduction(sh_max:a{})", r);
+      else if (op == Reduce::Min) clauses += fmt::format(" reduction(sh_min:a{})", r);
+      else return "";
     }
     return fmt::format("{:{}}#pragma omp simd{}\n", "", indent, clauses);
   }
