@@ -46,9 +46,10 @@ Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
 
   // Row r's loss is −log_softmax(x)[r, t] = −((x[r, t] − m) − lse) with m the row max and lse
   // = log Σ exp(x − m). x[r, t] is picked by a one-hot sum, Σ_c x[r, c]·[c = t]: it reads only x,
-  // so a compiled row reduction joins the max's pass over the logits (fusion.hpp's row phases),
-  // and its gradient, the one-hot itself, joins the softmax's. A target outside [0, C) picks
-  // nothing (valid = 0) and adds 0. Ties of the max take no gradient (it cancels).
+  // so a compiled loop computes it beside the max in one pass over the logits (fusion.hpp's
+  // sibling reductions), and its gradient, the one-hot itself, joins the softmax's. A target
+  // outside [0, C) picks nothing (valid = 0) and adds 0. Ties of the max take no gradient (it
+  // cancels).
   const int64_t last = logits.rank() - 1;
   Shape column = expected;
   column.push_back(1);
