@@ -402,6 +402,15 @@ const TableGraphs& graphs_of_table(const std::string& table) {
   return it->second;
 }
 
+// The functions traced for case `name` of table `table` (none, and a failure, when no case has it).
+const std::vector<Function>& functions_of(const std::string& table, const std::string& name) {
+  for (const auto& [n, cg] : graphs_of_table(table).cases)
+    if (n == name) return cg.functions;
+  ADD_FAILURE() << "no case " << name << " in table " << table;
+  static const std::vector<Function> none;
+  return none;
+}
+
 const Emulation& emulation_of(const std::string& table) {
   static std::map<std::string, Emulation> built;
   auto [it, fresh] = built.try_emplace(table);
@@ -585,29 +594,26 @@ TEST(CudaRenderTable, ThreadsLoadingFewBytesTakeSeveralPoints) {
   const cuda::RenderOptions two_sms = cuda::render_options_for(2);  // grids of 8 blocks or more take several points a thread
   ASSERT_EQ(two_sms.points_per_thread, 4);
   size_t several = 0, one = 0;
-  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
-    if (name != "few-bytes-a-point") continue;
-    for (const Function& f : cg.functions) {
-      const cuda::Kernels k = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, two_sms);
-      for (const Launch& l : k.launches) {
-        if (l.kind != Launch::Kind::Kernel) continue;
-        const int64_t points = shape_numel(f.gpu_schedule.steps[l.step].space);
-        ASSERT_EQ(points, 3001 * 41) << f.name << " " << l.kernel;
-        if (f.name.starts_with("f#")) {
-          ++several;
-          EXPECT_EQ(l.grid, (points + 1023) / 1024) << f.name << " " << l.kernel;
-          EXPECT_NE(k.source.find(fmt::format("__launch_bounds__(256, 4) {}(", l.kernel)), std::string::npos) << k.source;
-          EXPECT_NE(k.source.find("for (int j = 0; j < 4; ++j) point(j0 + j * 256);"), std::string::npos) << k.source;
-        } else {
-          ++one;
-          EXPECT_EQ(l.grid, (points + 255) / 256) << f.name << " " << l.kernel;
-          EXPECT_NE(k.source.find(fmt::format("__launch_bounds__(256) {}(", l.kernel)), std::string::npos) << k.source;
-        }
+  for (const Function& f : functions_of("extra", "few-bytes-a-point")) {
+    const cuda::Kernels k = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, two_sms);
+    for (const Launch& l : k.launches) {
+      if (l.kind != Launch::Kind::Kernel) continue;
+      const int64_t points = shape_numel(f.gpu_schedule.steps[l.step].space);
+      ASSERT_EQ(points, 3001 * 41) << f.name << " " << l.kernel;
+      if (f.name.starts_with("f#")) {
+        ++several;
+        EXPECT_EQ(l.grid, (points + 1023) / 1024) << f.name << " " << l.kernel;
+        EXPECT_NE(k.source.find(fmt::format("__launch_bounds__(256, 4) {}(", l.kernel)), std::string::npos) << k.source;
+        EXPECT_NE(k.source.find("for (int j = 0; j < 4; ++j) point(j0 + j * 256);"), std::string::npos) << k.source;
+      } else {
+        ++one;
+        EXPECT_EQ(l.grid, (points + 255) / 256) << f.name << " " << l.kernel;
+        EXPECT_NE(k.source.find(fmt::format("__launch_bounds__(256) {}(", l.kernel)), std::string::npos) << k.source;
       }
-      std::string why;
-      if (!cuda::nvrtc(&why)) continue;
-      EXPECT_NO_THROW(cuda::compile_cuda(k.source, f.name + ".cu", 9, 0, true)) << k.source;
     }
+    std::string why;
+    if (!cuda::nvrtc(&why)) continue;
+    EXPECT_NO_THROW(cuda::compile_cuda(k.source, f.name + ".cu", 9, 0, true)) << k.source;
   }
   EXPECT_GE(several, 1u);
   EXPECT_EQ(one, 1u);
@@ -620,13 +626,10 @@ TEST(CudaRenderTable, ThreadsLoadingFewBytesTakeSeveralPoints) {
 // quotients), g three times (the max, the sum, the gradient).
 TEST(CudaRenderTable, RowValuesDoNotCountAsBytesAPoint) {
   size_t unrolled = 0;
-  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
-    if (name != "long-rows") continue;
-    for (const Function& f : cg.functions) {
-      const std::string& src = f.per_step.source;
-      EXPECT_EQ(src.find("r < 8200; r += 1024)"), std::string::npos) << src;  // no row loop left plain
-      for (size_t at = src.find("point(j0 + j * 1024)"); at != std::string::npos; at = src.find("point(j0 + j * 1024)", at + 1)) ++unrolled;
-    }
+  for (const Function& f : functions_of("extra", "long-rows")) {
+    const std::string& src = f.per_step.source;
+    EXPECT_EQ(src.find("r < 8200; r += 1024)"), std::string::npos) << src;  // no row loop left plain
+    for (size_t at = src.find("point(j0 + j * 1024)"); at != std::string::npos; at = src.find("point(j0 + j * 1024)", at + 1)) ++unrolled;
   }
   EXPECT_EQ(unrolled, 6u);
 }
@@ -636,26 +639,23 @@ TEST(CudaRenderTable, RowValuesDoNotCountAsBytesAPoint) {
 // loaded value, stays after that value.
 TEST(CudaRenderTable, APointsLoadsComeFirst) {
   size_t checked = 0;
-  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
-    if (name != "loads-first") continue;
-    for (const Function& f : cg.functions) {
-      const std::string& src = f.per_step.source;
-      // each kernel that divides: no load of a value-free index after its first division
-      for (size_t at = src.find("extern \"C\" __global__"); at != std::string::npos; at = src.find("extern \"C\" __global__", at + 1)) {
-        const std::string_view kernel = std::string_view(src).substr(at, src.find("\n}\n", at) - at);
-        const size_t division = kernel.find(" / ");
-        if (division == std::string_view::npos) continue;
-        ++checked;
-        const size_t gathered = kernel.find("((i64)(l");  // g's rows a[i]: the load naming i's value
-        const std::string_view after = kernel.substr(division);
-        if (f.name.starts_with("f#")) {
-          EXPECT_EQ(after.find("const float l"), std::string_view::npos) << kernel;
-        } else {
-          ASSERT_NE(gathered, std::string_view::npos) << kernel;
-          EXPECT_LT(kernel.find("const i32 l"), division) << kernel;
-          EXPECT_LT(kernel.find("const float l0 = p"), division) << kernel;
-          EXPECT_GT(gathered, division) << kernel;  // not a direct load: it stays where it was
-        }
+  for (const Function& f : functions_of("extra", "loads-first")) {
+    const std::string& src = f.per_step.source;
+    // each kernel that divides: no load of a value-free index after its first division
+    for (size_t at = src.find("extern \"C\" __global__"); at != std::string::npos; at = src.find("extern \"C\" __global__", at + 1)) {
+      const std::string_view kernel = std::string_view(src).substr(at, src.find("\n}\n", at) - at);
+      const size_t division = kernel.find(" / ");
+      if (division == std::string_view::npos) continue;
+      ++checked;
+      const size_t gathered = kernel.find("((i64)(l");  // g's rows a[i]: the load naming i's value
+      const std::string_view after = kernel.substr(division);
+      if (f.name.starts_with("f#")) {
+        EXPECT_EQ(after.find("const float l"), std::string_view::npos) << kernel;
+      } else {
+        ASSERT_NE(gathered, std::string_view::npos) << kernel;
+        EXPECT_LT(kernel.find("const i32 l"), division) << kernel;
+        EXPECT_LT(kernel.find("const float l0 = p"), division) << kernel;
+        EXPECT_GT(gathered, division) << kernel;  // not a direct load: it stays where it was
       }
     }
   }
@@ -686,29 +686,26 @@ TEST(CudaRenderTable, RowReductionsUseBlockPerRowColumnsThreadPerPoint) {
 // reads 32 consecutive elements of a row; its tree stops at 32 and the first 32 threads store.
 // Short columns keep a thread per point.
 TEST(CudaRenderTable, LongColumnsTakeColumnTiles) {
-  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
-    if (name != "column-tiles") continue;
-    size_t tiles = 0, columns = 0;
-    for (const Function& f : cg.functions) {
-      for (const Launch& l : f.per_step.launches) {
-        if (l.kind != Launch::Kind::Kernel || l.kernel.ends_with('f') || !f.gpu_schedule.steps[l.step].reduces) continue;
-        size_t begin = f.per_step.source.find(fmt::format(" {}(", l.kernel)), end = f.per_step.source.find("\nextern", begin);
-        const std::string_view text = std::string_view(f.per_step.source).substr(begin, end - begin);
-        const bool tile = text.find("t = ") != std::string_view::npos && text.find("* 32 + threadIdx.x % 32") != std::string_view::npos;
-        ++columns;
-        tiles += tile;
-        if (tile) {
-          EXPECT_TRUE(l.block_reduce && l.block == 256) << name;
-          EXPECT_NE(text.find("w >= 32"), std::string_view::npos) << text;
-          EXPECT_NE(text.find("if (threadIdx.x < 32"), std::string_view::npos) << text;
-        }
+  size_t tiles = 0, columns = 0;
+  for (const Function& f : functions_of("extra", "column-tiles")) {
+    for (const Launch& l : f.per_step.launches) {
+      if (l.kind != Launch::Kind::Kernel || l.kernel.ends_with('f') || !f.gpu_schedule.steps[l.step].reduces) continue;
+      size_t begin = f.per_step.source.find(fmt::format(" {}(", l.kernel)), end = f.per_step.source.find("\nextern", begin);
+      const std::string_view text = std::string_view(f.per_step.source).substr(begin, end - begin);
+      const bool tile = text.find("t = ") != std::string_view::npos && text.find("* 32 + threadIdx.x % 32") != std::string_view::npos;
+      ++columns;
+      tiles += tile;
+      if (tile) {
+        EXPECT_TRUE(l.block_reduce && l.block == 256) << f.name;
+        EXPECT_NE(text.find("w >= 32"), std::string_view::npos) << text;
+        EXPECT_NE(text.find("if (threadIdx.x < 32"), std::string_view::npos) << text;
       }
     }
-    // f's three sums over the rows share a loop (sibling reductions): one on 40 columns, one on 37;
-    // g's two sums over its 700 rows too (a thread per point)
-    EXPECT_EQ(columns, 3u) << name;
-    EXPECT_EQ(tiles, 2u) << name;
   }
+  // f's three sums over the rows share a loop (sibling reductions): one on 40 columns, one on 37;
+  // g's two sums over its 700 rows too (a thread per point)
+  EXPECT_EQ(columns, 3u);
+  EXPECT_EQ(tiles, 2u);
 }
 
 // Softmax and layer-norm over rows of a warp or more, with rows enough to fill the GPU: their
@@ -750,33 +747,30 @@ TEST(CudaRenderTable, RowPhasesShareOneKernel) {
 TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
   const std::map<std::string, size_t> want{{"vg#0", 3}, {"dx#1", 0}, {"vg#2", 3}, {"by-column-sums#3", 1}};
   size_t seen = 0;
-  for (const auto& [name, cg] : graphs_of_table("fusion").cases) {
-    if (name != "column-phases") continue;
-    for (const Function& f : cg.functions) {
-      ASSERT_TRUE(want.contains(f.name)) << f.name;
-      ++seen;
-      const std::vector<Launch>& ls = f.per_step.launches;
-      size_t columns = 0;
-      for (size_t k = 0; k < f.gpu_schedule.steps.size(); ++k) {
-        auto launched = [&](const std::string& kernel) {
-          return std::any_of(ls.begin(), ls.end(), [&](const Launch& l) { return l.step == k && l.kernel == kernel; });
-        };
-        if (f.per_step.source.find(fmt::format("{{  // step {}\n", k)) == std::string::npos || launched(fmt::format("s{}", k)) ||
-            !launched(fmt::format("s{}f", k)))
-          continue;
-        ++columns;
-        EXPECT_TRUE(f.gpu_schedule.steps[k].row_phase) << f.name << " step " << k;
-      }
-      EXPECT_EQ(columns, want.at(f.name)) << f.name << ":\n" << f.per_step.source.substr(f.per_step.source.find("extern"));
-      if (f.name == "vg#2") {
-        EXPECT_NE(f.per_step.source.find("__launch_bounds__(256, 3) s0("), std::string::npos);
-        EXPECT_NE(f.per_step.source.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), std::string::npos);
-        EXPECT_EQ(ls[0].grid, 396);
-        // on an H100 PCIe's 114 SMs: 342 blocks, one wave still
-        const cuda::Kernels pcie = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, cuda::render_options_for(114));
-        EXPECT_EQ(pcie.launches[0].grid, 342);
-        EXPECT_EQ(cuda::render_options_for(114).split_target_blocks, 456);
-      }
+  for (const Function& f : functions_of("fusion", "column-phases")) {
+    ASSERT_TRUE(want.contains(f.name)) << f.name;
+    ++seen;
+    const std::vector<Launch>& ls = f.per_step.launches;
+    size_t columns = 0;
+    for (size_t k = 0; k < f.gpu_schedule.steps.size(); ++k) {
+      auto launched = [&](const std::string& kernel) {
+        return std::any_of(ls.begin(), ls.end(), [&](const Launch& l) { return l.step == k && l.kernel == kernel; });
+      };
+      if (f.per_step.source.find(fmt::format("{{  // step {}\n", k)) == std::string::npos || launched(fmt::format("s{}", k)) ||
+          !launched(fmt::format("s{}f", k)))
+        continue;
+      ++columns;
+      EXPECT_TRUE(f.gpu_schedule.steps[k].row_phase) << f.name << " step " << k;
+    }
+    EXPECT_EQ(columns, want.at(f.name)) << f.name << ":\n" << f.per_step.source.substr(f.per_step.source.find("extern"));
+    if (f.name == "vg#2") {
+      EXPECT_NE(f.per_step.source.find("__launch_bounds__(256, 3) s0("), std::string::npos);
+      EXPECT_NE(f.per_step.source.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), std::string::npos);
+      EXPECT_EQ(ls[0].grid, 396);
+      // on an H100 PCIe's 114 SMs: 342 blocks, one wave still
+      const cuda::Kernels pcie = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, cuda::render_options_for(114));
+      EXPECT_EQ(pcie.launches[0].grid, 342);
+      EXPECT_EQ(cuda::render_options_for(114).split_target_blocks, 456);
     }
   }
   EXPECT_EQ(seen, want.size());
@@ -813,21 +807,17 @@ TEST(CudaRenderTable, HalfRoundingUsesTheGpusConversions) {
 // (which reads a2 and that sum) run on their own. The emulated tables check every packed
 // launch's results.
 TEST(CudaRenderTable, SmallIndependentLaunchesArePacked) {
-  for (const auto& [name, cg] : graphs_of_table("extra").cases) {
-    if (name != "packed-launches") continue;
-    ASSERT_EQ(cg.functions.size(), 1u);
-    const cuda::Kernels& k = cg.functions[0].nvrtc;
-    std::string table;
-    for (const Launch& l : k.launches) table += fmt::format("{} grid {} packs {}\n", l.kernel, l.grid, l.packs);
-    const auto packed = std::find_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.packs > 1; });
-    ASSERT_NE(packed, k.launches.end()) << table;
-    EXPECT_EQ(packed->packs, 2) << table;
-    EXPECT_EQ(packed->grid, 2) << table;  // a block each
-    EXPECT_NE(k.source.find("static __noinline__ void"), std::string::npos);
-    EXPECT_EQ(std::count_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.kind == Launch::Kind::Kernel; }), 3) << table;
-    return;
-  }
-  FAIL() << "no case packed-launches";
+  const std::vector<Function>& functions = functions_of("extra", "packed-launches");
+  ASSERT_EQ(functions.size(), 1u);
+  const cuda::Kernels& k = functions[0].nvrtc;
+  std::string table;
+  for (const Launch& l : k.launches) table += fmt::format("{} grid {} packs {}\n", l.kernel, l.grid, l.packs);
+  const auto packed = std::find_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.packs > 1; });
+  ASSERT_NE(packed, k.launches.end()) << table;
+  EXPECT_EQ(packed->packs, 2) << table;
+  EXPECT_EQ(packed->grid, 2) << table;  // a block each
+  EXPECT_NE(k.source.find("static __noinline__ void"), std::string::npos);
+  EXPECT_EQ(std::count_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.kind == Launch::Kind::Kernel; }), 3) << table;
 }
 
 TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {
