@@ -78,7 +78,7 @@ void BM_NativeOnly(benchmark::State& st) {
   std::string so = (std::filesystem::temp_directory_path() / "sheaf-dispatch-bench.so").string();
   sheaf::cpu::compile_shared_object(*tc, p.source.text, so);
   sheaf::cpu::Loaded lib = sheaf::cpu::load_shared_object(so, p.source.digest);
-  sheaf::cpu::Program prog(t.graph, std::move(p), lib);
+  sheaf::cpu::Program prog(std::move(p), lib);
   for (auto _ : st) benchmark::DoNotOptimize(prog.run(t.inputs));
 }
 BENCHMARK(BM_NativeOnly);

@@ -22,4 +22,8 @@ ir::Graph eliminate_dead_code(const ir::Graph& g);
 // All of the above to a fixed point, then ir::verify — pipeline.cpp.
 void optimize(ir::Graph& g);
 
+// f16/bf16 dot_general and reduce as f32 ones between conversions, for the CPU backend (which has
+// neither in half precision); not part of optimize — widen_halves.cpp.
+ir::Graph widen_halves(const ir::Graph& g);
+
 }  // namespace sheaf::passes

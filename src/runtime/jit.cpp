@@ -117,7 +117,7 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
       stats_.load_s += since(t1);
       if (lib.entry) {
         ++stats_.loaded;
-        return std::make_shared<cpu::Program>(exe.graph, std::move(p), lib);
+        return std::make_shared<cpu::Program>(std::move(p), lib);
       }
       problem = f.path + " " + lib.problem;
     } else {
@@ -158,7 +158,7 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
     if (!err.empty()) std::cerr << fmt::format("sheaf: cannot write the build of '{}' to {}: {}\n", name, cache->dir(), err);
   }
   std::filesystem::remove(built);
-  return std::make_shared<cpu::Program>(exe.graph, std::move(p), lib);
+  return std::make_shared<cpu::Program>(std::move(p), lib);
 }
 
 Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const Value> args, SrcLoc site) {

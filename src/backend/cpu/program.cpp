@@ -8,6 +8,7 @@
 #include <new>
 
 #include "backend/ref/executor.hpp"
+#include "passes/passes.hpp"
 #include "base/error.hpp"
 #include "tensor/blas.hpp"
 
@@ -67,7 +68,8 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  add_unit(g, p);
+  p.graph = std::make_shared<const ir::Graph>(passes::widen_halves(g));
+  add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;
 }
@@ -86,8 +88,8 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 
 }  // namespace
 
-Program::Program(const ir::Graph& g, Prepared p, Loaded lib)
-    : g_(g), p_(std::move(p)), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g.results.size(), 3) {
+Program::Program(Prepared p, Loaded lib)
+    : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
   rt_ = Runtime{sgemm, host_step, this};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {

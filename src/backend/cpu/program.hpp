@@ -1,5 +1,6 @@
 // backend/cpu/program.hpp — a compiled function ready to run on the CPU backend.
-// Built from an optimised graph: fusion → memory plan → C++ source (Prepared), then bound to
+// Built from an optimised graph: f16/bf16 products and reductions widened to f32
+// (passes::widen_halves) → fusion → memory plan → C++ source (Prepared), then bound to
 // the shared object compiled from that source (Program). A call fills the pointer table
 // (parameters, constants, arena buffers, fresh result tensors), runs the generated entry, and
 // answers its Host steps with the reference kernels. Not re-entrant: one call at a time.
@@ -19,6 +20,7 @@
 namespace sheaf::cpu {
 
 struct Prepared {
+  std::shared_ptr<const ir::Graph> graph;  // the function as compiled (widened); units point into it
   std::vector<Unit> units;  // units[0]: the function
   int32_t slots = 0;        // Σ unit slots
   int64_t arena_bytes = 0;  // Σ unit arenas and loop buffers
@@ -29,20 +31,19 @@ Prepared prepare(const ir::Graph& g);
 
 class Program {
  public:
-  // `g` must outlive the program (the executable owns both).
-  Program(const ir::Graph& g, Prepared p, Loaded lib);
+  Program(Prepared p, Loaded lib);
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
 
-  // Results in g.results order; `args` in parameter order.
+  // Results in the graph's result order; `args` in parameter order (those of the graph prepared).
   std::vector<Tensor> run(std::span<const Tensor> args);
 
   const Prepared& prepared() const { return p_; }
 
  private:
-  const ir::Graph& g_;
   Prepared p_;
+  const ir::Graph& g_;  // *p_.graph
   Loaded lib_;
   std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_;
   std::vector<void*> table_;     // slots of constants and arena buffers, filled once
