@@ -171,7 +171,7 @@ std::string unary_expr(Unary u, DType d, const std::string& x) {
     switch (u) {
       case Unary::Neg: return "(-" + x + ")";
       case Unary::Abs: return "__builtin_fabsf(" + x + ")";
-      case Unary::Exp: return "expf(" + x + ")";
+      case Unary::Exp: return "sh_exp(" + x + ")";
       case Unary::Log: return "logf(" + x + ")";
       case Unary::Sqrt: return "__builtin_sqrtf(" + x + ")";
       case Unary::Rsqrt: return "(1.0f / __builtin_sqrtf(" + x + "))";
@@ -183,7 +183,7 @@ std::string unary_expr(Unary u, DType d, const std::string& x) {
       case Unary::Ceil: return "__builtin_ceilf(" + x + ")";
       case Unary::Round: return "__builtin_roundf(" + x + ")";
       case Unary::Sign: return "sh_sign(" + x + ")";
-      case Unary::Logistic: return "(1.0f / (1.0f + expf(-" + x + ")))";
+      case Unary::Logistic: return "(1.0f / (1.0f + sh_exp(-" + x + ")))";
       case Unary::Not: break;
     }
   } else if (d == DType::Bool) {

@@ -41,6 +41,16 @@ float sinf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float cosf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float tanhf(float) __attribute__((simd("notinbranch"), nothrow, const));
 }
+// expf, with the arguments whose result is certainly +0 (below ln of half the least subnormal,
+// -103.97; masked scores such as -1e9 or -inf) replaced by +0 before the call and their result
+// by +0 after it: libmvec's vector expf sends every lane outside ±87.3 to the scalar expf, and a
+// causal mask puts half a softmax there. Masks, not selects: GCC moves a select on the same
+// condition out of a const function's argument (NaN keeps every bit: it is not below -104).
+static inline float sh_exp(float x) {
+  const u32 keep = 0u - (u32)!(x < -104.0f);
+  const float e = expf(__builtin_bit_cast(float, __builtin_bit_cast(u32, x) & keep));
+  return __builtin_bit_cast(float, __builtin_bit_cast(u32, e) & keep);
+}
 // f32 max and min reductions as SIMD: each lane keeps its own maximum (sh_max: NaN wins) and the
 // lanes combine with sh_max too, so a NaN anywhere still gives NaN.
 #pragma omp declare reduction(sh_max : float : omp_out = sh_max(omp_in, omp_out)) initializer(omp_priv = -__builtin_inff())
