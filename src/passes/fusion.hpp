@@ -168,7 +168,8 @@ const View& read_view(const Schedule& s, int32_t v, int32_t reader);
 struct FuseOptions {
   // A GPU schedule: f16/bf16 products are Dot steps too (a GPU's products accumulate them in f32)
   // and f16/bf16 reductions are loops (its kernels always accumulate in f32 registers); otherwise
-  // both are Host steps. Elementwise f16/bf16 ops are loops in both. f32 scatter-adds (gradients
+  // both are Host steps (the CPU backend widens them to f32 first: passes::widen_halves).
+  // Elementwise f16/bf16 ops are loops in both. f32 scatter-adds (gradients
   // of gathers) are Scatter steps, arg_reduce and top_k TopK steps (the CPU runs them on the host),
   // and attention chains (attention.hpp) whose head dims are multiples of 16 up to
   // kAttentionMaxHead are Attention steps — with their gradient an AttentionGrad step when the
