@@ -303,9 +303,14 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
       std::string expected = d.max_args < 0 ? fmt::format("at least {}", d.min_args)
                              : d.min_args == d.max_args ? std::to_string(d.min_args)
                                                         : fmt::format("{} to {}", d.min_args, d.max_args);
+      // `(cast [1 2] :bf16)` passes one argument: the literal with its dtype suffix (SPEC §3).
+      std::string hint = n > 0 && n + 1 == d.min_args && d.signature.ends_with(":dtype)")
+                             ? "a dtype keyword right after a bracket literal is that literal's dtype: `[1 2] :bf16` is "
+                               "already a bf16 tensor (bind the literal first to pass the dtype on its own)"
+                             : "";
       throw SheafError(fmt::format("{}: expected {} argument{}, got {}; usage: {}", d.name, expected,
                                    d.max_args == 1 && d.min_args == 1 ? "" : "s", n, d.signature),
-                       site);
+                       site, std::move(hint));
     }
     if (trace::tracing()) {
       if (d.effectful) {
