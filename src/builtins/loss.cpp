@@ -61,9 +61,8 @@ Value b_sparse_cross_entropy(Interp&, const CallArgs& a) {
   trace::stop_gradient(m);
   Tensor lse = unary(Unary::Log, reduce(Reduce::Sum, unary(Unary::Exp, binary(Binary::Sub, logits, m)), {last}, true));
   auto per_row = [&](const Tensor& kept) { return binary(Binary::Mul, valid, convert(reshape(kept, expected), DType::F32)); };
-  Tensor logp = binary(Binary::Sub, binary(Binary::Sub, x_t, per_row(m)), per_row(lse));  // [...] f32
-  // the positions' sum, in f32, then the logits' dtype
-  Tensor total = logp;
+  // log p[r, t] per position [...] in f32, then their sum, in f32, then the logits' dtype
+  Tensor total = binary(Binary::Sub, binary(Binary::Sub, x_t, per_row(m)), per_row(lse));
   std::vector<int64_t> positions(static_cast<size_t>(last));
   for (int64_t i = 0; i < last; ++i) positions[static_cast<size_t>(i)] = i;
   if (!positions.empty()) total = reduce(Reduce::Sum, total, positions);

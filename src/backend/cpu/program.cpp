@@ -8,8 +8,8 @@
 #include <new>
 
 #include "backend/ref/executor.hpp"
-#include "passes/passes.hpp"
 #include "base/error.hpp"
+#include "passes/passes.hpp"
 #include "tensor/blas.hpp"
 
 namespace sheaf::cpu {

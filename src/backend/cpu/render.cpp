@@ -221,11 +221,8 @@ class Renderer {
     for (int32_t r : reductions) {
       Reduce op = g_.producer(r).attrs.reduce;
       if (type(r).dtype != DType::F32) return "";  // integer wrap-around helpers: a scalar loop
-      if (op == Reduce::Sum) clauses += fmt::format(" reduction(+:a{})", r);
-      else if (op == Reduce::Prod) clauses += fmt::format(" reduction(*:a{})", r);
-      else if (op == Reduce::Max) clauses += fmt::format(" reduction(sh_max:a{})", r);
-      else if (op == Reduce::Min) clauses += fmt::format(" reduction(sh_min:a{})", r);
-      else return "";
+      const char* combiner = op == Reduce::Sum ? "+" : op == Reduce::Prod ? "*" : op == Reduce::Max ? "sh_max" : "sh_min";
+      clauses += fmt::format(" reduction({}:a{})", combiner, r);
     }
     return fmt::format("{:{}}#pragma omp simd{}\n", "", indent, clauses);
   }
