@@ -221,7 +221,7 @@ def main():
     notes = ("Best of %d rounds (IREE: one iree-benchmark-module run). torch: best of 1 and 2 threads, the "
              "count in parentheses; OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs. jax: XLA's default threads. "
              "iree: local-sync (1 thread) or local-task, the faster; gpt_compile_s = sheaf build + iree-compile. "
-             "sheaf: 1 BLAS thread (SHEAF_NUM_THREADS unset)." % args.rounds)
+             "sheaf: SHEAF_NUM_THREADS unset (one BLAS thread per usable core)." % args.rounds)
     head.append("- load at the end: %.2f (1-minute average; other work on the machine disturbs every column)" % os.getloadavg()[0])
     with open(args.out, "w") as f:
         f.write("# Training-step benchmarks (bench/run.py)\n\n" + "\n".join(head) + "\n\n" + notes + "\n\n" + "\n".join(sections))

@@ -18,6 +18,7 @@
 #include "io/atomic_write.hpp"
 #include "obs/session.hpp"
 #include "runtime/content_hash.hpp"
+#include "tensor/blas.hpp"
 #include "value/handle.hpp"
 
 namespace sheaf {
@@ -299,6 +300,7 @@ void Jit::report(std::ostream& os) const {
   if (device == Device::Cpu)
     os << fmt::format("  cpu backend: {} built ({:.1f}ms fusion+codegen, {:.1f}ms C++ compiler), {} loaded from {} ({:.1f}ms), {} on the reference executor\n",
                       s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);
+  if (device != Device::Cuda) os << fmt::format("  f32 products: {}\n", blas_description());
   if (device == Device::Cuda && gpu) {
     os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
                       "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",

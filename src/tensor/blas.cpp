@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/placement.hpp"
+
 namespace sheaf {
 namespace {
 
@@ -34,8 +36,9 @@ bool cpu_has_avx512() {
 }
 
 // Threads for OpenBLAS: SHEAF_NUM_THREADS, else whatever OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
-// asked for (0: leave OpenBLAS's choice), else 1 — on the 2-core machines this project targets a
-// second thread gains little and loses much when the other core is busy (bench/README.md).
+// asked for (0: leave OpenBLAS's choice), else the cores this process may use, shared among the
+// ranks on its machine (base/placement.hpp). f32 products may differ in the last bits from one
+// thread count to another (bench/README.md).
 int wanted_threads() {
   if (const char* s = std::getenv("SHEAF_NUM_THREADS")) {
     char* end = nullptr;
@@ -44,7 +47,7 @@ int wanted_threads() {
     fmt::print(stderr, "sheaf: warning: ignoring SHEAF_NUM_THREADS={} (expected a positive integer)\n", s);
   }
   if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) return 0;
-  return 1;
+  return default_threads();
 }
 
 OpenBlas load_openblas() {

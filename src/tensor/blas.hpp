@@ -2,7 +2,8 @@
 //   f32: OpenBLAS's cblas_sgemm, loaded at run time with dlopen (so that OPENBLAS_CORETYPE can be
 //        chosen before OpenBLAS reads it), or a portable blocked kernel when OpenBLAS is absent
 //   u32: products modulo 2^32 with the portable kernel; this serves i32 too (two's complement)
-// Environment: SHEAF_NUM_THREADS sets OpenBLAS's thread count (default 1; see bench/README.md);
+// Environment: SHEAF_NUM_THREADS sets OpenBLAS's thread count (default: the cores this process
+// may use, shared among the ranks on its machine; see bench/README.md);
 // OPENBLAS_CORETYPE, when set by the user, is left alone.
 #pragma once
 #include <cstdint>

@@ -36,6 +36,31 @@ status_is 0 '--jit-profile run'
 stderr_has 'Dispatch profile (' '--jit-profile header'
 stderr_has 'executables: 5 hits, 2 misses' 'one trace of step, reused'
 stderr_has "interpreted noisy: calls 'print', which has effects" 'effect fallback reason'
+stderr_has 'f32 products: ' '--jit-profile says what f32 products run on'
+# BLAS threads: SHEAF_NUM_THREADS, else one per core this process may use (its affinity mask,
+# which `nproc` counts, when no cgroup quota caps it), shared among the ranks on the machine
+blas_run() {
+  (cd "$TMP" && env -u SHEAF_NUM_THREADS -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS -u OMPI_COMM_WORLD_LOCAL_SIZE \
+    -u MPI_LOCALNRANKS -u SLURM_NTASKS_PER_NODE "$@" "$SHEAF" profile.shf --jit-profile >"$TMP/out" 2>"$TMP/err" </dev/null)
+}
+quota=$(cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null | grep -oE '^[0-9]+' | head -1)
+blas_run
+if grep -qF 'f32 products: OpenBLAS' "$TMP/err"; then
+  if [[ -z $quota ]]; then
+    cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+    [[ $cores -eq 1 ]] && want='1 thread' || want="$cores threads"
+    grep -qE ", $want\$" "$TMP/err" || fail "OpenBLAS uses the $cores usable cores by default"
+  fi
+  blas_run SHEAF_NUM_THREADS=3
+  grep -qE ', 3 threads$' "$TMP/err" || fail 'SHEAF_NUM_THREADS=3 gives 3 BLAS threads'
+  if command -v taskset >/dev/null; then
+    blas_run taskset -c "$(taskset -cp $$ | grep -oE '[0-9]+' | tail -1)"
+    grep -qE ', 1 thread$' "$TMP/err" || fail 'a process bound to one CPU uses one BLAS thread'
+  fi
+  blas_run OMPI_COMM_WORLD_LOCAL_SIZE=4096
+  grep -qE ', 1 thread$' "$TMP/err" || fail '4096 ranks on this machine: one BLAS thread each'
+fi
+run profile.shf --jit-profile
 cp "$TMP/out" "$TMP/jit.out"
 run profile.shf --no-jit
 cmp -s "$TMP/out" "$TMP/jit.out" || fail '--no-jit prints the same as the compiled run'

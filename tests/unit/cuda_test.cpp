@@ -481,55 +481,6 @@ TEST(Nccl, VersionCodesAndElementTypes) {
   for (DType t : {DType::F16, DType::BF16, DType::Bool}) EXPECT_FALSE(nccl_type(t)) << dtype_name(t);
 }
 
-// Sets (value non-null) or unsets the launchers' local-rank variables for the test's lifetime.
-class LocalRankEnv {
- public:
-  static constexpr const char* kVars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
-  LocalRankEnv() {
-    for (const char* v : kVars) {
-      const char* was = std::getenv(v);
-      saved_.emplace_back(v, was ? std::optional<std::string>(was) : std::nullopt);
-      unsetenv(v);
-    }
-  }
-  ~LocalRankEnv() {
-    for (const auto& [v, was] : saved_) {
-      if (was)
-        setenv(v, was->c_str(), 1);
-      else
-        unsetenv(v);
-    }
-  }
-  void set(const char* var, const char* value) {
-    if (value)
-      setenv(var, value, 1);
-    else
-      unsetenv(var);
-  }
-
- private:
-  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
-};
-
-TEST(CudaGpuChoice, LocalRankFromTheLaunchersVariables) {
-  LocalRankEnv env;
-  EXPECT_EQ(local_rank(), 0);  // no launcher
-  env.set("SLURM_LOCALID", "3");
-  EXPECT_EQ(local_rank(), 3);
-  env.set("MPI_LOCALRANKID", "5");  // Hydra's before srun's
-  EXPECT_EQ(local_rank(), 5);
-  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "6");  // OpenMPI's before both
-  EXPECT_EQ(local_rank(), 6);
-  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "seven");  // not an integer: the next variable
-  EXPECT_EQ(local_rank(), 5);
-  env.set("MPI_LOCALRANKID", "-1");  // negative: the next
-  EXPECT_EQ(local_rank(), 3);
-  env.set("SLURM_LOCALID", "");
-  EXPECT_EQ(local_rank(), 0);
-  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "12");
-  EXPECT_EQ(local_rank(), 12);
-}
-
 TEST(CudaGpuChoice, OneGpuPerLocalRank) {
   for (int r = 0; r < 8; ++r) EXPECT_EQ(gpu_ordinal(r, 8), r);  // mpirun -np 8 on an 8-GPU node
   EXPECT_EQ(gpu_ordinal(9, 8), 1);                               // more ranks than GPUs: shared

@@ -19,8 +19,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +31,7 @@
 #include "backend/cuda/nccl.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
+#include "base/placement.hpp"
 #include "dist/comm.hpp"
 #include "io/atomic_write.hpp"
 
@@ -124,18 +123,6 @@ std::string arch_name(const DeviceInfo& info) { return fmt::format("sm_{}{}", in
 std::string describe_device(const DeviceInfo& info) {
   return fmt::format("{} ({}, {} SMs, {})", info.name, arch_name(info), info.multiprocessors,
                      format_bytes(info.memory));
-}
-
-int local_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    const char* v = std::getenv(var);
-    if (!v || !*v) continue;
-    char* end = nullptr;
-    errno = 0;
-    const long r = std::strtol(v, &end, 10);
-    if (errno == 0 && *end == '\0' && r >= 0 && r <= INT_MAX) return static_cast<int>(r);
-  }
-  return 0;
 }
 
 int gpu_ordinal(int local_rank, int device_count) {
