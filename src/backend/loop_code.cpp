@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <string_view>
 
 #include "base/error.hpp"
 #include "tensor/tensor.hpp"
@@ -274,6 +275,41 @@ double reduce_identity(Reduce r, DType d) {
              : d == DType::I32 ? 2147483647.0 : d == DType::U32 ? 4294967295.0 : 1;
   }
   return 0;
+}
+
+std::string canonical(const std::string& text, const std::string& name) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::map<std::pair<char, std::string_view>, size_t> ids;
+  std::map<char, size_t> next;
+  std::string out;
+  const std::string_view t(text);
+  const size_t at = t.find(" " + name + "(");
+  for (size_t i = 0; i < t.size();) {
+    if (at != std::string_view::npos && i == at + 1) {  // the name
+      i += name.size();
+      continue;
+    }
+    const char c = t[i];
+    if (c == '/' && i + 1 < t.size() && t[i + 1] == '/') {
+      while (i < t.size() && t[i] != '\n') ++i;
+      continue;
+    }
+    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
+      size_t j = i + 1;
+      while (j < t.size() && digit(t[j])) ++j;
+      if (j == t.size() || !word(t[j])) {
+        auto [it, fresh] = ids.try_emplace({c, t.substr(i + 1, j - i - 1)}, next[c]);
+        next[c] += fresh;
+        out += c + std::to_string(it->second);
+        i = j;
+        continue;
+      }
+    }
+    out += c;
+    ++i;
+  }
+  return out;
 }
 
 // The kernels of reduce.cpp: NaN wins max/min; bool max/min = any/all.

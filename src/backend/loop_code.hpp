@@ -36,6 +36,14 @@ std::string unary_expr(Unary u, DType d, const std::string& x);
 std::string binary_expr(Binary op, DType d, const std::string& x, const std::string& y);
 std::string convert_expr(DType from, DType to, const std::string& x);
 double reduce_identity(Reduce r, DType d);
+
+// A rendered function (CPU loop function, CUDA kernel) `text` named `name` as the renderers
+// compare them: the name and the comments dropped, the numbers of its buffer, value, accumulator,
+// shared-array and column-sum names (p{slot}, v{id}, a{id}, h{id}, k{id}) replaced by their order
+// of first appearance. Functions with the same canonical text compute the same thing from their
+// arguments, whatever step, slots and values they were rendered for (a model's repeated layers),
+// so a unit keeps one of them.
+std::string canonical(const std::string& text, const std::string& name);
 std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x);  // acc ⊕ x
 
 // A loop nest over `space` after merging adjacent dims that every access (stride vector over

@@ -3,18 +3,18 @@
 // steps as rt->host calls.
 #include "backend/cpu/render.hpp"
 
-#include "base/hash.hpp"
-
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "backend/loop_code.hpp"
 #include "base/error.hpp"
+#include "base/hash.hpp"
 
 namespace sheaf::cpu {
 
@@ -63,18 +63,22 @@ struct sheaf_rt {
 )";
 
 // The functions of one unit; the entry of unit 0 is sheaf_entry, of unit k u<k>_entry, and its
-// loop functions are s<i> / u<k>_s<i>.
+// loop functions are s<i> / u<k>_s<i>, or an earlier one with the same code (Shared).
 struct UnitCode {
   std::string prototypes;
   std::vector<std::string> functions;
   std::string entry;
 };
 
+// Canonical loop-function text (loop_code::canonical) → the name of the function rendered for it,
+// across the units of a program: a step whose function has the same code calls that one.
+using Shared = std::map<std::string, std::string>;
+
 class Renderer {
  public:
-  Renderer(const std::vector<Unit>& units, size_t u)
+  Renderer(const std::vector<Unit>& units, size_t u, Shared& shared)
       : units_(units), unit_(units[u]), index_(u), g_(*unit_.graph), s_(unit_.schedule), m_(unit_.memory),
-        prefix_(u == 0 ? "" : fmt::format("u{}_", u)) {}
+        prefix_(u == 0 ? "" : fmt::format("u{}_", u)), shared_(shared) {}
 
   UnitCode run() {
     UnitCode out;
@@ -84,20 +88,8 @@ class Renderer {
       const Step& st = s_.steps[i];
       switch (st.kind) {
         case StepKind::Loop:
-        case StepKind::Copy: {
-          LoopFunction f = loop_function(i, st);
-          out.prototypes += f.prototype + ";\n";
-          out.functions.push_back(f.prototype + " {\n" + f.body + "}\n");
-          out.entry += f.call;
-          break;
-        }
-        case StepKind::Update: {
-          LoopFunction f = loop_function(i, st);
-          out.prototypes += f.prototype + ";\n";
-          out.functions.push_back(f.prototype + " {\n" + f.body + "}\n");
-          out.entry += update_copy(i, st) + f.call;
-          break;
-        }
+        case StepKind::Copy: out.entry += place(loop_function(i, st), out); break;
+        case StepKind::Update: out.entry += update_copy(i, st) + place(loop_function(i, st), out); break;
         case StepKind::Dot: out.entry += dot_call(i, st); break;
         case StepKind::While: out.entry += while_loop(i, st); break;
         case StepKind::Host: {
@@ -128,6 +120,7 @@ class Renderer {
   const fusion::Schedule& s_;
   const MemoryPlan& m_;
   const std::string prefix_;
+  Shared& shared_;
 
   const ir::Type& type(int32_t v) const { return g_.type(v); }
 
@@ -136,10 +129,22 @@ class Renderer {
   // Where step `reader` reads v (fusion::read_view).
   const View& at(int32_t v, size_t reader) const { return fusion::read_view(s_, v, static_cast<int32_t>(reader)); }
 
-  // The loop nest of a Loop/Copy step as a function, and its call from the entry.
+  // The loop nest of a Loop/Copy step as a function named `name` (`prototype` then `body`), and
+  // the arguments of its call from the entry.
   struct LoopFunction {
-    std::string prototype, body, call;
+    std::string name, prototype, body, args;
   };
+
+  // Adds f to `out` unless a function with the same code is there already; returns its call.
+  std::string place(const LoopFunction& f, UnitCode& out) {
+    std::string text = f.prototype + " {\n" + f.body + "}\n";
+    auto [it, fresh] = shared_.try_emplace(loop_code::canonical(text, f.name), f.name);
+    if (fresh) {
+      out.prototypes += f.prototype + ";\n";
+      out.functions.push_back(std::move(text));
+    }
+    return fmt::format("  {}({});\n", it->second, f.args);
+  }
   LoopFunction loop_function(size_t index, const Step& st) {
     // Reductions over trailing dims keep scalar accumulators a{v}; otherwise the outputs start
     // at the identity and accumulate in place.
@@ -199,8 +204,8 @@ class Renderer {
     for (size_t k = 0; k < outer; ++k) close();
     // noinline: each nest keeps its own restrict scope (GCC 12 mis-vectorised an accumulation
     // once two nests over one buffer were inlined into the entry).
-    return {fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}s{}({})", prefix_, index, params), code,
-            fmt::format("  {}s{}({});\n", prefix_, index, args)};
+    const std::string name = fmt::format("{}s{}", prefix_, index);
+    return {name, fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}({})", name, params), code, args};
   }
 
   // An Update step's copy of x into the result, unless the result is x's own buffer (a loop
@@ -347,8 +352,9 @@ class Renderer {
 Source render(const std::vector<Unit>& units) {
   std::string prototypes, entries;
   std::vector<std::string> fns;
+  Shared shared;
   for (size_t u = 0; u < units.size(); ++u) {
-    UnitCode code = Renderer(units, u).run();
+    UnitCode code = Renderer(units, u, shared).run();
     if (u > 0) prototypes += Renderer::entry_prototype(u) + ";\n";
     prototypes += code.prototypes;
     fns.insert(fns.end(), code.functions.begin(), code.functions.end());

@@ -6,7 +6,9 @@
 // `b` is the pointer table of MemoryPlan slots (parameters, constants, arena buffers, results
 // filled by the host before the call; Host steps fill their outputs' slots). Loop and Copy steps
 // become loop nests (adjacent dims merge when every access allows it; reductions over trailing
-// dims keep scalar accumulators, vectorised with `omp simd`), Dot steps call rt->sgemm per
+// dims keep scalar accumulators, vectorised with `omp simd`), one function per step, except that
+// steps whose functions have the same code up to their slot and value numbers (a model's repeated
+// layers; loop_code::canonical) call one function; Dot steps call rt->sgemm per
 // batch, Host steps call rt->host with their unit and step index. A While step runs its regions'
 // entries (u<k>_entry, over the region's range of the table) in a C++ loop: the carried values
 // alternate between the node's result buffers and a second set (the unit's loop-buffer slots),

@@ -59,46 +59,6 @@ template <class T> static inline T sh_shfl_xor(T v, int lane_mask, unsigned lane
 #endif
 )";
 
-// Kernel `text` named `name` as render compares kernels: the name and the comments dropped, the
-// numbers of its buffer, value, accumulator, shared-array and column-sum names (p{slot}, v{id},
-// a{id}, h{id}, k{id}) replaced by their order of first appearance. Kernels with the same
-// canonical text compute the same thing from their arguments, whatever step, slots and values
-// they were rendered for.
-std::string canonical(const std::string& text, const std::string& name) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  std::map<std::pair<char, std::string_view>, size_t> ids;
-  std::map<char, size_t> next;
-  std::string out;
-  const std::string_view t(text);
-  const size_t at = t.find(" " + name + "(");
-  for (size_t i = 0; i < t.size();) {
-    if (at != std::string_view::npos && i == at + 1) {  // the name
-      i += name.size();
-      continue;
-    }
-    const char c = t[i];
-    if (c == '/' && i + 1 < t.size() && t[i + 1] == '/') {
-      while (i < t.size() && t[i] != '\n') ++i;
-      continue;
-    }
-    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
-      size_t j = i + 1;
-      while (j < t.size() && digit(t[j])) ++j;
-      if (j == t.size() || !word(t[j])) {
-        auto [it, fresh] = ids.try_emplace({c, t.substr(i + 1, j - i - 1)}, next[c]);
-        next[c] += fresh;
-        out += c + std::to_string(it->second);
-        i = j;
-        continue;
-      }
-    }
-    out += c;
-    ++i;
-  }
-  return out;
-}
-
 class Renderer {
  public:
   Renderer(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o)
@@ -171,7 +131,7 @@ class Renderer {
   // Appends kernel `text` (named `name`) to `k.source` unless a kernel with the same canonical
   // text is there already; returns the name to launch.
   std::string place(std::string text, const std::string& name, Kernels& k) {
-    auto [it, fresh] = shared_.try_emplace(canonical(text, name), name);
+    auto [it, fresh] = shared_.try_emplace(loop_code::canonical(text, name), name);
     if (fresh) k.source += text;
     return it->second;
   }
