@@ -347,8 +347,9 @@ class Renderer {
 
 }  // namespace
 
-// Loop functions first (split in two halves, SHEAF_PART 0 and 1, so that a large unit can be
-// compiled on two cores), then the entries (part 1). Without SHEAF_PART it is one unit.
+// Loop functions first (split in two parts of about the same size, SHEAF_PART 0 and 1, so that a
+// large unit can be compiled on two cores), then the entries (part 1). Without SHEAF_PART it is
+// one unit.
 Source render(const std::vector<Unit>& units) {
   std::string prototypes, entries;
   std::vector<std::string> fns;
@@ -361,7 +362,11 @@ Source render(const std::vector<Unit>& units) {
     entries += code.entry;
   }
   std::string text = std::string(kHeader) + loop_code::kScalarHelpers + kHostPrelude + prototypes;
-  size_t half = fns.size() / 2;
+  // Part 0 takes loop functions until it holds about half of their code (the entries, mostly
+  // calls, compile fast).
+  size_t total = 0, half = 0, part0 = 0;
+  for (const std::string& f : fns) total += f.size();
+  while (half < fns.size() && 2 * (part0 + fns[half].size()) <= total) part0 += fns[half++].size();
   text += "#if !defined(SHEAF_PART) || SHEAF_PART == 0\n";
   for (size_t i = 0; i < half; ++i) text += fns[i];
   text += "#endif\n#if !defined(SHEAF_PART) || SHEAF_PART == 1\n";

@@ -133,7 +133,7 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
   std::vector<std::string> cmd{tc.compiler};
   std::stringstream flags(compile_flags());
   for (std::string f; flags >> f;) cmd.push_back(f);
-  // A large unit compiles as its two halves in parallel (render.hpp: SHEAF_PART), then links.
+  // A large unit compiles as its two parts in parallel (render.hpp: SHEAF_PART), then links.
   const bool split = source.size() > kSplitBytes;
   std::vector<std::string> objects, logs;
   std::vector<pid_t> pids;
