@@ -4,7 +4,9 @@
 Builds nothing. For each benchmark (xor, mlp, cnn, gpt) it runs, in one run:
   sheaf cpu   bench/<name>.shf with --device cpu (the native backend)
   sheaf ref   the same with --device ref (the IR's reference interpreter), a reference column
-  torch       bench/twins/<name>_torch.py, eager, 1 and 2 threads, the better kept; under the
+  torch       bench/twins/<name>_torch.py, eager, with 1 thread, 1 thread and 2 BLAS threads, and
+              2 threads (torch.set_num_threads for its own loops, OPENBLAS_NUM_THREADS for the
+              OpenBLAS its products run on), the best kept; under the
               interpreter that imports torch (Debian's /usr/bin/python3 for python3-torch), with
               OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs as sheaf selects for itself
   jax         bench/twins/<name>_jax.py, jax.jit of the whole step (XLA CPU, its default threads)
@@ -107,9 +109,12 @@ def measure(name, args, pythons, table):
         if not args.no_ref:
             keep_best(table, "sheaf ref", run_sheaf(args.sheaf, program, "ref"))
         if pythons["torch"] and os.path.exists(torch_twin):
-            for threads in (1, 2):
-                keep_best(table, "torch", results([pythons["torch"], torch_twin, "--threads", str(threads)], env=torch_env),
-                          "%dt" % threads)
+            # torch.set_num_threads (its own loops) does not reach the OpenBLAS under its products,
+            # which follows OPENBLAS_NUM_THREADS: torch threads / BLAS threads
+            for threads, blas in ((1, 1), (1, 2), (2, 2)):
+                env = dict(torch_env, OPENBLAS_NUM_THREADS=str(blas))
+                keep_best(table, "torch", results([pythons["torch"], torch_twin, "--threads", str(threads)], env=env),
+                          "%dt" % threads if threads == blas else "%dt, BLAS %dt" % (threads, blas))
         if pythons["jax"] and os.path.exists(jax_twin):
             keep_best(table, "jax", results([pythons["jax"], jax_twin]))
     if pythons["iree"] and name in IREE_CASES:
@@ -218,8 +223,8 @@ def main():
         sys.stdout.flush()
     sections.append(dispatch_bench(args.sheaf))
     print(sections[-1])
-    notes = ("Best of %d rounds (IREE: one iree-benchmark-module run). torch: best of 1 and 2 threads, the "
-             "count in parentheses; OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs. jax: XLA's default threads. "
+    notes = ("Best of %d rounds (IREE: one iree-benchmark-module run). torch: best of 1 thread, 1 thread with 2 BLAS "
+             "threads and 2 threads, the configuration in parentheses; OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs. jax: XLA's default threads. "
              "iree: local-sync (1 thread) or local-task, the faster; gpt_compile_s = sheaf build + iree-compile. "
              "sheaf: SHEAF_NUM_THREADS unset (one BLAS thread per usable core)." % args.rounds)
     head.append("- load at the end: %.2f (1-minute average; other work on the machine disturbs every column)" % os.getloadavg()[0])
