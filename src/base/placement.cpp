@@ -79,11 +79,20 @@ int share_cores(int mask, int online, int quota, int ranks) {
   return std::max(1, cores);
 }
 
-int default_threads() {
+std::vector<int> affinity_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+int default_threads() {
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  const int mask = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(online);
+  const std::vector<int> cpus = affinity_cpus();
+  const int mask = cpus.empty() ? static_cast<int>(online) : static_cast<int>(cpus.size());
   return share_cores(mask, static_cast<int>(std::max(1L, online)), cgroup_quota_cores(), local_ranks());
 }
 

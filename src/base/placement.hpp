@@ -3,6 +3,7 @@
 // uses are chosen from these.
 #pragma once
 #include <string_view>
+#include <vector>
 
 namespace sheaf {
 
@@ -25,6 +26,9 @@ int quota_cores(std::string_view quota, std::string_view period);
 // on its machine (`ranks`): the mask capped by the quota; when the mask is the whole machine (no
 // launcher or user binding has split it), shared evenly among the ranks. At least 1.
 int share_cores(int mask, int online, int quota, int ranks);
+
+// The CPUs (their numbers) of this process's affinity mask; empty when it cannot be read.
+std::vector<int> affinity_cpus();
 
 // share_cores for this process: sched_getaffinity (taskset, cpusets, a launcher's binding), the
 // online CPUs, the quota of cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us; docker --cpus) and

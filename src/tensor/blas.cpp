@@ -12,9 +12,12 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "base/placement.hpp"
+#include "tensor/blas_threads.hpp"
 
 namespace sheaf {
 namespace {
@@ -27,6 +30,9 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 struct OpenBlas {
   SgemmFn sgemm = nullptr;
   std::string description = "portable kernel";
+  void (*set_threads)(int) = nullptr;
+  std::optional<BlasThreads> adaptive;  // when no variable fixes the count
+  int threads = 1;                      // the count OpenBLAS has now
 };
 
 bool cpu_has_avx512() {
@@ -36,9 +42,7 @@ bool cpu_has_avx512() {
 }
 
 // Threads for OpenBLAS: SHEAF_NUM_THREADS, else whatever OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
-// asked for (0: leave OpenBLAS's choice), else the cores this process may use, shared among the
-// ranks on its machine (base/placement.hpp). f32 products may differ in the last bits from one
-// thread count to another (bench/README.md).
+// asked for (0: leave OpenBLAS's choice), else -1: adapted to the load (blas_threads.hpp).
 int wanted_threads() {
   if (const char* s = std::getenv("SHEAF_NUM_THREADS")) {
     char* end = nullptr;
@@ -47,7 +51,7 @@ int wanted_threads() {
     fmt::print(stderr, "sheaf: warning: ignoring SHEAF_NUM_THREADS={} (expected a positive integer)\n", s);
   }
   if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) return 0;
-  return default_threads();
+  return -1;
 }
 
 OpenBlas load_openblas() {
@@ -68,22 +72,38 @@ OpenBlas load_openblas() {
   auto get_threads = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_num_threads"));
   auto config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
   auto corename = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
-  if (int n = wanted_threads(); n > 0 && set_threads) set_threads(n);
+  lib.set_threads = set_threads;
+  const int wanted = wanted_threads();
+  if (wanted < 0 && set_threads) lib.adaptive.emplace(default_threads());
+  if (wanted > 0 && set_threads) set_threads(wanted);
+  if (lib.adaptive) set_threads(lib.adaptive->cores());
   std::string version = "OpenBLAS";
   if (config) {  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH …": keep the first two words
     std::string c = config();
     size_t sp = c.find(' ', c.find(' ') + 1);
     version = c.substr(0, sp);
   }
-  int threads = get_threads ? get_threads() : 1;
-  lib.description = fmt::format("{} {}, {} thread{}", version, corename ? corename() : "?", threads,
-                                threads == 1 ? "" : "s");
+  lib.threads = get_threads ? get_threads() : 1;
+  lib.description = fmt::format("{} {}, {} thread{}{}", version, corename ? corename() : "?", lib.threads,
+                                lib.threads == 1 ? "" : "s",
+                                lib.adaptive && lib.threads > 1 ? " (fewer while other processes keep its cores busy)" : "");
   return lib;
 }
 
-const OpenBlas& openblas() {
-  static const OpenBlas lib = load_openblas();
+OpenBlas& openblas() {
+  static OpenBlas lib = load_openblas();
   return lib;
+}
+
+// Applies the adaptive count before a product (products run on one thread at a time).
+void adapt_threads(OpenBlas& lib) {
+  if (!lib.adaptive) return;
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  if (int n = lib.adaptive->next(); n != lib.threads) {
+    lib.set_threads(n);
+    lib.threads = n;
+  }
 }
 
 // c[i0..i0+R, j0..j0+jb] += a[i0..i0+R, p0..p0+kb] · panel[kb×nb] columns j0..j0+jb, with the
@@ -163,7 +183,7 @@ void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float
 void gemm(MatView<const uint32_t> a, MatView<const uint32_t> b, MatView<uint32_t> c) { gemm_blocked(a, b, c); }
 
 void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
-  const OpenBlas& lib = openblas();
+  OpenBlas& lib = openblas();
   const int64_t m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0) return;
   if (!lib.sgemm || k == 0) return gemm_portable(a, b, c);
@@ -171,6 +191,7 @@ void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
   BlasOperand pa = blas_operand(a, store_a), pb = blas_operand(b, store_b);
   const int64_t ldc = m == 1 ? n : c.rs;
   if (!fits_int({m, n, k, pa.ld, pb.ld, ldc})) return gemm_portable(a, b, c);
+  adapt_threads(lib);
   lib.sgemm(kRowMajor, pa.trans ? kTrans : kNoTrans, pb.trans ? kTrans : kNoTrans, static_cast<int>(m),
             static_cast<int>(n), static_cast<int>(k), 1.0f, pa.data, static_cast<int>(pa.ld), pb.data,
             static_cast<int>(pb.ld), 0.0f, c.data, static_cast<int>(ldc));

@@ -3,7 +3,8 @@
 //        chosen before OpenBLAS reads it), or a portable blocked kernel when OpenBLAS is absent
 //   u32: products modulo 2^32 with the portable kernel; this serves i32 too (two's complement)
 // Environment: SHEAF_NUM_THREADS sets OpenBLAS's thread count (default: the cores this process
-// may use, shared among the ranks on its machine; see bench/README.md);
+// may use, shared among the ranks on its machine, less those other processes keep busy:
+// tensor/blas_threads.hpp);
 // OPENBLAS_CORETYPE, when set by the user, is left alone.
 #pragma once
 #include <cstdint>
