@@ -277,6 +277,19 @@ double reduce_identity(Reduce r, DType d) {
   return 0;
 }
 
+// The kernels of reduce.cpp: NaN wins max/min; bool max/min = any/all.
+std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x) {
+  d = compute_type(d);  // f16/bf16 accumulate in f32
+  if (d == DType::Bool) return fmt::format("((b8)({} {} {}))", acc, r == Reduce::Max ? "||" : "&&", x);
+  switch (r) {
+    case Reduce::Sum: return d == DType::F32 ? fmt::format("({} + {})", acc, x) : fmt::format("sh_add({}, {})", acc, x);
+    case Reduce::Prod: return d == DType::F32 ? fmt::format("({} * {})", acc, x) : fmt::format("sh_mul({}, {})", acc, x);
+    case Reduce::Max: return fmt::format("{}({}, {})", d == DType::F32 ? "sh_max" : "sh_imax", x, acc);
+    case Reduce::Min: return fmt::format("{}({}, {})", d == DType::F32 ? "sh_min" : "sh_imin", x, acc);
+  }
+  return acc;
+}
+
 std::string canonical(const std::string& text, const std::string& name) {
   auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -310,19 +323,6 @@ std::string canonical(const std::string& text, const std::string& name) {
     ++i;
   }
   return out;
-}
-
-// The kernels of reduce.cpp: NaN wins max/min; bool max/min = any/all.
-std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x) {
-  d = compute_type(d);  // f16/bf16 accumulate in f32
-  if (d == DType::Bool) return fmt::format("((b8)({} {} {}))", acc, r == Reduce::Max ? "||" : "&&", x);
-  switch (r) {
-    case Reduce::Sum: return d == DType::F32 ? fmt::format("({} + {})", acc, x) : fmt::format("sh_add({}, {})", acc, x);
-    case Reduce::Prod: return d == DType::F32 ? fmt::format("({} * {})", acc, x) : fmt::format("sh_mul({}, {})", acc, x);
-    case Reduce::Max: return fmt::format("{}({}, {})", d == DType::F32 ? "sh_max" : "sh_imax", x, acc);
-    case Reduce::Min: return fmt::format("{}({}, {})", d == DType::F32 ? "sh_min" : "sh_imin", x, acc);
-  }
-  return acc;
 }
 
 Nest::Nest(const Shape& space, const std::vector<bool>& red, const std::vector<std::vector<int64_t>>& accesses) {

@@ -37,6 +37,8 @@ std::string binary_expr(Binary op, DType d, const std::string& x, const std::str
 std::string convert_expr(DType from, DType to, const std::string& x);
 double reduce_identity(Reduce r, DType d);
 
+std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x);  // acc ⊕ x
+
 // A rendered function (CPU loop function, CUDA kernel) `text` named `name` as the renderers
 // compare them: the name and the comments dropped, the numbers of its buffer, value, accumulator,
 // shared-array and column-sum names (p{slot}, v{id}, a{id}, h{id}, k{id}) replaced by their order
@@ -44,7 +46,6 @@ double reduce_identity(Reduce r, DType d);
 // arguments, whatever step, slots and values they were rendered for (a model's repeated layers),
 // so a unit keeps one of them.
 std::string canonical(const std::string& text, const std::string& name);
-std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x);  // acc ⊕ x
 
 // A loop nest over `space` after merging adjacent dims that every access (stride vector over
 // the original dims) can walk as one: dims d, d+1 merge when both are reduced or both kept and

@@ -73,10 +73,10 @@ OpenBlas load_openblas() {
   auto config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
   auto corename = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
   lib.set_threads = set_threads;
-  const int wanted = wanted_threads();
-  if (wanted < 0 && set_threads) lib.adaptive.emplace(default_threads());
-  if (wanted > 0 && set_threads) set_threads(wanted);
-  if (lib.adaptive) set_threads(lib.adaptive->cores());
+  if (const int wanted = wanted_threads(); set_threads && wanted != 0) {
+    if (wanted < 0) lib.adaptive.emplace(default_threads());
+    set_threads(lib.adaptive ? lib.adaptive->cores() : wanted);
+  }
   std::string version = "OpenBLAS";
   if (config) {  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH …": keep the first two words
     std::string c = config();
@@ -95,7 +95,7 @@ OpenBlas& openblas() {
   return lib;
 }
 
-// Applies the adaptive count before a product (products run on one thread at a time).
+// Applies the adaptive count before a product (under a lock: products may come from several threads).
 void adapt_threads(OpenBlas& lib) {
   if (!lib.adaptive) return;
   static std::mutex m;

@@ -48,9 +48,10 @@ std::string arch_name(const DeviceInfo& info);
 // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)"
 std::string describe_device(const DeviceInfo& info);
 
-// The GPU of the rank `local_rank` (base/placement.hpp) of its machine, which sees `device_count` GPUs: local_rank mod
-// device_count, so the ranks of a node use distinct GPUs while there are enough (mpirun -np 8 on an
-// 8-GPU node), and a launcher that shows each rank one GPU (srun --gpus-per-task=1) gets 0.
+// The GPU of the rank `local_rank` (base/placement.hpp) of its machine, which sees `device_count`
+// GPUs: local_rank mod device_count, so the ranks of a node use distinct GPUs while there are enough
+// (mpirun -np 8 on an 8-GPU node), and a launcher that shows each rank one GPU
+// (srun --gpus-per-task=1) gets 0.
 // 0 when device_count ≤ 0.
 int gpu_ordinal(int local_rank, int device_count);
 
