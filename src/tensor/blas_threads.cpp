@@ -41,17 +41,17 @@ CpuTimes cpu_times(std::string_view text, const std::vector<int>& cpus) {
     const size_t eol = std::min(text.find('\n'), text.size());
     std::string_view line = text.substr(0, eol);
     text.remove_prefix(std::min(eol + 1, text.size()));
-    if (line.size() < 4 || line.substr(0, 3) != "cpu" || line[3] < '0' || line[3] > '9') continue;
-    int cpu = -1;
-    auto [p, ec] = std::from_chars(line.data() + 3, line.data() + line.size(), cpu);
-    if (ec != std::errc() || std::find(cpus.begin(), cpus.end(), cpu) == cpus.end()) continue;
-    // user nice system idle iowait irq softirq steal (guest time is already in user)
-    uint64_t field[8] = {};
+    if (!line.starts_with("cpu")) continue;
     const char* end = line.data() + line.size();
-    for (int k = 0; k < 8 && p < end; ++k) {
+    int cpu = -1;  // the aggregate "cpu " line has no number
+    auto [p, ec] = std::from_chars(line.data() + 3, end, cpu);
+    if (ec != std::errc() || std::find(cpus.begin(), cpus.end(), cpu) == cpus.end()) continue;
+    // user nice system idle iowait irq softirq steal (guest time is already in user); a field
+    // that does not parse, and those after it, count 0
+    uint64_t field[8] = {};
+    for (uint64_t& f : field) {
       while (p < end && *p == ' ') ++p;
-      std::from_chars(p, end, field[k]);
-      while (p < end && *p != ' ') ++p;
+      p = std::from_chars(p, end, f).ptr;
     }
     const uint64_t idle = field[3] + field[4];
     const uint64_t busy = field[0] + field[1] + field[2] + field[5] + field[6] + field[7];
