@@ -16,7 +16,7 @@ MFU against --peak-tflops (default: from the GPU name, 989 for H100 SXM / H200, 
 A missing peer prints `-` and the run goes on; nothing fails on a slow result.
 `--tiny` validates everything on the CPU instead: d 64, 2 layers, 2 heads, T 64, B 2, vocab 512,
 2 steps, every column with --device cpu (torch.compile skipped), and writes no file unless --out.
-usage: python3 bench/gpu.py [--sheaf build/sheaf] [--B 8] [--steps 10] [--rounds 1]
+usage: python3 bench/gpu.py [--sheaf build/sheaf] [--B 8] [--steps 10] [--rounds 1] [--timeout S]
                             [--peak-tflops X] [--no-compile] [--out bench/gpu_results.md]
        python3 bench/gpu.py --tiny --sheaf build/sheaf
 """
@@ -59,8 +59,15 @@ def loss_lines(column, losses):
     return take
 
 
-def peer(cmd, column, losses):
-    return results(cmd, timeout=TIMEOUT, on_line=loss_lines(column, losses))
+def peer(cmd, column, losses, timeout):
+    return results(cmd, timeout=timeout, on_line=loss_lines(column, losses))
+
+
+def shown(column, found):
+    """`found` (a column's RESULT figures), printed as soon as the column ends."""
+    print("  %s: %s" % (column, ", ".join("%s %g %s" % (k, v, u) for k, (v, u) in sorted(found.items())) or "no results"),
+          file=sys.stderr)
+    return found
 
 
 def fmt(cell):
@@ -106,6 +113,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=1, help="rounds; each figure keeps its best round")
     ap.add_argument("--peak-tflops", type=float, default=None, help="bf16 dense peak (default: from the GPU name)")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds for each column's run (default %(default)s)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     ap.add_argument("--out", default=None, help="default bench/gpu_results.md (none with --tiny)")
     args = ap.parse_args()
@@ -143,19 +151,20 @@ def main():
     table, losses = {}, {}
     for r in range(args.rounds):
         print("round %d of %d: sheaf" % (r + 1, args.rounds), file=sys.stderr)
-        keep_best(table, "sheaf", run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args, timeout=TIMEOUT,
-                                            on_line=loss_lines("sheaf", losses)))
+        keep_best(table, "sheaf", shown("sheaf", run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args, timeout=args.timeout,
+                                                          on_line=loss_lines("sheaf", losses))))
         if py_torch:
             print("round %d of %d: torch" % (r + 1, args.rounds), file=sys.stderr)
-            keep_best(table, "torch", peer([py_torch, TORCH_TWIN, "--device", device] + model_args, "torch", losses))
+            keep_best(table, "torch", shown("torch", peer([py_torch, TORCH_TWIN, "--device", device] + model_args, "torch", losses,
+                                                          args.timeout)))
             if compile_ok:
                 print("round %d of %d: torch compile" % (r + 1, args.rounds), file=sys.stderr)
                 keep_best(table, "torch compile",
-                          peer([py_torch, TORCH_TWIN, "--device", device, "--compile"] + model_args,
-                               "torch compile", losses))
+                          shown("torch compile", peer([py_torch, TORCH_TWIN, "--device", device, "--compile"] + model_args,
+                                                      "torch compile", losses, args.timeout)))
         if py_jax:
             print("round %d of %d: jax" % (r + 1, args.rounds), file=sys.stderr)
-            keep_best(table, "jax", peer([py_jax, JAX_TWIN, "--device", device] + model_args, "jax", losses))
+            keep_best(table, "jax", shown("jax", peer([py_jax, JAX_TWIN, "--device", device] + model_args, "jax", losses, args.timeout)))
 
     title = ("GPT-2 small bf16 training step (vocab 50304, d 768, 12 layers, 12 heads, T 1024, B %d), peak %g TFLOP/s"
              % (args.B, peak)) if not args.tiny else "tiny GPT-2 config on the CPU (validation only; MFU meaningless)"

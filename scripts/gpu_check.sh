@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh — runs on the GPU machine (device tool), from the repository root, with the
-# binaries of scripts/gpu_pack.sh carried in .gpu/. Each phase fits one device call (≤ 10 min);
-# logs go to $OUT (they come back) or /tmp/gpu-check.
-#   tests   the machine (nvidia-smi, compilers), then every unit test that needs a GPU or checks
-#           the CUDA backend (gtest filter below, or $GPU_TESTS), one process each, nproc at a time;
-#           prints each failure's log and a summary
-#   run     the XOR and MLP examples with --device cuda --jit-profile, then the same
-#           on the CPU, losses side by side
+# binaries of scripts/gpu_pack.sh carried in .gpu/. Phases run in the order given; each is bounded
+# by a timeout so that a list of them fits one device call. What comes back is at most 8 files in
+# $OUT (the device tool's limit; /tmp/gpu-check without it):
+#   smoke   the machine (nvidia-smi, compilers, libraries) and three tiny programs on --device cuda
+#           with --jit-profile                                            → machine.txt
+#   tests   every unit test that needs a GPU or checks the CUDA backend (gtest filter below, or
+#           $GPU_TESTS), one process each, nproc at a time, each ≤ 120 s, all ≤ $TESTS_S (240) s;
+#           each failure's log and a summary → tests.log; every log, skip reasons → test-logs.tgz
+#   run     the XOR and MLP examples with --device cuda --jit-profile, then the same on the CPU,
+#           losses side by side                                           → run.log
 #   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small, bf16; $BENCH_ARGS, default
-#           --steps 10 --rounds 1) → $OUT/gpu_results.md
+#           --steps 10 --rounds 1 --timeout 150), ≤ $BENCH_S (420) s      → bench.log, gpu_results.md
 #   profile the GPT-2 small step with SHEAF_CUDA_PROFILE=1 --jit-profile: the time of every
-#           launch (kernels by name, products by shape), the launch table and the CUDA source
-#           → $OUT/profile.txt, $OUT/cuda/train-step.cu; then again with a point per thread
-#           (SHEAF_CUDA_POINTS_PER_THREAD=1) → $OUT/profile_one_point.txt
-# usage: bash scripts/gpu_check.sh tests|run|bench|profile ...
+#           launch (kernels by name, products by shape), the launch table  → profile.txt; its CUDA
+#           source and the same with a point per thread (SHEAF_CUDA_POINTS_PER_THREAD=1) → cuda.tgz
+# OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
+# the sheaf and unit_tests processes only).
+# usage: bash scripts/gpu_check.sh smoke tests run bench profile   (any of them, in any order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -27,62 +31,95 @@ if [ "$SRC" != "$PWD" ] && [ ! -e "$SRC" ]; then mkdir -p "$(dirname "$SRC")" &&
 DATA=/usr/share/datasets/fashion-mnist
 if [ ! -e "$DATA" ] && [ -d .gpu/fashion-mnist ]; then mkdir -p "$(dirname "$DATA")" && ln -s "$PWD/.gpu/fashion-mnist" "$DATA"; fi
 
+BLAS_DIR=/tmp/gpu-lib
+if ! ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0' && [ -f .gpu/lib/libopenblas.so.0.xz ]; then
+  mkdir -p "$BLAS_DIR" && cp .gpu/lib/*.so.* "$BLAS_DIR"/ 2>/dev/null
+  xz -dc .gpu/lib/libopenblas.so.0.xz >"$BLAS_DIR/libopenblas.so.0" 2>/dev/null ||
+    python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' .gpu/lib/libopenblas.so.0.xz >"$BLAS_DIR/libopenblas.so.0"
+fi
+# runs a sheaf or unit_tests process with the carried OpenBLAS when it was unpacked
+with_blas() { if [ -f "$BLAS_DIR/libopenblas.so.0" ]; then LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; else "$@"; fi; }
+export -f with_blas; export BLAS_DIR
+
 machine() {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   nproc; for c in c++ g++ clang++; do command -v $c >/dev/null && { $c --version | head -1; break; }; done
   ls /usr/local/cuda/lib64/libnvrtc.so* /usr/local/cuda/lib64/libcublasLt.so* 2>/dev/null | head -4
   python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())' 2>&1 | tail -1
+  [ -f "$BLAS_DIR/libopenblas.so.0" ] && echo "OpenBLAS: the carried copy ($BLAS_DIR)" || echo "OpenBLAS: the system's"
+}
+
+smoke() {
+  {
+    machine
+    local programs=(
+      '(print (+ (ones [4]) 1))'
+      '(defn f [x y] (sum (* (@ x y) 2.0))) (print (f (ones [64 64]) (ones [64 64])))'
+      '(defn g [x] (let [h (cast (@ (cast x :bf16) (cast x :bf16)) :f32)] (mean (tanh h)))) (print ((value-and-grad g) (random-normal 1 [128 128])))'
+    )
+    for p in "${programs[@]}"; do
+      echo "===== sheaf --device cuda -c '$p'"
+      timeout 60 "$SHEAF" --device cuda --jit-profile -c "$p" 2>&1 | tail -30
+      echo "(exit ${PIPESTATUS[0]}; cpu: $(timeout 60 "$SHEAF" --device cpu -c "$p" 2>&1 | tail -3))"
+    done
+  } 2>&1 | tee "$OUT/machine.txt"
 }
 
 tests() {
-  machine | tee "$OUT/machine.txt"
   local filter=${GPU_TESTS:-'*gpu*:*Gpu*:Cuda.*:CudaDriver.*:CudaDevice.*:CudaAbi.*:Nvrtc.*:CudaCache.*'}
+  local logs=/tmp/gpu-logs; rm -rf "$logs"; mkdir -p "$logs"
   "$TESTS" --gtest_list_tests --gtest_filter="$filter" |
-    awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}' >"$OUT/tests.txt"
-  echo "gpu_check: $(wc -l <"$OUT/tests.txt") tests"
-  mkdir -p /tmp/gpu-logs
+    awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}' >"$logs/tests.txt"
+  echo "gpu_check: $(wc -l <"$logs/tests.txt") tests" | tee "$OUT/tests.log"
   local start=$SECONDS
-  xargs -P "$(nproc)" -I{} sh -c '"$1" --gtest_filter="$2" >"/tmp/gpu-logs/$(echo "$2" | tr "/" "_").log" 2>&1 || echo "$2"' _ "$TESTS" {} \
-    <"$OUT/tests.txt" >"$OUT/failed.txt"
-  local skipped; skipped=$(grep -l "\[  SKIPPED \]" /tmp/gpu-logs/*.log | wc -l)
-  for t in $(cat "$OUT/failed.txt"); do
-    echo "===== FAILED $t"; tail -60 "/tmp/gpu-logs/$(echo "$t" | tr "/" "_").log"
-  done | tee "$OUT/failures.log" | head -400
+  timeout "${TESTS_S:-240}" xargs -P "$(nproc)" -I{} bash -c \
+    'with_blas timeout 120 "$1" --gtest_filter="$2" >"$3/$(echo "$2" | tr "/" "_").log" 2>&1 || echo "$2"' _ "$TESTS" {} "$logs" \
+    <"$logs/tests.txt" >"$logs/failed.txt"
+  local ran skipped; ran=$(ls "$logs" | grep -c '\.log$'); skipped=$(grep -l "\[  SKIPPED \]" "$logs"/*.log | wc -l)
   # each skip's reason: the line after gtest's "file:line: Skipped"
-  grep -h -A1 ': Skipped$' /tmp/gpu-logs/*.log | grep -v -e ': Skipped$' -e '^--$' | sort | uniq -c | sort -rn >"$OUT/skips.txt"
-  echo "gpu_check: $(wc -l <"$OUT/tests.txt") tests, $(wc -l <"$OUT/failed.txt") failed, $skipped skipped, $((SECONDS - start)) s"
+  grep -h -A1 ': Skipped$' "$logs"/*.log | grep -v -e ': Skipped$' -e '^--$' | sort | uniq -c | sort -rn >"$logs/skips.txt"
+  {
+    for t in $(cat "$logs/failed.txt"); do
+      echo "===== FAILED $t"; tail -60 "$logs/$(echo "$t" | tr "/" "_").log"
+    done | head -2000
+    echo "skips:"; head -20 "$logs/skips.txt"
+    echo "gpu_check: $(wc -l <"$logs/tests.txt") tests, $ran started, $(wc -l <"$logs/failed.txt") failed, $skipped skipped, $((SECONDS - start)) s"
+  } >>"$OUT/tests.log"
+  tar czf "$OUT/test-logs.tgz" -C /tmp gpu-logs
+  grep -c . "$logs/failed.txt" >/dev/null && sed 's/^/FAILED /' "$logs/failed.txt" | head -60
+  tail -1 "$OUT/tests.log"
 }
 
 run() {
-  machine
   for ex in examples/xor/train.shf examples/mlp/train.shf; do
     for dev in cuda cpu; do
       echo "===== $ex --device $dev"
-      (cd "$(dirname "$ex")" && timeout 240 "$SHEAF" --device $dev --jit-profile "$(basename "$ex")") 2>&1 | tail -25
+      (cd "$(dirname "$ex")" && with_blas timeout 120 "$SHEAF" --device $dev --jit-profile "$(basename "$ex")") 2>&1 | tail -25
     done
-  done | tee "$OUT/run.log"
+  done >"$OUT/run.log" 2>&1
+  grep -h -i -E "loss|accuracy|error|=====" "$OUT/run.log" | head -60
 }
 
 bench() {
-  machine
-  PYTHONUNBUFFERED=1 timeout 560 python3 bench/gpu.py --sheaf "$SHEAF" ${BENCH_ARGS:---steps 10 --rounds 1} \
+  PYTHONUNBUFFERED=1 timeout "${BENCH_S:-420}" python3 bench/gpu.py --sheaf "$SHEAF" ${BENCH_ARGS:---steps 10 --rounds 1 --timeout 150} \
     --out "$OUT/gpu_results.md" 2>&1 | tee "$OUT/bench.log"
 }
 
 profile() {
-  machine
-  mkdir -p "$OUT/cuda"
-  SHEAF_CUDA_PROFILE=1 SHEAF_DUMP_CUDA="$OUT/cuda" timeout 300 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
-    2>&1 | tee "$OUT/profile.txt"
+  local dir=/tmp/gpu-profile; rm -rf "$dir"; mkdir -p "$dir/cuda"
+  SHEAF_CUDA_PROFILE=1 SHEAF_DUMP_CUDA="$dir/cuda" timeout 200 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+    >"$OUT/profile.txt" 2>&1
+  grep -E "RESULT|cuda launch times|products .* kernels" "$OUT/profile.txt"
   # the same with a point per thread and no unrolled loops (render.hpp: loads in flight)
-  SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 240 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
-    >"$OUT/profile_one_point.txt" 2>&1
-  grep -E "RESULT|cuda launch times|products .* kernels" "$OUT/profile_one_point.txt"; sed -n '/us\/launch/,+30p' "$OUT/profile_one_point.txt"
+  SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+    >"$dir/profile_one_point.txt" 2>&1
+  grep -E "RESULT" "$dir/profile_one_point.txt"
+  tar czf "$OUT/cuda.tgz" -C "$dir" .
 }
 
 for phase in "$@"; do
   case $phase in
-    tests | run | bench | profile) $phase ;;
-    *) echo "gpu_check: unknown phase $phase (tests, run, bench or profile)"; exit 2 ;;
+    smoke | tests | run | bench | profile) echo "== gpu_check $phase ($(date +%T))"; $phase ;;
+    *) echo "gpu_check: unknown phase $phase (smoke, tests, run, bench or profile)"; exit 2 ;;
   esac
 done

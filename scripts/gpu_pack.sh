@@ -9,6 +9,8 @@
 #                                 through __FILE__, so scripts/gpu_check.sh links it to the copy
 #   .gpu/fashion-mnist            the MLP example's data (dataset-fashion-mnist), which the GPU
 #                                 machine lacks (gpu_check.sh links it where the example reads it)
+#   .gpu/lib/                     Debian's OpenBLAS (xz-compressed: 36 MB → 4 MB) and the Fortran
+#                                 runtime it needs, for the CPU columns when the machine has none
 # usage: bash scripts/gpu_pack.sh [BUILD_DIR (default build)]
 # then, with the device tool:  run(command="bash scripts/gpu_check.sh tests", carry=[".gpu"])
 set -euo pipefail
@@ -25,4 +27,7 @@ cp "$BUILD/sheaf" "$BUILD/tests/unit_tests" .gpu/
 strip .gpu/sheaf .gpu/unit_tests
 pwd >.gpu/source_dir
 cp -r /usr/share/datasets/fashion-mnist .gpu/fashion-mnist
+mkdir .gpu/lib
+xz -T0 -6 -c "$(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0)" >.gpu/lib/libopenblas.so.0.xz
+cp -L /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0 .gpu/lib/
 echo "gpu_pack: $(du -sh .gpu | cut -f1) in .gpu/ (sheaf $(git rev-parse --short HEAD)$(git diff --quiet || echo ', with uncommitted changes'))"
