@@ -12,12 +12,15 @@
 #           losses side by side                                           → run.log
 #   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small, bf16; $BENCH_ARGS, default
 #           --steps 10 --rounds 1 --timeout 150), ≤ $BENCH_S (420) s      → bench.log, gpu_results.md
+#   sanitize compute-sanitizer's memcheck, racecheck and synccheck over two steps of a tiny GPT-2
+#           (bench/gpt2_gpu.shf's tiny config), each ≤ 60 s                → sanitize.log
 #   profile the GPT-2 small step with SHEAF_CUDA_PROFILE=1 --jit-profile: the time of every
 #           launch (kernels by name, products by shape), the launch table  → profile.txt; its CUDA
-#           source and the same with a point per thread (SHEAF_CUDA_POINTS_PER_THREAD=1) → cuda.tgz
+#           source and, unless ONE_POINT=0, the same with a point per thread
+#           (SHEAF_CUDA_POINTS_PER_THREAD=1)                                → cuda.tgz
 # OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
 # the sheaf and unit_tests processes only).
-# usage: bash scripts/gpu_check.sh smoke tests run bench profile   (any of them, in any order)
+# usage: bash scripts/gpu_check.sh smoke tests run bench sanitize profile   (any of them, in any order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -105,21 +108,34 @@ bench() {
     --out "$OUT/gpu_results.md" 2>&1 | tee "$OUT/bench.log"
 }
 
+sanitize() {
+  local cs; cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  local tiny=(--d 64 --layers 2 --heads 2 --T 64 --B 2 --vocab 512 --steps 2)
+  for tool in memcheck racecheck synccheck; do
+    echo "===== compute-sanitizer --tool $tool: two steps of a tiny GPT-2"
+    local program=$PWD/bench/gpt2_gpu.shf
+    (cd /tmp; timeout 60 "$cs" --tool $tool --error-exitcode 9 "$SHEAF" --device cuda "$program" -- "${tiny[@]}" 2>&1 | tail -40
+     exit "${PIPESTATUS[0]}")
+    echo "(exit $?)"
+  done >"$OUT/sanitize.log" 2>&1
+  grep -E "=====|ERROR SUMMARY|exit" "$OUT/sanitize.log"
+}
+
 profile() {
   local dir=/tmp/gpu-profile; rm -rf "$dir"; mkdir -p "$dir/cuda"
   SHEAF_CUDA_PROFILE=1 SHEAF_DUMP_CUDA="$dir/cuda" timeout 200 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
     >"$OUT/profile.txt" 2>&1
   grep -E "RESULT|cuda launch times|products .* kernels" "$OUT/profile.txt"
   # the same with a point per thread and no unrolled loops (render.hpp: loads in flight)
-  SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+  [ "${ONE_POINT:-1}" = 0 ] || SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
     >"$dir/profile_one_point.txt" 2>&1
-  grep -E "RESULT" "$dir/profile_one_point.txt"
+  grep -s -E "RESULT" "$dir/profile_one_point.txt"
   tar czf "$OUT/cuda.tgz" -C "$dir" .
 }
 
 for phase in "$@"; do
   case $phase in
-    smoke | tests | run | bench | profile) echo "== gpu_check $phase ($(date +%T))"; $phase ;;
-    *) echo "gpu_check: unknown phase $phase (smoke, tests, run, bench or profile)"; exit 2 ;;
+    smoke | tests | run | bench | sanitize | profile) echo "== gpu_check $phase ($(date +%T))"; $phase ;;
+    *) echo "gpu_check: unknown phase $phase (smoke, tests, run, bench, sanitize or profile)"; exit 2 ;;
   esac
 done

@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -774,6 +775,34 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
     }
   }
   EXPECT_EQ(seen, want.size());
+}
+
+// A kernel of several phases passes values from one phase to the next through the buffers it
+// writes (a row's max, stored by thread 0, read by every thread after the barrier): those are not
+// __restrict__, which promises that no other thread writes them during the launch, so that NVRTC
+// may load them before the barrier (on an H100 by-column-sums's threads then read a stale row max:
+// every column sum but thread 0's came out as Σ exp(x)). Read-only buffers and the scratch
+// buffer of the partials (only written) keep __restrict__.
+TEST(CudaRenderTable, PhasesPassValuesThroughUnrestrictedBuffers) {
+  static const std::regex param(R"((const )?(\w+)\*( __restrict__)? (\w+))");
+  size_t phased = 0;
+  for (const char* table : {"fusion", "extra"})
+    for (const auto& [name, cg] : graphs_of_table(table).cases)
+      for (const Function& f : cg.functions) {
+        const std::string& src = f.per_step.source;
+        for (size_t at = src.find("extern \"C\" __global__"); at != std::string::npos; at = src.find("extern \"C\" __global__", at + 1)) {
+          const std::string kernel = src.substr(at, src.find("\n}\n", at) - at);
+          if (kernel.find("{  // step ") == std::string::npos) continue;  // one phase
+          ++phased;
+          const size_t open = kernel.find(") s") + 2, params = kernel.find('(', open) + 1;
+          const std::string list = kernel.substr(params, kernel.find(") {", params) - params);
+          for (std::sregex_iterator it(list.begin(), list.end(), param), end; it != end; ++it) {
+            const bool written = !(*it)[1].matched, restricted = (*it)[3].matched, scratch = (*it)[4] == "w";
+            EXPECT_EQ(restricted, !written || scratch) << name << " " << f.name << ": " << (*it)[0] << " in\n" << kernel.substr(0, 200);
+          }
+        }
+      }
+  EXPECT_GE(phased, 10u);
 }
 
 // A reduction to a few kept points over a long range (a sum to a scalar, softmax over 3 rows of

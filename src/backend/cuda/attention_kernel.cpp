@@ -328,7 +328,7 @@ class AttentionRenderer {
   };
 
   // The __shared__ arrays of the gradient's roles (keys_role, queries_role); each also has srow,
-  // 2 floats per row of its inner (kInner) or own (kRows) tile.
+  // 3 floats per row of its inner (kInner) or own (kRows) tile.
   std::vector<Region> keys_regions() const {
     return {{"sk", kRows * qs_}, {"sv", kRows * vs_}, {"sq", kInner * qs_}, {"sqt", a_.d * kTs}, {"sdo", kInner * vs_}, {"sdot", a_.dv * kTs}};
   }
@@ -336,12 +336,12 @@ class AttentionRenderer {
     return {{"sq", kRows * qs_}, {"sdo", kRows * vs_}, {"sk", kInner * qs_}, {"skt", a_.d * kTs}, {"sv", kInner * vs_}};
   }
 
-  // sh_u4 units of `regions` and a srow of 2 floats for each of `rows` rows (every region a
+  // sh_u4 units of `regions` and a srow of 3 floats for each of `rows` rows (every region a
   // multiple of 8 elements, so each starts 16-byte aligned).
   static int64_t pool_size(const std::vector<Region>& regions, int64_t rows) {
     int64_t elements = 0;
     for (const Region& r : regions) elements += r.elements;
-    return elements / 8 + 2 * rows / 4;
+    return elements / 8 + (3 * rows + 3) / 4;
   }
 
   // The regions' pointers into __shared__ `pool`, one after another, then srow.
@@ -349,7 +349,7 @@ class AttentionRenderer {
     const char* h = loop_code::ctype(dt_);
     int64_t at = 0;
     for (const Region& r : regions) line("{0}* const {1} = ({0}*)pool + {2};", h, r.name, at), at += r.elements;
-    line("float* const srow = (float*)(({}*)pool + {});  // {} floats", h, at, 2 * rows);
+    line("float* const srow = (float*)(({}*)pool + {});  // {} floats", h, at, 3 * rows);
   }
 
   // One product of a tile pair: its accumulators, A's and B's __shared__ tiles (product()).
@@ -372,8 +372,10 @@ class AttentionRenderer {
     line("  }}");
   }
 
-  // srow[r], srow[n + r] for the n rows from t0: the row max m and sum l of the forward pass as
-  // m·log2 e + log2 l (P = 2^(x·log2 e − that)), and D = Σ dO∘O (rowsum(dP∘P)); rows past t: 0, 0.
+  // srow[r], srow[n + r], srow[2n + r] for the n rows from t0: the row max m of the forward pass,
+  // D = Σ dO∘O (rowsum(dP∘P)) and log2 l of its row sum l (P = 2^((x − m)·log2 e − log2 l)); rows
+  // past t: 0, 0, 0. m stays apart from log2 l: a row whose every score is a mask's fill has
+  // m = −1e9, where m·log2 e + log2 l would round log2 l away.
   void row_values(int64_t n) {
     line("if (tid < {}) {{", n);
     line("  const int t = t0 + tid;");
@@ -383,12 +385,12 @@ class AttentionRenderer {
     line("    for (int j = 0; j < {}; ++j) dd += {} * {};", a_.dv, loop_code::load_expr(dt_, "gdo[odo + (i64)t * " + std::to_string(a_.do_rs) + " + j]"),
          loop_code::load_expr(dt_, fmt::format("go[oo + (i64)t * {} + (i64)j * {}]", a_.out.rs, a_.out.cs)));
     line("  }}");
-    line("  srow[tid] = mx * {} + log2f(sm), srow[{} + tid] = dd;", kLog2e, n);
+    line("  srow[tid] = mx, srow[{0} + tid] = dd, srow[{1} + tid] = log2f(sm);", n, 2 * n);
     line("}}");
   }
 
   // With x the raw score and dp the raw dO·Vᵀ of row t, key k (its row values at srow[r],
-  // srow[n + r]: row_values): x becomes P (0 past t or s), dp becomes dS
+  // srow[n + r], srow[2n + r]: row_values): x becomes P (0 past t or s), dp becomes dS
   // (the softmax's VJP P·(dP − D), dP rounded as the product's result, then the prologue's VJPs
   // in reverse: masked scores get 0, the scale, the converts' roundings; 0 past t or s).
   void score_grad(const std::string& x_at, const std::string& dp_at, int64_t n) {
@@ -396,7 +398,7 @@ class AttentionRenderer {
     prologue();
     line("if (t < {} && k < {}) {{", a_.t, a_.s);
     indent_ += 2;
-    line("p = sh_exp2(x * {} - srow[r]);", kLog2e);
+    line("p = sh_exp2((x - srow[r]) * {} - srow[{} + r]);", kLog2e, 2 * n);
     line("float dpr = {};", dp_at);
     round("dpr", dt_);
     line("ds = p * (dpr - srow[{} + r]);", n);
@@ -468,7 +470,9 @@ class AttentionRenderer {
   }
 
   // The scores through the prologue, the running max and sum, the output rescaled; s becomes
-  // exp(x − m) = 2^(x·log2 e − m·log2 e) (keys past s: 0).
+  // exp(x − m) = 2^((x − m)·log2 e) (keys past s: 0). The difference comes first: x·log2 e −
+  // m·log2 e, one fused multiply-add, is off by m·log2 e's rounding (±64 at a mask's fill of
+  // −1e9), which weighs the key tiles of a row whose every score is the fill unequally.
   void softmax_step() {
     line("float mx[2] = {{m[0], m[1]}};");
     line("for (int j = 0; j < {}; ++j)", kKeys / 8);
@@ -482,18 +486,18 @@ class AttentionRenderer {
     line("mx[e >> 1] = fmaxf(mx[e >> 1], x);");
     indent_ -= 4;
     line("  }}");
-    line("float base[2], rs[2] = {{0.f, 0.f}};  // base: m·log2 e");
+    line("float base[2], rs[2] = {{0.f, 0.f}};  // base: the running max, 0 while it is −inf");
     line("for (int r = 0; r < 2; ++r) {{");
     line("  mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));");
     line("  mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));");
-    line("  base[r] = (mx[r] == -__builtin_inff() ? 0.f : mx[r]) * {};  // every score so far −inf: exp(−inf − 0) = 0", kLog2e);
-    line("  const float alpha = sh_exp2(m[r] * {} - base[r]);", kLog2e);
+    line("  base[r] = mx[r] == -__builtin_inff() ? 0.f : mx[r];  // every score so far −inf: exp(−inf − 0) = 0");
+    line("  const float alpha = sh_exp2((m[r] - base[r]) * {});", kLog2e);
     line("  m[r] = mx[r];");
     line("  l[r] *= alpha;");
     line("  for (int n = 0; n < {}; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;", a_.dv / 8);
     line("}}");
     line("for (int j = 0; j < {}; ++j)", kKeys / 8);
-    line("  for (int e = 0; e < 4; ++e) s[j][e] = sh_exp2(s[j][e] * {} - base[e >> 1]), rs[e >> 1] += s[j][e];", kLog2e);
+    line("  for (int e = 0; e < 4; ++e) s[j][e] = sh_exp2((s[j][e] - base[e >> 1]) * {}), rs[e >> 1] += s[j][e];", kLog2e);
     line("l[0] += rs[0], l[1] += rs[1];  // this thread's part of the row sums (summed over the row's 4 threads at the end)");
   }
 

@@ -416,10 +416,13 @@ class Renderer {
         if (at == buffers.size()) buffers.push_back(ph.body.buffers[i]), written.push_back(false);
         written[at] = written[at] || ph.body.written[i];
       }
+    // A buffer that a phase writes and a later phase reads is how the block's threads pass values
+    // (a row's max from thread 0 to all): it is not __restrict__, which would promise that no other
+    // thread writes it during the launch, and let the compiler load it before the barrier.
     std::string params;
     for (size_t i = 0; i < buffers.size(); ++i) {
-      params += fmt::format("{}{}{}* __restrict__ {}", params.empty() ? "" : ", ", written[i] ? "" : "const ",
-                            ctype(g_.type(buffers[i]).dtype), pointer(buffers[i]));
+      params += fmt::format("{}{}{}*{} {}", params.empty() ? "" : ", ", written[i] ? "" : "const ", ctype(g_.type(buffers[i]).dtype),
+                            written[i] && phases.size() > 1 ? "" : " __restrict__", pointer(buffers[i]));
       l.slots.push_back(slot(buffers[i]));
     }
     if (split || strided) {
