@@ -487,8 +487,9 @@ std::string Program::launch_table() const {
         break;
       case Launch::Kind::Dot: {
         const fusion::DotLayout& d = st.dot;
-        r += fmt::format("step {:<3} product [{}] {}x{}x{}  {:.6g} GFLOP  {}\n", l.step, fmt::join(d.batch, ","), d.m, d.n,
-                         d.k, dot_flops(d) / 1e9, dtype_name(p.g.type(st.nodes[0]).dtype));
+        r += fmt::format("step {:<3} product [{}] {}x{}x{}  {:.6g} GFLOP  {}  a strides {},{} b strides {},{}\n", l.step,
+                         fmt::join(d.batch, ","), d.m, d.n, d.k, dot_flops(d) / 1e9, dtype_name(p.g.type(st.nodes[0]).dtype),
+                         d.a_rs, d.a_cs, d.b_rs, d.b_cs);
         break;
       }
       case Launch::Kind::Copy:
