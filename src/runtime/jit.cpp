@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
@@ -189,6 +190,9 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     exe->guarded = t.guarded;
     stats_.trace_s += since(t0);  // tracing and the IR passes; the native build is counted apart
     t0 = Clock::now();
+    if (find_gpu)
+      if (std::shared_ptr<cuda::Allocator> found = std::exchange(find_gpu, nullptr)())
+        gpu = std::move(found), device = Device::Cuda;
     if (device == Device::Cpu) exe->native = build_native(in, fn, *exe);
     if (device == Device::Cuda) exe->gpu = build_gpu(fn, *exe);
     e.exe = std::move(exe);

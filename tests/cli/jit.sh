@@ -61,6 +61,25 @@ if grep -qF 'f32 products: OpenBLAS' "$TMP/err"; then
   blas_run OMPI_COMM_WORLD_LOCAL_SIZE=4096
   grep -qE ', 1 thread$' "$TMP/err" || fail '4096 ranks on this machine: one BLAS thread each'
 fi
+# ---- the device: --device, else $SHEAF_DEVICE, else cuda where a GPU is usable and cpu elsewhere ----
+device_run() {  # [VAR=value ...] [sheaf flags ...]
+  local envs=()
+  while [[ $# -gt 0 && $1 == *=* ]]; do envs+=("$1"); shift; done
+  (cd "$TMP" && env -u SHEAF_DEVICE "${envs[@]}" "$SHEAF" profile.shf --jit-profile "$@" >"$TMP/out" 2>"$TMP/err" </dev/null)
+}
+device_run
+if ldconfig -p 2>/dev/null | grep -qF 'libcuda.so.1'; then
+  grep -qE '^  (cpu|cuda) backend: ' "$TMP/err" || fail 'no --device: the cpu or the cuda backend'
+else
+  grep -qF '  cpu backend: ' "$TMP/err" || fail 'no --device and no CUDA driver: the cpu backend'
+fi
+device_run SHEAF_DEVICE=ref
+grep -qE '^  (cpu|cuda) backend: ' "$TMP/err" && fail 'SHEAF_DEVICE=ref: the reference executor, no backend'
+device_run SHEAF_DEVICE=ref --device cpu
+grep -qF '  cpu backend: ' "$TMP/err" || fail '--device wins over SHEAF_DEVICE'
+device_run SHEAF_DEVICE=tpu
+grep -qF 'tpu not in {cpu,ref,cuda}' "$TMP/err" || fail 'SHEAF_DEVICE=tpu is an error naming the devices'
+
 run profile.shf --jit-profile
 cp "$TMP/out" "$TMP/jit.out"
 run profile.shf --no-jit

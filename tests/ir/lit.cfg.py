@@ -14,3 +14,6 @@ config.test_exec_root = lit_config.params.get("exec_root", os.path.join(os.path.
 config.substitutions.append(("%sheaf", lit_config.params["sheaf"]))
 config.environment["PATH"] = "/usr/lib/llvm-14/bin:" + os.environ.get("PATH", "")
 config.environment["NO_COLOR"] = "1"
+# the device of runs without --device (tests/CMakeLists.txt: cpu, also on a machine with a GPU)
+if "SHEAF_DEVICE" in os.environ:
+    config.environment["SHEAF_DEVICE"] = os.environ["SHEAF_DEVICE"]

@@ -201,6 +201,41 @@ TEST_P(CudaExamples, GptLossesMatchCpu) {
 INSTANTIATE_TEST_SUITE_P(Devices, CudaExamples, ::testing::Values("emulated", "gpu"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// ---- the default device -------------------------------------------------------------------------
+
+// With no --device (cli/main.cpp: Jit::find_gpu), the first compile asks once for a usable GPU:
+// one makes every compiled function run on it; none leaves the CPU backend.
+TEST(CudaDefaultDevice, TheFirstCompileTakesAUsableGpu) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  setenv("SHEAF_CUDA_STRICT", "1", 1);
+  std::ostringstream out;
+  Interp in{out};
+  in.jit->device = Device::Cpu;
+  int asked = 0;
+  in.jit->find_gpu = [&] { return ++asked, std::make_shared<cuda::Allocator>(testing_support::emulated_device()); };
+  in.run_text("(defn f [x] (* x 2.0)) (print (f (ones [3]))) (print (f (ones [4])))", "default.shf");
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(in.jit->device, Device::Cuda);
+  EXPECT_EQ(in.jit->stats().gpu_built, 2u);
+  EXPECT_EQ(in.jit->stats().built + in.jit->stats().loaded, 0u) << "nothing was built for the CPU";
+  EXPECT_EQ(out.str(), "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
+}
+
+TEST(CudaDefaultDevice, NoUsableGpuLeavesTheCpu) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler for the CPU backend";
+  std::ostringstream out;
+  Interp in{out};
+  in.jit->device = Device::Cpu;
+  int asked = 0;
+  in.jit->find_gpu = [&] { return ++asked, std::shared_ptr<cuda::Allocator>(); };
+  in.run_text("(defn f [x] (* x 2.0)) (print (f (ones [3]))) (print (f (ones [4])))", "default.shf");
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(in.jit->device, Device::Cpu);
+  EXPECT_EQ(in.jit->stats().gpu_built, 0u);
+  EXPECT_EQ(in.jit->stats().built + in.jit->stats().loaded, 2u);
+  EXPECT_EQ(out.str(), "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
+}
+
 // ---- residency, reuse, capture ------------------------------------------------------------------
 
 constexpr const char* kTrainingLoop = R"(
@@ -513,7 +548,7 @@ TEST(CudaResidency, DumpWritesTheUnitAndItsLaunchTable) {
                                     "f");
   EXPECT_NE(t.find("extern \"C\" __global__"), std::string::npos) << t;
   // the product: 2·40·30·50 FLOP; the row sums: a block per row, reading x and writing 8 sums
-  EXPECT_NE(t.find("product [] 40x30x50  0.00012 GFLOP  f32\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("product [] 40x30x50  0.00012 GFLOP  f32  a strides 50,1 b strides 30,1\n"), std::string::npos) << t;
   EXPECT_NE(t.find(" grid 8 block 256 (threads share points)  0.032 MB  [8,1000] binary,reduce\n"), std::string::npos) << t;
 }
 
