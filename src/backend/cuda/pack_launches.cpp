@@ -54,8 +54,9 @@ KernelText find_kernel(const std::string& source, const std::string& name) {
     std::string_view list(source.data() + k.params, params_end - k.params);
     while (!list.empty()) {
       const size_t comma = list.find(", ");
+      constexpr std::string_view restrict_ = " __restrict__";  // absent from buffers that phases share (render.cpp)
       const std::string_view p = list.substr(0, comma), type = p.substr(0, p.rfind(' '));  // "const float* __restrict__ p3"
-      k.types.emplace_back(type.ends_with(" __restrict__") ? type.substr(0, type.size() - 13) : type);
+      k.types.emplace_back(type.ends_with(restrict_) ? type.substr(0, type.size() - restrict_.size()) : type);
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 2);
     }
     const std::string_view text(source.data() + k.begin, k.end - k.begin);

@@ -410,19 +410,21 @@ class Renderer {
 
     std::vector<int32_t> buffers;  // of all phases, each once; written when a phase writes it
     std::vector<bool> written;
+    std::vector<int> touched;  // by how many phases
     for (const Plan& ph : phases)
       for (size_t i = 0; i < ph.body.buffers.size(); ++i) {
         const auto at = static_cast<size_t>(std::find(buffers.begin(), buffers.end(), ph.body.buffers[i]) - buffers.begin());
-        if (at == buffers.size()) buffers.push_back(ph.body.buffers[i]), written.push_back(false);
+        if (at == buffers.size()) buffers.push_back(ph.body.buffers[i]), written.push_back(false), touched.push_back(0);
         written[at] = written[at] || ph.body.written[i];
+        ++touched[at];
       }
-    // A buffer that a phase writes and a later phase reads is how the block's threads pass values
-    // (a row's max from thread 0 to all): it is not __restrict__, which would promise that no other
+    // A buffer that one phase writes and another reads is how the block's threads pass values (a
+    // row's max from thread 0 to all): it is not __restrict__, which would promise that no other
     // thread writes it during the launch, and let the compiler load it before the barrier.
     std::string params;
     for (size_t i = 0; i < buffers.size(); ++i) {
       params += fmt::format("{}{}{}*{} {}", params.empty() ? "" : ", ", written[i] ? "" : "const ", ctype(g_.type(buffers[i]).dtype),
-                            written[i] && phases.size() > 1 ? "" : " __restrict__", pointer(buffers[i]));
+                            written[i] && touched[i] > 1 ? "" : " __restrict__", pointer(buffers[i]));
       l.slots.push_back(slot(buffers[i]));
     }
     if (split || strided) {
