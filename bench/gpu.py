@@ -59,17 +59,6 @@ def loss_lines(column, losses):
     return take
 
 
-def peer(cmd, column, losses, timeout):
-    return results(cmd, timeout=timeout, on_line=loss_lines(column, losses))
-
-
-def shown(column, found):
-    """`found` (a column's RESULT figures), printed as soon as the column ends."""
-    print("  %s: %s" % (column, ", ".join("%s %g %s" % (k, v, u) for k, (v, u) in sorted(found.items())) or "no results"),
-          file=sys.stderr)
-    return found
-
-
 def fmt(cell):
     if cell is None:
         return "-"
@@ -148,23 +137,24 @@ def main():
     print("\n".join(head) + "\n")
     sys.stdout.flush()
 
+    # the columns that run, each as (name, its command without the model arguments)
+    peers = []
+    if py_torch:
+        peers.append(("torch", [py_torch, TORCH_TWIN, "--device", device]))
+        if compile_ok:
+            peers.append(("torch compile", [py_torch, TORCH_TWIN, "--device", device, "--compile"]))
+    if py_jax:
+        peers.append(("jax", [py_jax, JAX_TWIN, "--device", device]))
     table, losses = {}, {}
     for r in range(args.rounds):
-        print("round %d of %d: sheaf" % (r + 1, args.rounds), file=sys.stderr)
-        keep_best(table, "sheaf", shown("sheaf", run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args, timeout=args.timeout,
-                                                          on_line=loss_lines("sheaf", losses))))
-        if py_torch:
-            print("round %d of %d: torch" % (r + 1, args.rounds), file=sys.stderr)
-            keep_best(table, "torch", shown("torch", peer([py_torch, TORCH_TWIN, "--device", device] + model_args, "torch", losses,
-                                                          args.timeout)))
-            if compile_ok:
-                print("round %d of %d: torch compile" % (r + 1, args.rounds), file=sys.stderr)
-                keep_best(table, "torch compile",
-                          shown("torch compile", peer([py_torch, TORCH_TWIN, "--device", device, "--compile"] + model_args,
-                                                      "torch compile", losses, args.timeout)))
-        if py_jax:
-            print("round %d of %d: jax" % (r + 1, args.rounds), file=sys.stderr)
-            keep_best(table, "jax", shown("jax", peer([py_jax, JAX_TWIN, "--device", device] + model_args, "jax", losses, args.timeout)))
+        for column, cmd in [("sheaf", None)] + peers:
+            print("round %d of %d: %s" % (r + 1, args.rounds, column), file=sys.stderr)
+            on_line = loss_lines(column, losses)
+            found = (run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args, timeout=args.timeout, on_line=on_line)
+                     if cmd is None else results(cmd + model_args, timeout=args.timeout, on_line=on_line))
+            print("  %s: %s" % (column, ", ".join("%s %g %s" % (k, v, u) for k, (v, u) in sorted(found.items())) or "no results"),
+                  file=sys.stderr)  # as soon as the column ends: a later one may time out
+            keep_best(table, column, found)
 
     title = ("GPT-2 small bf16 training step (vocab 50304, d 768, 12 layers, 12 heads, T 1024, B %d), peak %g TFLOP/s"
              % (args.B, peak)) if not args.tiny else "tiny GPT-2 config on the CPU (validation only; MFU meaningless)"

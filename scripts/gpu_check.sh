@@ -89,7 +89,7 @@ tests() {
     echo "gpu_check: $(wc -l <"$logs/tests.txt") tests, $ran started, $(wc -l <"$logs/failed.txt") failed, $skipped skipped, $((SECONDS - start)) s"
   } >>"$OUT/tests.log"
   tar czf "$OUT/test-logs.tgz" -C /tmp gpu-logs
-  grep -c . "$logs/failed.txt" >/dev/null && sed 's/^/FAILED /' "$logs/failed.txt" | head -60
+  sed 's/^/FAILED /' "$logs/failed.txt" | head -60
   tail -1 "$OUT/tests.log"
 }
 
@@ -110,10 +110,9 @@ bench() {
 
 sanitize() {
   local cs; cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  local tiny=(--d 64 --layers 2 --heads 2 --T 64 --B 2 --vocab 512 --steps 2)
+  local program=$PWD/bench/gpt2_gpu.shf tiny=(--d 64 --layers 2 --heads 2 --T 64 --B 2 --vocab 512 --steps 2)
   for tool in memcheck racecheck synccheck; do
     echo "===== compute-sanitizer --tool $tool: two steps of a tiny GPT-2"
-    local program=$PWD/bench/gpt2_gpu.shf
     (cd /tmp; timeout 60 "$cs" --tool $tool --error-exitcode 9 "$SHEAF" --device cuda "$program" -- "${tiny[@]}" 2>&1 | tail -40
      exit "${PIPESTATUS[0]}")
     echo "(exit $?)"
