@@ -205,35 +205,46 @@ INSTANTIATE_TEST_SUITE_P(Devices, CudaExamples, ::testing::Values("emulated", "g
 
 // With no --device (cli/main.cpp: Jit::find_gpu), the first compile asks once for a usable GPU:
 // one makes every compiled function run on it; none leaves the CPU backend.
-TEST(CudaDefaultDevice, TheFirstCompileTakesAUsableGpu) {
-  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
-  setenv("SHEAF_CUDA_STRICT", "1", 1);
+struct DefaultDeviceRun {
+  int asked = 0;
+  Device device = Device::Ref;
+  uint64_t gpu_built = 0, cpu_built = 0;  // functions built for each
+  std::string out;
+};
+
+// Two compiles of one function (two shapes) from a JIT on the CPU whose find_gpu returns `gpu`.
+DefaultDeviceRun run_with_default_device(std::shared_ptr<cuda::Device> gpu) {
+  DefaultDeviceRun r;
   std::ostringstream out;
   Interp in{out};
   in.jit->device = Device::Cpu;
-  int asked = 0;
-  in.jit->find_gpu = [&] { return ++asked, std::make_shared<cuda::Allocator>(testing_support::emulated_device()); };
+  in.jit->find_gpu = [&] { return ++r.asked, gpu ? std::make_shared<cuda::Allocator>(gpu) : nullptr; };
   in.run_text("(defn f [x] (* x 2.0)) (print (f (ones [3]))) (print (f (ones [4])))", "default.shf");
-  EXPECT_EQ(asked, 1);
-  EXPECT_EQ(in.jit->device, Device::Cuda);
-  EXPECT_EQ(in.jit->stats().gpu_built, 2u);
-  EXPECT_EQ(in.jit->stats().built + in.jit->stats().loaded, 0u) << "nothing was built for the CPU";
-  EXPECT_EQ(out.str(), "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
+  r.device = in.jit->device;
+  r.gpu_built = in.jit->stats().gpu_built, r.cpu_built = in.jit->stats().built + in.jit->stats().loaded;
+  r.out = out.str();
+  return r;
+}
+
+TEST(CudaDefaultDevice, TheFirstCompileTakesAUsableGpu) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  setenv("SHEAF_CUDA_STRICT", "1", 1);
+  DefaultDeviceRun r = run_with_default_device(testing_support::emulated_device());
+  EXPECT_EQ(r.asked, 1);
+  EXPECT_EQ(r.device, Device::Cuda);
+  EXPECT_EQ(r.gpu_built, 2u);
+  EXPECT_EQ(r.cpu_built, 0u) << "nothing was built for the CPU";
+  EXPECT_EQ(r.out, "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
 }
 
 TEST(CudaDefaultDevice, NoUsableGpuLeavesTheCpu) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler for the CPU backend";
-  std::ostringstream out;
-  Interp in{out};
-  in.jit->device = Device::Cpu;
-  int asked = 0;
-  in.jit->find_gpu = [&] { return ++asked, std::shared_ptr<cuda::Allocator>(); };
-  in.run_text("(defn f [x] (* x 2.0)) (print (f (ones [3]))) (print (f (ones [4])))", "default.shf");
-  EXPECT_EQ(asked, 1);
-  EXPECT_EQ(in.jit->device, Device::Cpu);
-  EXPECT_EQ(in.jit->stats().gpu_built, 0u);
-  EXPECT_EQ(in.jit->stats().built + in.jit->stats().loaded, 2u);
-  EXPECT_EQ(out.str(), "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
+  DefaultDeviceRun r = run_with_default_device(nullptr);
+  EXPECT_EQ(r.asked, 1);
+  EXPECT_EQ(r.device, Device::Cpu);
+  EXPECT_EQ(r.gpu_built, 0u);
+  EXPECT_EQ(r.cpu_built, 2u);
+  EXPECT_EQ(r.out, "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
 }
 
 // ---- residency, reuse, capture ------------------------------------------------------------------
