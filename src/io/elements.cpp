@@ -43,6 +43,16 @@ std::string_view elem_name(Elem e) {
   }
 }
 
+std::optional<Elem> numpy_elem(std::string_view code) {
+  static const std::pair<std::string_view, Elem> kTypes[] = {
+      {"f4", Elem::F32}, {"f2", Elem::F16}, {"i4", Elem::I32}, {"u4", Elem::U32}, {"b1", Elem::Bool},
+      {"i1", Elem::I8},  {"u1", Elem::U8},  {"i2", Elem::I16}, {"i8", Elem::I64}, {"f8", Elem::F64},
+  };
+  for (auto [name, e] : kTypes)
+    if (code == name) return e;
+  return std::nullopt;
+}
+
 namespace {
 
 // dst[i] = convert(src[i]) for n little-endian elements of type S at any alignment.

@@ -20,6 +20,10 @@ DType elem_dtype(Elem e);          // the dtype it loads as
 std::string_view elem_name(Elem e);  // "i64"
 inline Elem elem_of(DType d) { return static_cast<Elem>(d); }
 
+// The element type named by a NumPy type code without its byte-order character ("f4", "i8",
+// "b1"); nullopt for the others (strings, objects, complex, records, u2, u8).
+std::optional<Elem> numpy_elem(std::string_view code);
+
 // A new tensor of elem_dtype(e) and `shape` from the little-endian bytes at `p` (any alignment).
 // `what` names the source in errors: "'w.npy'", "tensor 'l1.w' in 'm.safetensors'".
 Tensor decode(Elem e, const Shape& shape, const std::byte* p, std::string_view what);

@@ -117,18 +117,12 @@ class DictParser {
   Elem descr(const std::string& d) const {
     char order = d.empty() ? '?' : d[0];
     std::string_view code = std::string_view(d).substr(d.empty() ? 0 : 1);
-    static const std::pair<std::string_view, Elem> kTypes[] = {
-        {"f4", Elem::F32}, {"f2", Elem::F16}, {"i4", Elem::I32}, {"u4", Elem::U32}, {"b1", Elem::Bool},
-        {"i1", Elem::I8},  {"u1", Elem::U8},  {"i2", Elem::I16}, {"i8", Elem::I64}, {"f8", Elem::F64},
-    };
-    for (auto [name, e] : kTypes) {
-      if (code != name) continue;
-      if (order == '>' && elem_size(e) > 1)
+    if (auto e = numpy_elem(code); e && (order == '<' || order == '|' || order == '=' || order == '>')) {
+      if (order == '>' && elem_size(*e) > 1)
         throw SheafError(fmt::format("'{}': big-endian npy data ('{}') is not supported; convert it with "
                                      "arr.astype(arr.dtype.newbyteorder('<'))",
                                      path_, d));
-      if (order != '<' && order != '|' && order != '=' && order != '>') break;
-      return e;
+      return *e;
     }
     throw SheafError(fmt::format("'{}': unsupported npy dtype '{}' (supported: <f4 <f2 <i4 <u4 |b1, and |i1 |u1 "
                                  "<i2 <i8 as i32, <f8 as f32)",
