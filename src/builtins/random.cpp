@@ -21,6 +21,7 @@
 
 #include "builtins/args.hpp"
 #include "builtins/promote.hpp"
+#include "builtins/random.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
 #include "tensor/elementwise.hpp"
@@ -136,9 +137,20 @@ Value b_random_split(Interp& in, const CallArgs& a) {
   return Value::list(std::move(children));
 }
 
-Value b_random_uniform(Interp& in, const CallArgs& a) {
-  return Value::tensor(uniform_from_bits(draw(in, a, 0, arg_shape(a, 1)).b0));
+}  // namespace
+
+Tensor uniform_sample(Interp& in, const CallArgs& a, size_t key_index, const Shape& shape) {
+  return uniform_from_bits(draw(in, a, key_index, shape).b0);
 }
+
+Tensor normal_sample(Interp& in, const CallArgs& a, size_t key_index, const Shape& shape) {
+  RandomBits bits = draw(in, a, key_index, shape);
+  return normal_from_bits(bits.b0, bits.b1);
+}
+
+namespace {
+
+Value b_random_uniform(Interp& in, const CallArgs& a) { return Value::tensor(uniform_sample(in, a, 0, arg_shape(a, 1))); }
 
 // `:dtype` is read here rather than by parse_options: its value is a keyword, which
 // parse_options would take for a second flag.
@@ -154,8 +166,7 @@ Value b_random_normal(Interp& in, const CallArgs& a) {
     }
   }
   CallArgs pa = positional(a, pos, 2, 2, "(random-normal key shape [:dtype d])");
-  RandomBits bits = draw(in, pa, 0, arg_shape(pa, 1));
-  return Value::tensor(convert(normal_from_bits(bits.b0, bits.b1), d));
+  return Value::tensor(convert(normal_sample(in, pa, 0, arg_shape(pa, 1)), d));
 }
 
 Value b_random_randint(Interp& in, const CallArgs& a) {

@@ -1,5 +1,5 @@
 // builtins/shape.cpp — shape and structure builtins (SPEC §5.5): shape, ndim, reshape,
-// transpose/tr, swapaxes, slice, roll, concat, stack, flip, tril, where, tensor-split,
+// dtype, transpose/tr, swapaxes, slice, roll, concat, stack, flip, tril, where, tensor-split,
 // broadcast, append-and-roll. Each maps the language's conventions (negative axes and indices,
 // options, lists as arrays, SPEC §2.3 dtypes) onto the layout primitives of tensor/layout.hpp.
 // Structural operations keep the dtype: an i32 tensor stays i32. The shift of `roll` and the
@@ -29,6 +29,13 @@ Value b_shape(Interp&, const CallArgs& a) {
 }
 
 Value b_ndim(Interp&, const CallArgs& a) { return Value::integer(array_arg(a, 0).rank()); }
+
+// (dtype x) → :f32, :i32, …; host numbers as arrays: an int is :i32, a float :f32, a bool :bool.
+Value b_dtype(Interp&, const CallArgs& a) {
+  const Value& v = a[0];
+  if (!v.is(Kind::Tensor) && !v.is_number() && !v.is(Kind::Bool)) type_error(a, 0, "a tensor or a number");
+  return Value::keyword(dtype_name(array_arg(a, 0).dtype()));
+}
 
 // (reshape x shape) or (reshape x d1 d2 ...); one -1 is inferred from the element count.
 Value b_reshape(Interp&, const CallArgs& a) {
@@ -302,6 +309,7 @@ Value b_append_and_roll(Interp&, const CallArgs& a) {
 const BuiltinDef kShape[] = {
     {"shape", "(shape x [axis])", "Shape as a list of ints ([] for scalars); with an axis, that size.", b_shape, 1, 2},
     {"ndim", "(ndim x)", "Number of dimensions (0 for scalars).", b_ndim, 1, 1},
+    {"dtype", "(dtype x)", "The dtype as a keyword (:f32 :f16 :bf16 :i32 :u32 :bool); an int is :i32, a float :f32.", b_dtype, 1, 1},
     {"reshape", "(reshape x shape) / (reshape x d1 d2 ...)", "Same elements, new shape; one -1 is inferred.", b_reshape, 2, -1},
     {"transpose", "(transpose x [perm])", "Permute axes; without perm, reverse them.", b_transpose, 1, 2},
     {"tr", "(tr x [perm])", "Alias of transpose.", b_transpose, 1, 2},
