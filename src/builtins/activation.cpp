@@ -100,18 +100,20 @@ Value b_relu(Interp&, const CallArgs& a) {
   return x.result(binary(Binary::Max, x.x, k(x.x, 0)));
 }
 
-// The activated value and an optional parameter, positional (argument 2) or keyword. The
-// parameter is a rank-0 f32 tensor: a host number, or a traced (runtime) value.
+// The activated value and an optional parameter, positional (argument 2) or keyword (any of
+// `names`, which are aliases). The parameter is a rank-0 f32 tensor: a host number, or a
+// traced (runtime) value.
 struct WithParam {
   Value x;
   Tensor param;
   Tensor like(const Tensor& t) const { return convert(param, t.dtype()); }
 };
-WithParam with_param(const CallArgs& a, std::string_view name, double fallback) {
-  Options o = parse_options(a, {name});
+WithParam with_param(const CallArgs& a, std::initializer_list<std::string_view> names, double fallback) {
+  Options o = parse_options(a, names);
+  std::string_view name = *names.begin();
   if (o.positional.empty() || o.positional.size() > 2)
     throw SheafError(fmt::format("{}: expected x and an optional {}", a.name, name), a.site);
-  const Value* v = o.get(name);
+  const Value* v = o.kw.empty() ? nullptr : &o.kw.begin()->second;
   if (!v && o.positional.size() == 2) v = &o.positional[1];
   if (!v) return {o.positional[0], Tensor::scalar(DType::F32, fallback)};
   if (is_traced(*v) && v->as_tensor().rank() == 0 && v->as_tensor().dtype() != DType::Bool)
@@ -123,14 +125,14 @@ WithParam with_param(const CallArgs& a, std::string_view name, double fallback) 
 
 // x if x > 0 else slope·x
 Value b_leaky_relu(Interp&, const CallArgs& a) {
-  WithParam p = with_param(a, "slope", 0.01);
+  WithParam p = with_param(a, {"slope", "negative_slope"}, 0.01);
   Act x = act_arg(a, p.x);
   return x.result(select(binary(Binary::Gt, x.x, k(x.x, 0)), x.x, mul(p.like(x.x), x.x)));
 }
 
 // max(0, x) + min(0, α(e^{x/α} − 1))
 Value b_celu(Interp&, const CallArgs& a) {
-  WithParam p = with_param(a, "alpha", 1.0);
+  WithParam p = with_param(a, {"alpha"}, 1.0);
   if (!p.param.is_symbolic() && p.param.get(0) == 0) throw SheafError("celu: alpha must not be 0", a.site);
   Act x = act_arg(a, p.x);
   const Tensor& t = x.x;
@@ -163,7 +165,7 @@ Value softmax_builtin(Interp&, const CallArgs& a) {
 
 const BuiltinDef kActivation[] = {
     {"relu", "(relu x)", "max(0, x).", b_relu, 1, 1},
-    {"leaky-relu", "(leaky-relu x [slope])", "x if x > 0 else slope·x; slope positional or :slope, default 0.01.", b_leaky_relu, 1, 3},
+    {"leaky-relu", "(leaky-relu x [slope])", "x if x > 0 else slope·x; slope positional, :slope or :negative_slope, default 0.01.", b_leaky_relu, 1, 3},
     {"sigmoid", "(sigmoid x)", "1/(1+e^-x).", activation<sigmoid>, 1, 1},
     {"tanh", "(tanh x)", "Hyperbolic tangent.", activation<tanh_>, 1, 1},
     {"gelu", "(gelu x)", "GELU, tanh approximation: 0.5x(1+tanh(√(2/π)(x+0.044715x³))).", activation<gelu>, 1, 1},

@@ -23,6 +23,7 @@
 #include "builtins/promote.hpp"
 #include "builtins/random.hpp"
 #include "builtins/registry.hpp"
+#include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
@@ -150,7 +151,24 @@ Tensor normal_sample(Interp& in, const CallArgs& a, size_t key_index, const Shap
 
 namespace {
 
-Value b_random_uniform(Interp& in, const CallArgs& a) { return Value::tensor(uniform_sample(in, a, 0, arg_shape(a, 1))); }
+// A bound of random-uniform: a number, or a traced rank-0 value, as a rank-0 f32 tensor.
+Tensor bound(const CallArgs& a, const Value& v, std::string_view name) {
+  if (is_traced(v) && v.as_tensor().rank() == 0) return convert(v.as_tensor(), DType::F32);
+  auto d = number_of(v);
+  if (!d) throw SheafError(fmt::format("random-uniform: :{} must be a number, got {}", name, kind_name(v.kind())), a.site);
+  return Tensor::scalar(DType::F32, *d);
+}
+
+// u in [0, 1); with :minval/:maxval (defaults 0 and 1), minval + (maxval − minval)·u in f32.
+Value b_random_uniform(Interp& in, const CallArgs& a) {
+  Options o = parse_options(a, {"minval", "maxval"});
+  CallArgs pa = positional(a, o.positional, 2, 2, "(random-uniform key shape [:minval a] [:maxval b])");
+  Tensor u = uniform_sample(in, pa, 0, arg_shape(pa, 1));
+  if (!o.get("minval") && !o.get("maxval")) return Value::tensor(u);
+  Tensor lo = o.get("minval") ? bound(a, *o.get("minval"), "minval") : Tensor::scalar(DType::F32, 0);
+  Tensor hi = o.get("maxval") ? bound(a, *o.get("maxval"), "maxval") : Tensor::scalar(DType::F32, 1);
+  return Value::tensor(binary(Binary::Add, lo, binary(Binary::Mul, binary(Binary::Sub, hi, lo), u)));
+}
 
 // `:dtype` is read here rather than by parse_options: its value is a keyword, which
 // parse_options would take for a second flag.
@@ -300,7 +318,8 @@ Value b_dropout(Interp& in, const CallArgs& a) {
 const BuiltinDef kRandom[] = {
     {"random-key", "(random-key seed)", "Key from an integer seed (an f32[4] of 16-bit limbs).", b_random_key, 1, 1},
     {"random-split", "(random-split key [n])", "List of n child keys (default 2).", b_random_split, 1, 2},
-    {"random-uniform", "(random-uniform key shape)", "f32 samples uniform in [0, 1).", b_random_uniform, 2, 2},
+    {"random-uniform", "(random-uniform key shape [:minval a] [:maxval b])",
+     "f32 samples uniform in [minval, maxval), by default [0, 1).", b_random_uniform, 2, 6},
     {"random-normal", "(random-normal key shape [:dtype d])", "Standard normal samples (generated in f32, then cast).", b_random_normal, 2, 4},
     {"random-randint", "(random-randint key shape low high)", "i32 samples uniform in [low, high).", b_random_randint, 4, 4},
     {"choice", "(choice key a [shape] [:p probs] [:replace bool])",

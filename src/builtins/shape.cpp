@@ -38,7 +38,9 @@ Value b_dtype(Interp&, const CallArgs& a) {
 }
 
 // (reshape x shape) or (reshape x d1 d2 ...); one -1 is inferred from the element count.
+// (reshape x) alone returns x.
 Value b_reshape(Interp&, const CallArgs& a) {
+  if (a.size() == 1) return a[0];
   Tensor x = array_arg(a, 0);
   std::vector<int64_t> dims;
   for (size_t i = 1; i < a.size(); ++i)
@@ -264,15 +266,17 @@ Value b_where(Interp&, const CallArgs& a) {
   return Value::tensor(select(c, x, y));
 }
 
-// (tensor-split x n [:axis a]) → list of n equal parts.
+// (tensor-split x n [axis]) or (tensor-split x n :axis a) → list of n equal parts.
 Value b_tensor_split(Interp&, const CallArgs& a) {
   Options o = parse_options(a, {"axis"});
-  if (o.positional.size() != 2) throw SheafError("tensor-split: expected (tensor-split x n [:axis a])", a.site);
+  size_t given = o.positional.size() + (o.get("axis") ? 1 : 0);
+  if (o.positional.size() < 2 || given > 3) throw SheafError("tensor-split: expected (tensor-split x n [axis]) or (tensor-split x n :axis a)", a.site);
   CallArgs p = positional(a, o);
   Tensor x = array_arg(p, 0);
   if (x.rank() == 0) throw SheafError(fmt::format("tensor-split: cannot split a scalar {}", type_str(x)), a.site);
   int64_t n = arg_int(p, 1);
-  int64_t axis = o.get("axis") ? axis_of(a, *o.get("axis"), x.rank()) : 0;
+  const Value* axis_value = o.get("axis") ? o.get("axis") : p.size() > 2 ? &p[2] : nullptr;
+  int64_t axis = axis_value ? axis_of(a, *axis_value, x.rank()) : 0;
   int64_t size = x.dim(axis);
   if (n < 1 || size % n != 0)
     throw SheafError(fmt::format("tensor-split: axis {} of {} (size {}) is not divisible into {} equal parts", axis, type_str(x), size, n), a.site);
@@ -310,7 +314,7 @@ const BuiltinDef kShape[] = {
     {"shape", "(shape x [axis])", "Shape as a list of ints ([] for scalars); with an axis, that size.", b_shape, 1, 2},
     {"ndim", "(ndim x)", "Number of dimensions (0 for scalars).", b_ndim, 1, 1},
     {"dtype", "(dtype x)", "The dtype as a keyword (:f32 :f16 :bf16 :i32 :u32 :bool); an int is :i32, a float :f32.", b_dtype, 1, 1},
-    {"reshape", "(reshape x shape) / (reshape x d1 d2 ...)", "Same elements, new shape; one -1 is inferred.", b_reshape, 2, -1},
+    {"reshape", "(reshape x shape) / (reshape x d1 d2 ...)", "Same elements, new shape; one -1 is inferred; (reshape x) is x.", b_reshape, 1, -1},
     {"transpose", "(transpose x [perm])", "Permute axes; without perm, reverse them.", b_transpose, 1, 2},
     {"tr", "(tr x [perm])", "Alias of transpose.", b_transpose, 1, 2},
     {"swapaxes", "(swapaxes x a b)", "Exchange two axes.", b_swapaxes, 3, 3},
@@ -321,7 +325,7 @@ const BuiltinDef kShape[] = {
     {"flip", "(flip x [:axis a])", "Reverse along an axis (default all); lists are reversed.", b_flip, 1, -1},
     {"tril", "(tril x [k])", "Lower triangle (on and below diagonal k), zeros above.", b_tril, 1, 2},
     {"where", "(where cond a b)", "Element-wise select with broadcasting.", b_where, 3, 3},
-    {"tensor-split", "(tensor-split x n [:axis a])", "Split into n equal parts (a list of tensors).", b_tensor_split, 2, -1},
+    {"tensor-split", "(tensor-split x n [axis])", "Split into n equal parts along axis (positional or :axis, default 0): a list of tensors.", b_tensor_split, 2, -1},
     {"broadcast", "(broadcast x shape)", "Broadcast to a shape (NumPy rules).", b_broadcast, 2, 2},
     {"append-and-roll", "(append-and-roll buf v)", "Drop the first row of buf and append v: a sliding window.", b_append_and_roll, 2, 2},
 };
