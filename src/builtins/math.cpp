@@ -7,6 +7,7 @@
 #include "builtins/registry.hpp"
 #include "builtins/promote.hpp"
 #include "builtins/scalar.hpp"
+#include "builtins/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/shape.hpp"
 #include "value/printer.hpp"
@@ -151,11 +152,17 @@ Value b_neg(Interp&, const CallArgs& a) {
 }
 
 // (ash v shift): v·2^shift for shift ≥ 0, ⌊v / 2^−shift⌋ otherwise. Integer tensors (and traced
-// host integers) shift element-wise with broadcasting, in their 32-bit dtype.
+// host integers) shift element-wise with broadcasting, in their 32-bit dtype; float tensors
+// holding integers shift as i32 ((ash [512 1024] -8) → [2 4]).
 Value b_ash(Interp&, const CallArgs& a) {
   if (any_tensor(a)) {
     Operand ov = operand(a, 0), os = operand(a, 1);
-    auto [v, s] = promoted(ov, os, a.name);
+    auto integers = [](Operand o) {
+      if (!is_float(o.t.dtype())) return o;
+      std::optional<Tensor> t = integral_tensor(o.t);
+      return t ? Operand{o.weak ? t->as_weak() : *t, o.weak} : o;
+    };
+    auto [v, s] = promoted(integers(ov), integers(os), a.name);
     if (!is_int(v.dtype()))
       throw SheafError(fmt::format("ash: expects integers, got {} and {}", type_str(ov.t), type_str(os.t)), a.site);
     bool weak = ov.weak && os.weak;

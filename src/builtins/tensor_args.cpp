@@ -120,17 +120,18 @@ int64_t axis_of(const CallArgs& a, const Value& v, int64_t rank) {
   return run_primitive(a, [&] { return normalize_axis(*n, rank); });
 }
 
+std::optional<Tensor> integral_tensor(const Tensor& t) {
+  for (int64_t k = 0; !t.is_symbolic() && k < t.numel(); ++k)
+    if (double d = t.get(k); std::trunc(d) != d) return std::nullopt;
+  return convert(t, DType::I32);
+}
+
 Tensor take_index(const Tensor& x, const Tensor& idx, int64_t axis, std::string_view who, SrcLoc loc) {
   Tensor i = idx;
-  if (!is_int(i.dtype())) {
-    if (i.dtype() == DType::Bool && i.numel() > 0)
-      throw SheafError(fmt::format("{}: indices must be integers, got {}", who, type_str(idx)), loc);
-    // Integral floats are accepted. The values can only be checked when they are known: traced
-    // indices are converted (truncated) without the check.
-    for (int64_t k = 0; !i.is_symbolic() && k < i.numel(); ++k)
-      if (double d = i.get(k); std::trunc(d) != d)
-        throw SheafError(fmt::format("{}: indices must be integers, got {}", who, type_str(idx)), loc);
-    i = convert(i, DType::I32);
+  if (!is_int(i.dtype())) {  // integral floats are accepted
+    std::optional<Tensor> n = i.dtype() == DType::Bool && i.numel() > 0 ? std::nullopt : integral_tensor(i);
+    if (!n) throw SheafError(fmt::format("{}: indices must be integers, got {}", who, type_str(idx)), loc);
+    i = *n;
   }
   if (i.dtype() == DType::I32) {  // negative indices count from the end
     Tensor neg = binary(Binary::Lt, i, Tensor::scalar(DType::I32, 0));

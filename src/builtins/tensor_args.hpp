@@ -51,6 +51,11 @@ auto run_primitive(const CallArgs& a, F&& f) -> decltype(f()) {
   }
 }
 
+// Integral values as an integer tensor (SPEC §2.3: integer operations accept floats holding
+// integers): an i32 conversion of a float tensor whose known elements are all integral (traced
+// ones cannot be checked and are converted, truncating); nullopt when one is not integral.
+std::optional<Tensor> integral_tensor(const Tensor& t);
+
 // Gather along `axis` with language semantics: integral float indices accepted, negative
 // indices count from the end, the rest clamped (SPEC §4.4 embedding lookup).
 Tensor take_index(const Tensor& x, const Tensor& idx, int64_t axis, std::string_view who, SrcLoc loc);
