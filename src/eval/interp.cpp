@@ -217,23 +217,26 @@ Value Interp::eval_call(const ListObj& l, const EnvPtr& env) {
   return call(f, args, l.loc);
 }
 
-// SPEC §2.5: numbers → 1-D f32 tensor; literal vectors of equal-shape tensors → stacked;
-// anything else → list. A dtype suffix converts the result.
+// SPEC §2.5: numbers → 1-D f32 tensor (booleans only, host or rank-0 → bool); literal vectors of
+// equal-shape tensors → stacked; anything else → list. A dtype suffix converts the result.
 Value Interp::eval_vector(const ListObj& l, const EnvPtr& env) {
   std::vector<Value> items;
   items.reserve(l.items.size());
   for (const Value& f : l.items) items.push_back(eval(f, env));
   if (items.empty()) return Value::list({}, ListKind::Bracket);
-  bool numbers = true, nested = true;
+  bool numbers = true, nested = true, bools = true, host_bool = false;
   for (size_t i = 0; i < items.size(); ++i) {
     const Value& v = items[i];
-    bool scalar = v.is_number() || (v.is(Kind::Tensor) && v.as_tensor().rank() == 0) || (l.suffix && v.is(Kind::Bool));
-    numbers = numbers && scalar;
+    bool rank0 = v.is(Kind::Tensor) && v.as_tensor().rank() == 0;
+    bools = bools && (v.is(Kind::Bool) || (rank0 && v.as_tensor().dtype() == DType::Bool));
+    host_bool = host_bool || v.is(Kind::Bool);
+    numbers = numbers && (v.is_number() || rank0 || v.is(Kind::Bool));
     bool literal_vec = l.items[i].is_list() && l.items[i].as_list().kind == ListKind::Bracket;
     nested = nested && literal_vec && v.is(Kind::Tensor) && v.as_tensor().shape() == items[0].as_tensor().shape() &&
              items[0].is(Kind::Tensor);
   }
-  DType dt = l.suffix.value_or(DType::F32);
+  numbers = numbers && (!host_bool || bools || l.suffix);  // host booleans mixed with numbers: a list
+  DType dt = l.suffix.value_or(bools ? DType::Bool : DType::F32);
   bool symbolic = std::any_of(items.begin(), items.end(), [](const Value& v) { return v.is(Kind::Tensor) && v.as_tensor().is_symbolic(); });
   if ((numbers || nested) && symbolic) {  // traced elements: stack them with primitives
     std::vector<Tensor> rows;
