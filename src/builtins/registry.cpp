@@ -12,7 +12,7 @@ std::span<const BuiltinFamily> builtin_families() {
       {"linear algebra", linalg_builtins()},      {"reductions", reduce_builtins()},
       {"activations", activation_builtins()},     {"losses", loss_builtins()},
       {"pytrees", tree_builtins()},               {"random numbers", random_builtins()},
-      {"initializers", init_builtins()},
+      {"initializers", init_builtins()},          {"learning-rate schedules", schedule_builtins()},
       {"files and data (io)", io_builtins()},     {"convolutions", conv_builtins()},
       {"transforms", transform_builtins()},       {"differentiation", autodiff_builtins()},
       {"differentiation rules", rule_builtins()},  {"data-parallel training", distributed_builtins()},

@@ -24,6 +24,7 @@ std::span<const BuiltinDef> loss_builtins();        // sparse-cross-entropy
 std::span<const BuiltinDef> tree_builtins();        // tree-map tree-map-zeros tree-reduce flatten scan
 std::span<const BuiltinDef> random_builtins();      // random-key random-split … choice dropout
 std::span<const BuiltinDef> init_builtins();        // init-zeros … init-orthogonal
+std::span<const BuiltinDef> schedule_builtins();    // linear-warmup … cosine-decay
 std::span<const BuiltinDef> io_builtins();          // io
 std::span<const BuiltinDef> conv_builtins();        // conv1d conv2d
 std::span<const BuiltinDef> transform_builtins();   // vmap
