@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/stack.hpp"
+#include "builtins/dtype_suffix.hpp"
 #include "builtins/registry.hpp"
 #include "obs/session.hpp"
 #include "reader/reader.hpp"
@@ -208,12 +209,15 @@ Value Interp::eval_call(const ListObj& l, const EnvPtr& env) {
     if (f.is_number()) err.hint = "data literals use square brackets: [" + print_value(f) + " ...]";
     throw err;
   }
+  // `(zeros [2 3] :i32)`: the literal's dtype suffix is the dtype argument left out (SPEC §10.1).
+  std::optional<SuffixAsDtype> moved = f.is(Kind::Builtin) ? suffix_as_dtype(*f.as<BuiltinObj>().def, l) : std::nullopt;
   std::vector<Value> args;
-  args.reserve(l.items.size() - 1);
+  args.reserve(l.items.size() + 1);
   for (size_t i = 1; i < l.items.size(); ++i) {
-    args.push_back(eval(l.items[i], env));
+    args.push_back(eval(moved && i + 1 == l.items.size() ? moved->literal : l.items[i], env));
     if (args.back().is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", l.items[i].loc());
   }
+  if (moved) args.insert(args.end(), moved->dtype_args.begin(), moved->dtype_args.end());
   return call(f, args, l.loc);
 }
 
@@ -306,14 +310,9 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
       std::string expected = d.max_args < 0 ? fmt::format("at least {}", d.min_args)
                              : d.min_args == d.max_args ? std::to_string(d.min_args)
                                                         : fmt::format("{} to {}", d.min_args, d.max_args);
-      // `(cast [1 2] :bf16)` passes one argument: the literal with its dtype suffix (SPEC §3).
-      std::string hint = n > 0 && n + 1 == d.min_args && d.signature.ends_with(":dtype)")
-                             ? "a dtype keyword right after a bracket literal is that literal's dtype: `[1 2] :bf16` is "
-                               "already a bf16 tensor (bind the literal first to pass the dtype on its own)"
-                             : "";
       throw SheafError(fmt::format("{}: expected {} argument{}, got {}; usage: {}", d.name, expected,
                                    d.max_args == 1 && d.min_args == 1 ? "" : "s", n, d.signature),
-                       site, std::move(hint));
+                       site);
     }
     if (trace::tracing()) {
       if (d.effectful) {
