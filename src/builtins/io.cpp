@@ -83,8 +83,8 @@ Value b_io(Interp& in, const CallArgs& a) {
 
 const BuiltinDef kIo[] = {
     {"io", "(io verb [path] [value] [hint])",
-     "Files and the OS: \"load\"/\"save\" safetensors, npy, .bin, IDX, JSON, JSONL, text; \"read\", \"lines\", \"exists\", "
-     "\"entropy\".",
+     "Files and the OS: \"load\"/\"save\" safetensors, npy, .bin, IDX, JSON, JSONL, text, pickle (restricted); \"read\", "
+     "\"lines\", \"exists\", \"entropy\".",
      b_io, 1, 4, true},
 };
 

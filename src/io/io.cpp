@@ -17,13 +17,14 @@
 
 #include "base/error.hpp"
 #include "io/formats.hpp"
+#include "io/pickle.hpp"
 #include "value/handle.hpp"
 
 namespace sheaf {
 
 namespace {
 
-enum class Format { Safetensors, SafetensorsIndex, Npy, Bin, Idx, Json, Jsonl, Txt };
+enum class Format { Safetensors, SafetensorsIndex, Npy, Bin, Idx, Json, Jsonl, Txt, Pickle };
 
 struct Choice {
   Format format;
@@ -31,8 +32,8 @@ struct Choice {
 };
 
 constexpr std::string_view kLoadFormats =
-    ".safetensors, .safetensors.index.json, .npy, .bin with a dtype, IDX .idx/.gz, .json, .jsonl, .txt";
-constexpr std::string_view kSaveFormats = ".safetensors, .npy, .bin, .json, .jsonl, .txt";
+    ".safetensors, .safetensors.index.json, .npy, .bin with a dtype, IDX .idx/.gz, .json, .jsonl, .txt, .pkl/.pickle";
+constexpr std::string_view kSaveFormats = ".safetensors, .npy, .bin, .json, .jsonl, .txt, .pkl/.pickle";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -73,11 +74,12 @@ Choice choose(const std::string& path, const Value& hint, bool saving) {
     static const std::pair<std::string_view, Format> kHints[] = {
         {"safetensors", Format::Safetensors}, {"npy", Format::Npy}, {"json", Format::Json},
         {"jsonl", Format::Jsonl},             {"txt", Format::Txt}, {"idx", Format::Idx},
+        {"pickle", Format::Pickle},
     };
     for (auto [n, f] : kHints)
       if (h == n) return {f, std::nullopt};
     if (auto e = dtype_flag(h)) return {Format::Bin, e};
-    throw SheafError(fmt::format("'{}': unknown format hint :{} (formats: :safetensors :npy :json :jsonl :txt :idx; raw "
+    throw SheafError(fmt::format("'{}': unknown format hint :{} (formats: :safetensors :npy :json :jsonl :txt :idx :pickle; raw "
                                  "binary dtypes: :f32 :f16 :bf16 :i32 :i16 :u32 :bool)",
                                  path, h));
   }
@@ -89,6 +91,7 @@ Choice choose(const std::string& path, const Value& hint, bool saving) {
   if (ends(".jsonl")) return {Format::Jsonl, {}};
   if (ends(".json")) return {Format::Json, {}};
   if (ends(".txt")) return {Format::Txt, {}};
+  if (ends(".pkl") || ends(".pickle")) return {Format::Pickle, {}};
   if (ends(".bin")) {
     if (saving) return {Format::Bin, {}};
     throw SheafError(fmt::format("'{}' is raw binary: give its dtype, e.g. (io \"load\" \"{}\" :i32) (dtypes: :f32 :f16 "
@@ -101,8 +104,6 @@ Choice choose(const std::string& path, const Value& hint, bool saving) {
   std::string msg = ext.empty()
       ? fmt::format("'{}' has no extension: give a format hint such as :json (supported: {})", path, saving ? kSaveFormats : kLoadFormats)
       : fmt::format("unsupported format '{}' (supported: {})", ext, saving ? kSaveFormats : kLoadFormats);
-  if (ext == ".pkl" || ext == ".pickle")
-    msg += ". Pickle is refused because loading it can execute arbitrary code; use .safetensors or .npy instead";
   throw SheafError(msg);
 }
 
@@ -156,6 +157,7 @@ Value io_load(const std::string& path, const Value& hint, int64_t max_elements) 
     case Format::Json: return load_json(path);
     case Format::Jsonl: return load_jsonl(path);
     case Format::Txt: return load_text(path);
+    case Format::Pickle: return load_pickle(path);
   }
   return Value();
 }
@@ -171,6 +173,7 @@ void io_save(const std::string& path, const Value& value, const Value& hint) {
     case Format::SafetensorsIndex: return save_json(path, value);  // an index file is plain JSON
     case Format::Jsonl: return save_jsonl(path, value);
     case Format::Txt: return save_text(path, value);
+    case Format::Pickle: return save_pickle(path, value);
     case Format::Idx: break;
   }
   throw SheafError(fmt::format("'{}': this format is read-only here (save supports: {})", path, kSaveFormats));
