@@ -6,10 +6,11 @@
 //
 // The machine's objects live in one arena and are referred to by index (the stack, the memo
 // and containers hold indices), so shared and even cyclic references cost no copies and free
-// nothing twice; the result is converted to Sheaf values once per object (shared objects stay
-// shared; a cycle is an error). Every operand is checked against the bytes left before it is
-// read, so memory stays within a constant factor of the file size, and the stack, the memo and
-// the arena have fixed limits.
+// nothing twice; the result is converted to Sheaf values once per object it reaches (shared
+// objects stay shared; a cycle is an error). Every operand is checked against the bytes left
+// before it is read; strings and array data are views of the pickle's bytes until they become
+// values, and an object takes 32 bytes, so memory stays within a small multiple of the file size
+// (15 MB of 5 million tiny objects: 180 MB); the stack, the memo and the arena have fixed limits.
 //
 // Allowed globals and what they build:
 //   numpy.core.multiarray._reconstruct(numpy.ndarray, (0,), b'b') — an empty array that BUILD
@@ -22,8 +23,10 @@
 //   collections.OrderedDict() — a dict;
 // with numpy._core.* for numpy.core.* (NumPy 2 writes those names).
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -67,27 +70,28 @@ std::string_view type_name(T t) {
   return kNames[static_cast<size_t>(t)];
 }
 
-// One object of the machine. Containers hold arena indices (dict: key, value, key, value, ...).
+// One object of the machine (32 bytes). The elements of containers (arena indices; a dict's are
+// key, value, key, value, ...), text (a str's UTF-8, bytes, a global's "module.name", a dtype's
+// code) and tensors live in side tables that `ref` indexes.
 struct Obj {
   T t = T::None;
-  bool b = false;
+  bool b = false;            // bool; array: a NumPy scalar (loaded as a host number)
+  Global g{};                // global
+  char order = '=';          // dtype: byte order ('<', '>', '|', '=')
+  std::optional<Elem> elem;  // dtype: element type (none: not one Sheaf reads)
+  bool built = false;        // array: its tensor exists
+  uint32_t ref = 0;          // list, tuple, dict: seqs_[ref]; str, bytes, global, dtype: texts_[ref];
+                             // built array: tensors_[ref]
   int64_t i = 0;
   double f = 0;
-  Global g{};
-  std::string s;               // str (UTF-8), bytes; a global's "module.name"
-  std::vector<uint32_t> items;  // list, tuple, dict
-  // dtype: its element type and byte order; array: its tensor once built (`scalar`: a NumPy
-  // scalar, loaded as a host number).
-  std::optional<Elem> elem;
-  std::string code;
-  char order = '=';
-  std::optional<Tensor> tensor;
-  bool scalar = false;
 };
+static_assert(sizeof(Obj) <= 32);
 
 class Machine {
  public:
-  Machine(std::span<const std::byte> bytes, std::string_view what) : p_(bytes), what_(what) {}
+  Machine(std::span<const std::byte> bytes, std::string_view what) : p_(bytes), what_(what) {
+    heap_ = {Obj{.t = T::None}, Obj{.t = T::Bool, .b = true}, Obj{.t = T::Bool, .b = false}};  // kNone, kTrue, kFalse
+  }
 
   Value run() {
     for (;;) {
@@ -99,14 +103,12 @@ class Machine {
     if (stack_.empty()) fail("STOP with an empty stack");
     if (pos_ != p_.size())
       fail(fmt::format("{} bytes follow the end of the pickle (several pickles in one file are not supported)", p_.size() - pos_));
-    converted_.assign(heap_.size(), std::nullopt);
-    state_.assign(heap_.size(), 0);
     return to_value(stack_.back(), 0);
   }
 
  private:
   [[noreturn]] void fail(std::string_view msg) const {
-    throw SheafError(fmt::format("{}: invalid pickle at byte {}: {}", what_, op_at_, msg));
+    throw SheafError(fmt::format("{}: at byte {} of the pickle: {}", what_, op_at_, msg));
   }
   [[noreturn]] void not_data(std::string_view msg) const {  // the finished result cannot be loaded
     throw SheafError(fmt::format("{}: cannot load the pickle: {}", what_, msg));
@@ -125,15 +127,15 @@ class Machine {
     for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(q[k]) << (8 * k);
     return v;
   }
-  std::string text(uint64_t n) {
+  std::string_view text(uint64_t n) {  // a view of the pickle's bytes: no copy
     const std::byte* q = take(n);
-    return std::string(reinterpret_cast<const char*>(q), static_cast<size_t>(n));
+    return std::string_view(reinterpret_cast<const char*>(q), static_cast<size_t>(n));
   }
-  std::string line() {  // GLOBAL's operands: "module\n", "name\n"
+  std::string_view line() {  // GLOBAL's operands: "module\n", "name\n"
     size_t start = pos_;
     while (pos_ < p_.size() && p_[pos_] != std::byte{'\n'}) ++pos_;
     if (pos_ == p_.size()) fail("truncated: GLOBAL needs 'module\\nname\\n'");
-    return std::string(reinterpret_cast<const char*>(p_.data() + start), pos_++ - start);
+    return std::string_view(reinterpret_cast<const char*>(p_.data() + start), pos_++ - start);
   }
   int64_t long_bytes(uint64_t n) {  // LONG1/LONG4: two's complement, little-endian
     const std::byte* q = take(n);
@@ -189,13 +191,26 @@ class Machine {
     push(it->second);
   }
 
-  static Obj scalar_obj(T t) { Obj o; o.t = t; return o; }
-  static Obj int_obj(int64_t v) { Obj o; o.t = T::Int; o.i = v; return o; }
-  static Obj str_obj(T t, std::string s) { Obj o; o.t = t; o.s = std::move(s); return o; }
-  static Obj seq_obj(T t, std::vector<uint32_t> items) { Obj o; o.t = t; o.items = std::move(items); return o; }
+  static Obj int_obj(int64_t v) { return Obj{.t = T::Int, .i = v}; }
+  Obj seq_obj(T t, std::vector<uint32_t> items) {
+    seqs_.push_back(std::move(items));
+    return Obj{.t = t, .ref = static_cast<uint32_t>(seqs_.size() - 1)};
+  }
+  std::vector<uint32_t>& elems(const Obj& o) { return seqs_[o.ref]; }
+  Obj text_obj(T t, std::string_view s) {  // s lies in the pickle's bytes or in owned_
+    texts_.push_back(s);
+    return Obj{.t = t, .ref = static_cast<uint32_t>(texts_.size() - 1)};
+  }
+  Obj owned_text_obj(T t, std::string s) { return text_obj(t, owned_.emplace_back(std::move(s))); }
+  std::string_view text_of(const Obj& o) const { return texts_[o.ref]; }
+  std::string_view str(uint32_t i, std::string_view who) { return text_of(expect(i, T::Str, who)); }
+  Obj array_obj(Tensor t, bool scalar) {
+    tensors_.push_back(std::move(t));
+    return Obj{.t = T::Array, .b = scalar, .built = true, .ref = static_cast<uint32_t>(tensors_.size() - 1)};
+  }
 
   void step(uint8_t op);
-  void resolve(const std::string& module, const std::string& name);
+  void resolve(std::string_view module, std::string_view name);
   void call(uint32_t callable, uint32_t args);
   void build(uint32_t target, uint32_t state);
 
@@ -204,7 +219,7 @@ class Machine {
   Tensor array_data(const Obj& dtype, const Shape& shape, bool fortran, const Obj& data);
   Shape shape_of(uint32_t i);
   const Obj& dtype_arg(uint32_t i, std::string_view who);
-  std::string latin1(const std::string& utf8);
+  std::string latin1(std::string_view utf8);
 
   Value to_value(uint32_t i, int depth);
   Value convert(const Obj& o, int depth);
@@ -212,12 +227,17 @@ class Machine {
   std::span<const std::byte> p_;
   std::string_view what_;
   size_t pos_ = 0, op_at_ = 0;
-  std::vector<Obj> heap_;
+  static constexpr uint32_t kNone = 0, kTrue = 1, kFalse = 2;  // shared, immutable
+  std::deque<Obj> heap_;  // a deque: references stay valid while objects are added
+  std::deque<std::vector<uint32_t>> seqs_;
+  std::vector<std::string_view> texts_;
+  std::deque<std::string> owned_;  // text made here (global names, decoded bytes)
+  std::vector<Tensor> tensors_;
   std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, uint32_t> memo_;
-  std::vector<std::optional<Value>> converted_;
-  std::vector<uint8_t> state_;  // conversion: 1 = in progress (a cycle when met again)
+  std::unordered_map<uint32_t, Value> converted_;  // only the objects the result reaches
+  std::unordered_set<uint32_t> converting_;        // being converted: a cycle when met again
 };
 
 void Machine::step(uint8_t op) {
@@ -239,13 +259,9 @@ void Machine::step(uint8_t op) {
     case '0': pop(); return;           // POP
     case '1': pop_mark(); return;      // POP_MARK
     case '2': push(top()); return;     // DUP
-    case 'N': push(scalar_obj(T::None)); return;
-    case 0x88: case 0x89: {  // NEWTRUE, NEWFALSE
-      Obj o = scalar_obj(T::Bool);
-      o.b = op == 0x88;
-      push(std::move(o));
-      return;
-    }
+    case 'N': push(kNone); return;
+    case 0x88: push(kTrue); return;   // NEWTRUE
+    case 0x89: push(kFalse); return;  // NEWFALSE
     case 'J': push(int_obj(static_cast<int32_t>(static_cast<uint32_t>(u(4))))); return;  // BININT
     case 'K': push(int_obj(static_cast<int64_t>(u(1)))); return;                          // BININT1
     case 'M': push(int_obj(static_cast<int64_t>(u(2)))); return;                          // BININT2
@@ -255,17 +271,17 @@ void Machine::step(uint8_t op) {
       uint64_t be = 0;
       const std::byte* q = take(8);
       for (int k = 0; k < 8; ++k) be = be << 8 | static_cast<uint64_t>(q[k]);
-      Obj o = scalar_obj(T::Float);
+      Obj o{.t = T::Float};
       std::memcpy(&o.f, &be, 8);
       push(std::move(o));
       return;
     }
-    case 0x8c: push(str_obj(T::Str, text(u(1)))); return;    // SHORT_BINUNICODE
-    case 'X': push(str_obj(T::Str, text(u(4)))); return;     // BINUNICODE
-    case 0x8d: push(str_obj(T::Str, text(u(8)))); return;    // BINUNICODE8
-    case 'C': push(str_obj(T::Bytes, text(u(1)))); return;   // SHORT_BINBYTES
-    case 'B': push(str_obj(T::Bytes, text(u(4)))); return;   // BINBYTES
-    case 0x8e: case 0x96: push(str_obj(T::Bytes, text(u(8)))); return;  // BINBYTES8, BYTEARRAY8
+    case 0x8c: push(text_obj(T::Str, text(u(1)))); return;    // SHORT_BINUNICODE
+    case 'X': push(text_obj(T::Str, text(u(4)))); return;     // BINUNICODE
+    case 0x8d: push(text_obj(T::Str, text(u(8)))); return;    // BINUNICODE8
+    case 'C': push(text_obj(T::Bytes, text(u(1)))); return;   // SHORT_BINBYTES
+    case 'B': push(text_obj(T::Bytes, text(u(4)))); return;   // BINBYTES
+    case 0x8e: case 0x96: push(text_obj(T::Bytes, text(u(8)))); return;  // BINBYTES8, BYTEARRAY8
     case ']': push(seq_obj(T::List, {})); return;            // EMPTY_LIST
     case ')': push(seq_obj(T::Tuple, {})); return;           // EMPTY_TUPLE
     case '}': push(seq_obj(T::Dict, {})); return;            // EMPTY_DICT
@@ -285,18 +301,18 @@ void Machine::step(uint8_t op) {
     }
     case 'a': {  // APPEND
       uint32_t x = pop();
-      expect(top(), T::List, "APPEND").items.push_back(x);
+      elems(expect(top(), T::List, "APPEND")).push_back(x);
       return;
     }
     case 'e': {  // APPENDS
       std::vector<uint32_t> xs = pop_mark();
-      auto& items = expect(top(), T::List, "APPENDS").items;
+      auto& items = elems(expect(top(), T::List, "APPENDS"));
       items.insert(items.end(), xs.begin(), xs.end());
       return;
     }
     case 's': {  // SETITEM
       uint32_t v = pop(), k = pop();
-      auto& items = expect(top(), T::Dict, "SETITEM").items;
+      auto& items = elems(expect(top(), T::Dict, "SETITEM"));
       items.push_back(k);
       items.push_back(v);
       return;
@@ -304,7 +320,7 @@ void Machine::step(uint8_t op) {
     case 'u': {  // SETITEMS
       std::vector<uint32_t> kv = pop_mark();
       if (kv.size() % 2) fail("SETITEMS with an odd number of items");
-      auto& items = expect(top(), T::Dict, "SETITEMS").items;
+      auto& items = elems(expect(top(), T::Dict, "SETITEMS"));
       items.insert(items.end(), kv.begin(), kv.end());
       return;
     }
@@ -314,13 +330,13 @@ void Machine::step(uint8_t op) {
     case 'h': memo_get(u(1)); return;                     // BINGET
     case 'j': memo_get(u(4)); return;                     // LONG_BINGET
     case 'c': {                                           // GLOBAL
-      std::string module = line();
+      std::string_view module = line();
       resolve(module, line());
       return;
     }
     case 0x93: {  // STACK_GLOBAL
       uint32_t name = pop(), module = pop();
-      resolve(expect(module, T::Str, "STACK_GLOBAL").s, expect(name, T::Str, "STACK_GLOBAL").s);
+      resolve(str(module, "STACK_GLOBAL"), str(name, "STACK_GLOBAL"));
       return;
     }
     case 'R': {  // REDUCE: callable(*args)
@@ -335,7 +351,7 @@ void Machine::step(uint8_t op) {
     }
     case 0x92: {  // NEWOBJ_EX: cls.__new__(cls, *args, **kwargs)
       uint32_t kwargs = pop(), args = pop();
-      if (!expect(kwargs, T::Dict, "NEWOBJ_EX").items.empty()) fail("NEWOBJ_EX with keyword arguments");
+      if (!elems(expect(kwargs, T::Dict, "NEWOBJ_EX")).empty()) fail("NEWOBJ_EX with keyword arguments");
       call(pop(), args);
       return;
     }
@@ -355,10 +371,10 @@ void Machine::step(uint8_t op) {
   fail(fmt::format("unknown opcode 0x{:02x}", op));
 }
 
-void Machine::resolve(const std::string& module, const std::string& name) {
+void Machine::resolve(std::string_view module, std::string_view name) {
   for (const Allowed& a : kAllowed) {
     if (a.module != module || a.name != name) continue;
-    Obj o = str_obj(T::Global, module + "." + name);
+    Obj o = owned_text_obj(T::Global, fmt::format("{}.{}", module, name));
     o.g = a.g;
     push(std::move(o));
     return;
@@ -372,7 +388,7 @@ void Machine::resolve(const std::string& module, const std::string& name) {
 
 Shape Machine::shape_of(uint32_t i) {
   Shape s;
-  for (uint32_t d : expect(i, T::Tuple, "an array shape").items) {
+  for (uint32_t d : elems(expect(i, T::Tuple, "an array shape"))) {
     const Obj& o = expect(d, T::Int, "an array dimension");
     if (o.i < 0) fail(fmt::format("negative array dimension {}", o.i));
     s.push_back(o.i);
@@ -383,17 +399,16 @@ Shape Machine::shape_of(uint32_t i) {
 const Obj& Machine::dtype_arg(uint32_t i, std::string_view who) {
   const Obj& d = expect(i, T::Dtype, who);
   if (!d.elem)
-    fail(fmt::format("unsupported NumPy dtype '{}' (supported: f4 f2 i4 u4 b1, and i1 u1 i2 i8 as i32, f8 as f32)", d.code));
-  if (d.order == '>' && elem_size(*d.elem) > 1) fail(fmt::format("big-endian NumPy data ('>{}') is not supported", d.code));
+    fail(fmt::format("unsupported NumPy dtype '{}' (supported: f4 f2 i4 u4 b1, and i1 u1 i2 i8 as i32, f8 as f32)", text_of(d)));
+  if (d.order == '>' && elem_size(*d.elem) > 1) fail(fmt::format("big-endian NumPy data ('>{}') is not supported", text_of(d)));
   return d;
 }
 
 // numpy.dtype(code, align, copy): the element type from the code; BUILD gives the byte order.
 Obj Machine::dtype(const std::vector<uint32_t>& args) {
   if (args.empty()) fail("numpy.dtype without arguments");
-  Obj o = scalar_obj(T::Dtype);
-  o.code = expect(args[0], T::Str, "numpy.dtype").s;
-  std::string_view code = o.code;
+  Obj o = text_obj(T::Dtype, str(args[0], "numpy.dtype"));
+  std::string_view code = text_of(o);
   if (!code.empty() && (code[0] == '<' || code[0] == '>' || code[0] == '|' || code[0] == '=')) {
     o.order = code[0];
     code.remove_prefix(1);
@@ -407,10 +422,11 @@ Tensor Machine::array_data(const Obj& dtype, const Shape& shape, bool fortran, c
   if (data.t != T::Bytes) fail(fmt::format("array data must be bytes, got a {} (object arrays are not supported)", type_name(data.t)));
   auto extent = checked_extent(shape, elem_size(*dtype.elem));
   if (!extent) fail("the array shape is too large");
-  if (extent->second != data.s.size())
-    fail(fmt::format("an array of shape ({}) and dtype {} needs {} bytes of data, got {}", fmt::join(shape, ", "), dtype.code,
-                     extent->second, data.s.size()));
-  auto bytes = reinterpret_cast<const std::byte*>(data.s.data());
+  std::string_view raw = text_of(data);
+  if (extent->second != raw.size())
+    fail(fmt::format("an array of shape ({}) and dtype {} needs {} bytes of data, got {}", fmt::join(shape, ", "), text_of(dtype),
+                     extent->second, raw.size()));
+  auto bytes = reinterpret_cast<const std::byte*>(raw.data());
   if (!fortran || shape.size() < 2) return decode(*dtype.elem, shape, bytes, what_);
   Shape reversed(shape.rbegin(), shape.rend());  // Fortran order is C order of the reversed shape
   std::vector<int64_t> perm(shape.size());
@@ -419,7 +435,7 @@ Tensor Machine::array_data(const Obj& dtype, const Shape& shape, bool fortran, c
 }
 
 // A str of code points < 256 as the bytes they stand for (_codecs.encode(s, 'latin1')).
-std::string Machine::latin1(const std::string& s) {
+std::string Machine::latin1(std::string_view s) {
   std::string out;
   for (size_t k = 0; k < s.size(); ++k) {
     auto c = static_cast<uint8_t>(s[k]);
@@ -436,100 +452,96 @@ std::string Machine::latin1(const std::string& s) {
 
 void Machine::call(uint32_t callable, uint32_t args_index) {
   const Obj& f = expect(callable, T::Global, "REDUCE");
-  std::vector<uint32_t> args = expect(args_index, T::Tuple, "REDUCE's arguments").items;
+  std::vector<uint32_t> args = elems(expect(args_index, T::Tuple, "REDUCE's arguments"));
   auto arity = [&](size_t lo, size_t hi) {
-    if (args.size() < lo || args.size() > hi) fail(fmt::format("{} with {} arguments", f.s, args.size()));
+    if (args.size() < lo || args.size() > hi) fail(fmt::format("{} with {} arguments", text_of(f), args.size()));
   };
   switch (f.g) {
     case Global::Reconstruct: {  // (numpy.ndarray, (0,), b'b'): an array that BUILD fills
       arity(3, 3);
       if (at(args[0]).t != T::Global || at(args[0]).g != Global::Ndarray) fail("_reconstruct of a class other than numpy.ndarray");
-      push(scalar_obj(T::Array));
+      push(Obj{.t = T::Array});
       return;
     }
     case Global::FromBuffer: {  // (buffer, dtype, shape, order)
       arity(4, 4);
       const Obj& d = dtype_arg(args[1], "_frombuffer");
-      std::string order = expect(args[3], T::Str, "_frombuffer's order").s;
+      std::string_view order = str(args[3], "_frombuffer's order");
       if (order != "C" && order != "F") fail(fmt::format("_frombuffer with order '{}'", order));
-      Obj o = scalar_obj(T::Array);
-      o.tensor = array_data(d, shape_of(args[2]), order == "F", at(args[0]));
-      push(std::move(o));
+      push(array_obj(array_data(d, shape_of(args[2]), order == "F", at(args[0])), false));
       return;
     }
     case Global::Dtype: push(dtype(args)); return;
     case Global::Scalar: {  // (dtype, bytes of one element)
       arity(2, 2);
       const Obj& d = dtype_arg(args[0], "numpy scalar");
-      Obj o = scalar_obj(T::Array);
-      o.tensor = array_data(d, {}, false, at(args[1]));
-      o.scalar = true;
-      push(std::move(o));
+      push(array_obj(array_data(d, {}, false, at(args[1])), true));
       return;
     }
     case Global::Encode: {  // (str, 'latin1')
       arity(1, 2);
-      std::string enc = args.size() > 1 ? expect(args[1], T::Str, "_codecs.encode's encoding").s : "utf-8";
-      const std::string& s = expect(args[0], T::Str, "_codecs.encode").s;
-      if (enc == "latin1" || enc == "latin-1") push(str_obj(T::Bytes, latin1(s)));
-      else if (enc == "utf-8" || enc == "utf8") push(str_obj(T::Bytes, s));
+      std::string_view enc = args.size() > 1 ? str(args[1], "_codecs.encode's encoding") : "utf-8";
+      std::string_view s = str(args[0], "_codecs.encode");
+      if (enc == "latin1" || enc == "latin-1") push(owned_text_obj(T::Bytes, latin1(s)));
+      else if (enc == "utf-8" || enc == "utf8") push(text_obj(T::Bytes, s));
       else fail(fmt::format("_codecs.encode with encoding '{}'", enc));
       return;
     }
     case Global::EmptyBytes:  // () only: bytes(n) would allocate n bytes
       arity(0, 0);
-      push(str_obj(T::Bytes, ""));
+      push(text_obj(T::Bytes, ""));
       return;
     case Global::OrderedDict: {  // () or ([(k, v), ...])
       arity(0, 1);
       std::vector<uint32_t> items;
       if (!args.empty())
-        for (uint32_t pair : expect(args[0], T::List, "OrderedDict's items").items) {
+        for (uint32_t pair : elems(expect(args[0], T::List, "OrderedDict's items"))) {
           const Obj& kv = expect(pair, T::Tuple, "an OrderedDict item");
-          if (kv.items.size() != 2) fail("an OrderedDict item that is not a (key, value) pair");
-          items.insert(items.end(), kv.items.begin(), kv.items.end());
+          if (elems(kv).size() != 2) fail("an OrderedDict item that is not a (key, value) pair");
+          items.insert(items.end(), elems(kv).begin(), elems(kv).end());
         }
       push(seq_obj(T::Dict, std::move(items)));
       return;
     }
     case Global::Ndarray: break;
   }
-  fail(fmt::format("{} cannot be called here", f.s));
+  fail(fmt::format("{} cannot be called here", text_of(f)));
 }
 
 void Machine::build(uint32_t target, uint32_t state_index) {
-  const std::vector<uint32_t>& st = expect(state_index, T::Tuple, "BUILD's state").items;
+  const std::vector<uint32_t>& st = elems(expect(state_index, T::Tuple, "BUILD's state"));
   Obj& o = at(target);
   if (o.t == T::Dtype) {  // (version, byte order, subarray, names, fields, elsize, alignment, flags[, metadata])
     if (st.size() < 5) fail("a dtype state with fewer than 5 items");
-    const std::string& order = expect(st[1], T::Str, "the dtype's byte order").s;
+    std::string_view order = str(st[1], "the dtype's byte order");
     if (order.size() != 1) fail(fmt::format("dtype byte order '{}'", order));
     for (size_t k = 2; k < 5; ++k)
       if (at(st[k]).t != T::None) o.elem.reset();  // subarrays and records are not supported
     o.order = order[0];
     return;
   }
-  if (o.t == T::Array && !o.tensor && !o.scalar) {  // ([version,] shape, dtype, is_fortran, rawdata)
+  if (o.t == T::Array && !o.built) {  // ([version,] shape, dtype, is_fortran, rawdata)
     size_t k = st.size() == 5 ? 1 : 0;
     if (st.size() != 4 + k) fail(fmt::format("an ndarray state of {} items", st.size()));
     Shape shape = shape_of(st[k]);
     const Obj& d = dtype_arg(st[k + 1], "an ndarray");
     bool fortran = expect(st[k + 2], T::Bool, "the ndarray's Fortran flag").b;
-    o.tensor = array_data(d, shape, fortran, at(st[k + 3]));
+    Tensor t = array_data(d, shape, fortran, at(st[k + 3]));
+    at(target) = array_obj(std::move(t), false);
     return;
   }
   fail(fmt::format("BUILD on a {} is not supported", type_name(o.t)));
 }
 
 Value Machine::to_value(uint32_t i, int depth) {
-  if (converted_[i]) return *converted_[i];
-  if (state_[i]) not_data("the data contains itself (a cycle)");
+  if (auto it = converted_.find(i); it != converted_.end()) return it->second;
+  if (converting_.count(i)) not_data("the data contains itself (a cycle)");
   if (depth > kMaxDepth || stack_exhausted())
     throw SheafError(fmt::format("{}: the data nests deeper than {} levels", what_, kMaxDepth));
-  state_[i] = 1;
+  converting_.insert(i);
   Value v = convert(heap_[i], depth);
-  state_[i] = 0;
-  converted_[i] = v;
+  converting_.erase(i);
+  converted_.emplace(i, v);
   return v;
 }
 
@@ -539,31 +551,31 @@ Value Machine::convert(const Obj& o, int depth) {
     case T::Bool: return Value::boolean(o.b);
     case T::Int: return Value::integer(o.i);
     case T::Float: return Value::real(static_cast<float>(o.f));
-    case T::Str: case T::Bytes: return Value::string(o.s);  // bytes load as a string of the same bytes
+    case T::Str: case T::Bytes: return Value::string(std::string(text_of(o)));  // bytes load as a string of the same bytes
     case T::List: case T::Tuple: {
       std::vector<Value> items;
-      items.reserve(o.items.size());
-      for (uint32_t x : o.items) items.push_back(to_value(x, depth + 1));
+      items.reserve(elems(o).size());
+      for (uint32_t x : elems(o)) items.push_back(to_value(x, depth + 1));
       return o.t == T::List ? Value::list(std::move(items)) : Value::tuple(std::move(items));
     }
     case T::Dict: {
       std::vector<std::pair<std::string, Value>> entries;
-      for (size_t k = 0; k + 1 < o.items.size(); k += 2) {
-        const Obj& key = heap_[o.items[k]];
-        std::string name = key.t == T::Str || key.t == T::Bytes ? key.s
+      for (size_t k = 0; k + 1 < elems(o).size(); k += 2) {
+        const Obj& key = heap_[elems(o)[k]];
+        std::string name = key.t == T::Str || key.t == T::Bytes ? std::string(text_of(key))
                            : key.t == T::Int                     ? std::to_string(key.i)
                                                                  : "";
         if (key.t != T::Str && key.t != T::Bytes && key.t != T::Int)
           not_data(fmt::format("a dict key of type {} (keys must be strings or integers)", type_name(key.t)));
-        entries.emplace_back(std::move(name), to_value(o.items[k + 1], depth + 1));
+        entries.emplace_back(std::move(name), to_value(elems(o)[k + 1], depth + 1));
       }
       return make_dict(std::move(entries));
     }
     case T::Array:
-      if (!o.tensor) not_data("an ndarray that was never filled (BUILD missing)");
-      return o.scalar ? scalar_value(*o.tensor) : Value::tensor(*o.tensor);
-    case T::Global: not_data(fmt::format("a reference to {} is not data", o.s));
-    case T::Dtype: not_data(fmt::format("a NumPy dtype ('{}') is not data", o.code));
+      if (!o.built) not_data("an ndarray that was never filled (BUILD missing)");
+      return o.b ? scalar_value(tensors_[o.ref]) : Value::tensor(tensors_[o.ref]);
+    case T::Global: not_data(fmt::format("a reference to {} is not data", text_of(o)));
+    case T::Dtype: not_data(fmt::format("a NumPy dtype ('{}') is not data", text_of(o)));
   }
   return Value();
 }
