@@ -79,44 +79,49 @@ Value b_kaiming_uniform(Interp& in, const CallArgs& a) { return scaled<Dist::Uni
 Value b_lecun_normal(Interp& in, const CallArgs& a) { return scaled<Dist::Normal>(in, a, 1, fan_in); }
 Value b_lecun_uniform(Interp& in, const CallArgs& a) { return scaled<Dist::Uniform>(in, a, 3, fan_in); }
 
-// Thin QR of the row-major m×n matrix A (m ≥ n) by Householder reflections: returns Q (m×n,
-// row-major) with each column multiplied by the sign of R's diagonal entry.
-std::vector<double> orthonormal_columns(std::vector<double> r, size_t m, size_t n) {
-  std::vector<std::vector<double>> reflectors(n);
+// Thin QR of the m×n matrix A (m ≥ n) by Householder reflections, both stored column-major
+// (column j at [j·m, (j+1)·m): every loop runs down a contiguous column). Returns Q (m×n) with
+// each column multiplied by the sign of R's diagonal entry.
+std::vector<double> orthonormal_columns(std::vector<double> a, size_t m, size_t n) {
+  auto col = [m](std::vector<double>& x, size_t j) { return x.data() + j * m; };
+  std::vector<std::vector<double>> reflectors(n);  // v_k over rows k..m−1, unit length
   std::vector<double> sign(n, 1);
   for (size_t k = 0; k < n; ++k) {
-    std::vector<double>& v = reflectors[k];
-    v.assign(m - k, 0);
+    double* ak = col(a, k);
     double norm = 0;
-    for (size_t i = k; i < m; ++i) norm += r[i * n + k] * r[i * n + k];
+    for (size_t i = k; i < m; ++i) norm += ak[i] * ak[i];
     norm = std::sqrt(norm);
     if (norm == 0) continue;  // a zero column: no reflection, diagonal 0
-    double alpha = r[k * n + k] > 0 ? -norm : norm;  // R[k][k] = alpha
-    for (size_t i = k; i < m; ++i) v[i - k] = r[i * n + k];
+    double alpha = ak[k] > 0 ? -norm : norm;  // R[k][k]
+    std::vector<double>& v = reflectors[k];
+    v.assign(ak + k, ak + m);
     v[0] -= alpha;
     double vnorm = 0;
     for (double x : v) vnorm += x * x;
     vnorm = std::sqrt(vnorm);
     for (double& x : v) x /= vnorm;
-    for (size_t j = k; j < n; ++j) {  // R[k:, j] -= 2 v (v · R[k:, j])
+    for (size_t j = k; j < n; ++j) {  // A[k:, j] −= 2 v (v · A[k:, j])
+      double* aj = col(a, j);
       double dot = 0;
-      for (size_t i = k; i < m; ++i) dot += v[i - k] * r[i * n + j];
-      for (size_t i = k; i < m; ++i) r[i * n + j] -= 2 * v[i - k] * dot;
+      for (size_t i = k; i < m; ++i) dot += v[i - k] * aj[i];
+      for (size_t i = k; i < m; ++i) aj[i] -= 2 * v[i - k] * dot;
     }
     sign[k] = alpha < 0 ? -1 : 1;
   }
   std::vector<double> q(m * n, 0);
-  for (size_t k = 0; k < n; ++k) q[k * n + k] = 1;
+  for (size_t j = 0; j < n; ++j) col(q, j)[j] = 1;
   for (size_t k = n; k-- > 0;) {  // Q = H_0 H_1 … H_{n−1} applied to the first n columns of I
     const std::vector<double>& v = reflectors[k];
+    if (v.empty()) continue;
     for (size_t j = 0; j < n; ++j) {
+      double* qj = col(q, j);
       double dot = 0;
-      for (size_t i = k; i < m; ++i) dot += v[i - k] * q[i * n + j];
-      for (size_t i = k; i < m; ++i) q[i * n + j] -= 2 * v[i - k] * dot;
+      for (size_t i = k; i < m; ++i) dot += v[i - k] * qj[i];
+      for (size_t i = k; i < m; ++i) qj[i] -= 2 * v[i - k] * dot;
     }
   }
-  for (size_t i = 0; i < m; ++i)
-    for (size_t j = 0; j < n; ++j) q[i * n + j] *= sign[j];
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < m; ++i) col(q, j)[i] *= sign[j];
   return q;
 }
 
@@ -126,12 +131,17 @@ Value b_orthogonal(Interp& in, const CallArgs& a) {
   if (a[0].is(Kind::Tensor) && a[0].as_tensor().is_symbolic()) throw TraceAbort("init-orthogonal runs in the interpreter only");
   int64_t cols = s.back(), rows = shape_numel(s) / std::max<int64_t>(cols, 1);
   int64_t m = std::max(rows, cols), n = std::min(rows, cols);
-  Tensor z = normal_sample(in, a, 0, {m, n});
-  std::vector<double> A(z.data<float>(), z.data<float>() + z.numel());
-  std::vector<double> q = orthonormal_columns(std::move(A), static_cast<size_t>(m), static_cast<size_t>(n));
+  Tensor z = normal_sample(in, a, 0, {m, n});  // row-major [m n]
+  auto um = static_cast<size_t>(m), un = static_cast<size_t>(n);
+  std::vector<double> A(um * un);
+  const float* pz = z.data<float>();
+  for (size_t i = 0; i < um; ++i)
+    for (size_t j = 0; j < un; ++j) A[j * um + i] = pz[i * un + j];
+  std::vector<double> q = orthonormal_columns(std::move(A), um, un);
   Tensor t = Tensor::empty(DType::F32, {m, n});
   float* p = t.mutable_data<float>();
-  for (size_t i = 0; i < q.size(); ++i) p[i] = static_cast<float>(q[i]);
+  for (size_t i = 0; i < um; ++i)
+    for (size_t j = 0; j < un; ++j) p[i * un + j] = static_cast<float>(q[j * um + i]);
   if (rows < cols) t = transpose(t, {1, 0});
   return Value::tensor(reshape(t, s));
 }
