@@ -12,6 +12,10 @@
 
 namespace sheaf::testing_support {
 
+// The folder of the unit tests' sources and case tables (tests/unit), absolute: set by
+// tests/CMakeLists.txt, since __FILE__ may be relative (ccache with base_dir, for one).
+inline std::filesystem::path unit_dir() { return SHEAF_UNIT_TEST_DIR; }
+
 struct CaseSection {
   std::string name;
   std::string body;  // the section as written

@@ -30,7 +30,7 @@ using testing_support::run_case;
 constexpr double kNativeTolerance = 20;
 
 std::vector<Case> cases_of(const char* file) {
-  auto dir = std::filesystem::path(__FILE__).parent_path();
+  auto dir = testing_support::unit_dir();
   return testing_support::read_case_sections(dir / file);
 }
 

@@ -38,9 +38,8 @@ using testing_support::run_case;
 
 constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
 
-std::filesystem::path source_dir() { return std::filesystem::path(__FILE__).parent_path(); }
 
-std::vector<Case> cases_of(const char* file) { return testing_support::read_case_sections(source_dir() / file); }
+std::vector<Case> cases_of(const char* file) { return testing_support::read_case_sections(testing_support::unit_dir() / file); }
 
 // The GPU a test runs on: "emulated" or "gpu"; null with the reason to skip.
 std::shared_ptr<cuda::Device> device_named(const std::string& name, std::string& why) {
@@ -156,7 +155,7 @@ TEST_P(CudaExamples, XorLossesMatchCpu) {
   std::string why;
   std::shared_ptr<cuda::Device> device = device_named(GetParam(), why);
   if (!device) GTEST_SKIP() << why;
-  std::string program = edited(source_dir() / "../../examples/xor/train.shf", {});
+  std::string program = edited(testing_support::unit_dir() / "../../examples/xor/train.shf", {});
   std::string want = output_of(program, "xor/train.shf", nullptr), got = output_of(program, "xor/train.shf", device);
   EXPECT_NE(want.find("final loss"), std::string::npos) << want;
   EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
@@ -170,7 +169,7 @@ TEST_P(CudaExamples, MlpLossAndAccuracyMatchCpu) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto checkpoint = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-mlp-{}.safetensors", getpid());
   // one epoch of 12 steps (the example's model, optimizer and data path)
-  std::string program = edited(source_dir() / "../../examples/mlp/train.shf",
+  std::string program = edited(testing_support::unit_dir() / "../../examples/mlp/train.shf",
                                {{":epochs 2", ":epochs 1"}, {"steps (// 60000 batch)", "steps 12"},
                                 {"\"mlp-checkpoint.safetensors\"", "\"" + checkpoint.string() + "\""}});
   std::string want = output_of(program, "mlp/train.shf", nullptr), got = output_of(program, "mlp/train.shf", device);
@@ -188,7 +187,7 @@ TEST_P(CudaExamples, GptLossesMatchCpu) {
   std::string why;
   std::shared_ptr<cuda::Device> device = device_named(GetParam(), why);
   if (!device) GTEST_SKIP() << why;
-  std::string program = edited(source_dir() / "../../bench/gpt2_gpu.shf",
+  std::string program = edited(testing_support::unit_dir() / "../../bench/gpt2_gpu.shf",
                                {{":vocab 50304 :d 768 :layers 12 :heads 12 :T 1024 :B 8", ":vocab 512 :d 64 :layers 2 :heads 2 :T 64 :B 2"},
                                 {":lr 0.0003", ":lr 0.01"}});
   program = program.substr(0, program.find(";; ---- measurement ----")) +

@@ -138,7 +138,7 @@ constexpr const char* kExtraCases = R"(;; --- prelude
 // The cases of table `table`: "fusion" (cpu_fusion_cases.shf), "builtins"
 // (jit_consistency_cases.shf) or "extra" (kExtraCases).
 std::vector<Case> cases_of(const std::string& table) {
-  auto dir = std::filesystem::path(__FILE__).parent_path();
+  auto dir = testing_support::unit_dir();
   if (table == "fusion") return testing_support::read_case_sections(dir / "cpu_fusion_cases.shf");
   if (table == "builtins") return testing_support::read_case_sections(dir / "jit_consistency_cases.shf");
   auto path = std::filesystem::temp_directory_path() / fmt::format("sheaf-cuda-render-{}.shf", getpid());

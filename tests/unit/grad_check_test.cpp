@@ -56,7 +56,7 @@ struct Case {
   double rtol = kRtol, atol = kAtol;
 };
 
-std::filesystem::path table_path(const char* file) { return std::filesystem::path(__FILE__).parent_path() / file; }
+std::filesystem::path table_path(const char* file) { return testing_support::unit_dir() / file; }
 std::filesystem::path cases_path() { return table_path("grad_check_cases.shf"); }
 
 // The `;; --- name` sections of a table (case_file.hpp); `;; tol RTOL ATOL` loosens one case.

@@ -33,7 +33,7 @@ using testing_support::difference;
 using testing_support::Outcome;
 using testing_support::run_case;
 
-std::filesystem::path cases_path() { return std::filesystem::path(__FILE__).parent_path() / "jit_consistency_cases.shf"; }
+std::filesystem::path cases_path() { return testing_support::unit_dir() / "jit_consistency_cases.shf"; }
 
 // Cases: the `;; --- name` sections of the table (case_file.hpp).
 const std::vector<Case>& all_cases() {

@@ -37,7 +37,7 @@ struct Case {
   bool unrolled = false;  // the section says `;; expect: unrolled`
 };
 
-std::filesystem::path cases_path() { return std::filesystem::path(__FILE__).parent_path() / "vmap_consistency_cases.shf"; }
+std::filesystem::path cases_path() { return testing_support::unit_dir() / "vmap_consistency_cases.shf"; }
 
 // `;; --- name` sections; the one named `prelude` is prepended to every other one.
 const std::vector<Case>& all_cases() {
