@@ -203,8 +203,8 @@ class SafetensorsHandle : public HandleObj {
 };
 
 // The shard file an index entry names, with links resolved, inside `folder` (the index's folder,
-// canonical). Absolute paths, `..` components and links that lead outside are refused: an index
-// must not make Sheaf open, or quote errors about, a file elsewhere.
+// canonical). Absolute paths, `..` components, links that lead outside and special files are
+// refused: an index must not make Sheaf open, or quote errors about, a file elsewhere, nor block.
 std::string shard_path(const std::filesystem::path& folder, const std::string& file, const std::string& index_path,
                        const std::string& name) {
   auto refuse = [&](std::string_view why) {
@@ -221,6 +221,9 @@ std::string shard_path(const std::filesystem::path& folder, const std::string& f
   if (ec) throw SheafError(fmt::format("'{}': cannot resolve shard {}: {}", index_path, quote_file_text(file), ec.message()));
   if (std::mismatch(folder.begin(), folder.end(), real.begin(), real.end()).first != folder.end())
     refuse("a link that leads outside the folder");
+  auto type = std::filesystem::status(real, ec).type();
+  if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    refuse("which is not a regular file");  // opening a FIFO would wait forever
   return real.string();
 }
 

@@ -51,6 +51,10 @@ grep -q 'root' "$TMP/err" && fail 'the error about /etc/passwd quotes the file'
 index link '"secret": "link.safetensors"'
 load_fails 'index with a link out of the folder' '(io "load" "m/link.safetensors.index.json")' \
   "weight_map entry 'secret' names 'link.safetensors', a link that leads outside the folder"
+mkfifo "$TMP/m/fifo.safetensors"
+index fifo '"x": "fifo.safetensors"'
+load_fails 'index naming a FIFO' '(io "load" "m/fifo.safetensors.index.json")' \
+  "weight_map entry 'x' names 'fifo.safetensors', which is not a regular file"
 
 # ---- Errors describe a malformed file without quoting its bytes ----
 printf 'SECRETPW and more text' >"$TMP/text.safetensors"
