@@ -12,14 +12,17 @@ set -u
 SHEAF=$(realpath "$1")
 source "$(dirname "$0")/lib/harness.sh"
 
-# load_fails NAME PROGRAM MESSAGE: the program fails with status 1 and MESSAGE on stderr.
-# Outside the sanitizer build the address space is capped at 8 GB, so that a reader that
-# trusted a header fails fast instead of committing the machine's memory.
+# run_limited PROGRAM: like `run -c PROGRAM`, under `timeout 10`. Outside the sanitizer build
+# (whose shadow memory needs a huge address space) the address space is capped at 8 GB, so that
+# a reader that trusted a header fails fast instead of committing the machine's memory.
+SANITIZED=0
+grep -qa __asan_init "$SHEAF" && SANITIZED=1
 run_limited() {
-  (cd "$TMP" && { [[ -n ${ASAN_OPTIONS:-} ]] || ulimit -v 8000000; } &&
+  (cd "$TMP" && { [[ $SANITIZED == 1 ]] || ulimit -v 8000000; } &&
     NO_COLOR=1 timeout 10 "$SHEAF" -c "$1" >"$TMP/out" 2>"$TMP/err" </dev/null)
   STATUS=$?
 }
+# load_fails NAME PROGRAM MESSAGE: the program fails with status 1 and MESSAGE on stderr.
 load_fails() {
   run_limited "$2"
   status_is 1 "$1"
