@@ -1,17 +1,20 @@
 # Makefile — front door. `make demo` and `make test` install dependencies, configure and build.
 #   make demo       bootstrap + build + run the demo training job
-#   make test       bootstrap + build + every test (ctest) + 60 s of fuzzing
+#   make test       bootstrap + build + every test (ctest) + 90 s of fuzzing over all fuzz targets
 #   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
+#   make fuzz       every libFuzzer target (tests/fuzz/fuzz_*.cpp) for FUZZ_SECONDS in total (default 90;
+#                   eval gets a third); FUZZ_TARGETS="npy idx" picks targets
+#   make fuzz-long  the same for an hour (FUZZ_SECONDS=3600), e.g. before a release
 #   make bench      installs the peers (PyTorch, JAX, IREE), runs bench/run.py → bench/results.md
 #   make docs       regenerates docs/reference.md from the builtin table (a test fails when it is stale)
 #   make install    installs bin/sheaf, lib/sheaf/libsheaf_mpi.so, share/sheaf/lib/*.shf, share/doc/sheaf (PREFIX=/usr/local)
 #   make bench-obs  builds build-noobs/ (-DSHEAF_OBSERVABILITY=OFF), runs bench/obs_overhead.py → bench/obs_results.md
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 90
 CMAKE_FLAGS ?= -G Ninja -DSHEAF_WERROR=ON
 
-.PHONY: all bootstrap build test test-asan fuzz demo bench bench-obs docs install clean
+.PHONY: all bootstrap build test test-asan fuzz fuzz-long demo bench bench-obs docs install clean
 
 all: build
 
@@ -33,6 +36,9 @@ test-asan: bootstrap
 
 fuzz: bootstrap
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run_fuzz.sh
+
+fuzz-long: bootstrap
+	FUZZ_SECONDS=3600 bash scripts/run_fuzz.sh
 
 docs: build
 	./build/sheaf reference -o docs/reference.md

@@ -111,9 +111,10 @@ Tensor view_or_decode(Elem e, const Shape& shape, const MapPtr& map, const std::
 }
 
 std::optional<std::pair<int64_t, size_t>> checked_extent(std::span<const int64_t> dims, size_t elem_bytes) {
-  int64_t n = 1;
+  int64_t n = 1, nonzero = 1;
   for (int64_t d : dims)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+    if (d < 0 || (d && __builtin_mul_overflow(nonzero, d, &nonzero))) return std::nullopt;
+  for (int64_t d : dims) n *= d;  // ≤ nonzero: no overflow
   int64_t bytes;
   if (__builtin_mul_overflow(n, static_cast<int64_t>(elem_bytes), &bytes)) return std::nullopt;
   return std::pair{n, static_cast<size_t>(bytes)};

@@ -32,7 +32,8 @@ Tensor decode(Elem e, const Shape& shape, const std::byte* p, std::string_view w
 // aligned for it (no copy), decodes a copy otherwise. bool is always decoded (normalised to 0/1).
 Tensor view_or_decode(Elem e, const Shape& shape, const MapPtr& map, const std::byte* p, std::string_view what);
 
-// Element count of `dims` and its size in bytes, or nullopt when either overflows int64.
+// Element count of `dims` and its size in bytes, or nullopt when either overflows int64 or the
+// product of the nonzero dims does ([0 2^40 2^40] has no elements but no valid strides either).
 std::optional<std::pair<int64_t, size_t>> checked_extent(std::span<const int64_t> dims, size_t elem_bytes);
 
 }  // namespace sheaf

@@ -25,8 +25,11 @@ void save_npy(const std::string& path, const Value& tensor);
 Value load_bin(const std::vector<std::string>& shards, Elem elem);
 void save_bin(const std::string& path, const Value& tensor, std::optional<Elem> elem);
 
-// idx.cpp: eager load (gzip detected by content); `max_elements` bounds the allocation.
+// idx.cpp: eager load (gzip detected by content); `max_elements` bounds the element count, and
+// the buffer grows only with the data that is really there. load_idx_bytes is the same over a
+// file's bytes (`path` names them in errors).
 Value load_idx(const std::string& path, int64_t max_elements);
+Value load_idx_bytes(std::string bytes, const std::string& path, int64_t max_elements);
 
 // json.cpp
 Value load_json(const std::string& path);
@@ -41,5 +44,10 @@ void save_text(const std::string& path, const Value& v);
 
 // A tensor to save: a tensor value, a number (rank 0) or a handle (materialized).
 Tensor tensor_to_save(const Value& v, std::string_view path, std::string_view format);
+
+// Text taken from a file (a tensor name, a dtype, a header key) quoted for an error message:
+// at most 96 bytes, with control bytes, C1 controls and invalid UTF-8 escaped as \xNN, so that a
+// hostile file can neither fill the message nor send escape sequences to the terminal.
+std::string quote_file_text(std::string_view untrusted);
 
 }  // namespace sheaf

@@ -1,8 +1,10 @@
 // io/idx.cpp — IDX files, the MNIST family's format (SPEC §7.7).
 // Layout: magic bytes 0 0 T D, D big-endian u32 dimensions, then big-endian data of type T:
 // 0x08 u8, 0x09 i8, 0x0B i16, 0x0C i32 (all loaded as i32), 0x0D f32, 0x0E f64 (as f32).
-// A gzip file (detected by its content, 1f 8b) is inflated on the fly; the header is read first
-// and the data size it implies is bounded before anything is allocated.
+// A gzip file (detected by its content, 1f 8b) is inflated on the fly. The header's claim is never
+// trusted for an allocation: its element count must be within the interpreter's limit, and the
+// data is read in pieces into a buffer that grows with the bytes that actually arrive, so a
+// 24-byte file (or a small gzip) that claims gigabytes costs no more than its real content.
 #include <zlib.h>
 
 #include <algorithm>
@@ -65,6 +67,25 @@ class Source {
     if (read(dst, n) != n) throw SheafError(fmt::format("'{}': truncated IDX file: {} ends early", path_, what));
   }
 
+  // n bytes, or an error naming `what` and how many bytes there were. Plain data is checked
+  // against the file size first; gzip data is inflated into a buffer that at most doubles what
+  // has arrived, so the allocation follows the real content, not the claim.
+  std::vector<std::byte> read_growing(size_t n, std::string_view what) {
+    auto ends_early = [&](size_t have) {
+      return SheafError(fmt::format("'{}': truncated IDX file: {} ends early: the header claims {} bytes but {} {}", path_,
+                                    what, n, gz_ ? "the gzip data inflates to" : "the file holds", have));
+    };
+    if (!gz_ && n > data_.size() - pos_) throw ends_early(data_.size() - pos_);
+    std::vector<std::byte> out;
+    while (out.size() < n) {
+      size_t have = out.size(), want = std::min(n - have, std::max(have, size_t{1} << 16));
+      out.resize(have + want);
+      size_t got = read(out.data() + have, want);
+      if (got < want) throw ends_early(have + got);
+    }
+    return out;
+  }
+
  private:
   std::string data_;
   const std::string& path_;
@@ -91,15 +112,15 @@ uint32_t be32(const std::byte* p) {
 
 }  // namespace
 
-Value load_idx(const std::string& path, int64_t max_elements) {
-  Source src(read_file(path), path);
+Value load_idx_bytes(std::string bytes, const std::string& path, int64_t max_elements) {
+  Source src(std::move(bytes), path);
   std::byte magic[4];
   src.read_exactly(magic, 4, "the magic number");
   auto elem = idx_type(static_cast<uint8_t>(magic[2]));
   if (magic[0] != std::byte{0} || magic[1] != std::byte{0} || !elem)
-    throw SheafError(fmt::format("'{}': not an IDX file: magic bytes {:02x} {:02x} {:02x} {:02x} (expected 00 00, a type "
-                                 "08 09 0b 0c 0d 0e, and the rank)",
-                                 path, uint8_t(magic[0]), uint8_t(magic[1]), uint8_t(magic[2]), uint8_t(magic[3])));
+    throw SheafError(fmt::format("'{}': not an IDX file: it does not start with 00 00, a type byte (08 09 0b 0c 0d 0e) and "
+                                 "the rank",
+                                 path));
   size_t rank = static_cast<size_t>(magic[3]);
   std::vector<std::byte> dims_raw(4 * rank);
   src.read_exactly(dims_raw.data(), dims_raw.size(), "the dimension list");
@@ -108,13 +129,16 @@ Value load_idx(const std::string& path, int64_t max_elements) {
   size_t es = elem_size(*elem);
   auto extent = checked_extent(shape, es);
   if (!extent || extent->first > max_elements)
-    throw SheafError(fmt::format("'{}': IDX shape [{}] is too large", path, fmt::join(shape, " ")));
-  std::vector<std::byte> data(extent->second);
-  src.read_exactly(data.data(), data.size(), fmt::format("the {} data of shape [{}]", elem_name(*elem), fmt::join(shape, " ")));
+    throw SheafError(
+        fmt::format("'{}': IDX shape [{}] is too large (limit {} elements)", path, fmt::join(shape, " "), max_elements));
+  std::vector<std::byte> data =
+      src.read_growing(extent->second, fmt::format("the {} data of shape [{}]", elem_name(*elem), fmt::join(shape, " ")));
   std::byte rest;
   src.read(&rest, 1);  // runs a gzip stream to its end, so that its checksum is verified
   for (size_t i = 0; es > 1 && i < data.size(); i += es) std::reverse(data.begin() + i, data.begin() + i + es);  // to little-endian
   return Value::tensor(decode(*elem, shape, data.data(), path));
 }
+
+Value load_idx(const std::string& path, int64_t max_elements) { return load_idx_bytes(read_file(path), path, max_elements); }
 
 }  // namespace sheaf

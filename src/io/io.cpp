@@ -124,7 +124,33 @@ std::vector<std::string> expand(const std::string& path, Format f) {
   return files;
 }
 
+// Length of the UTF-8 sequence at the start of s that encodes a printable character outside
+// ASCII, or 0 (an invalid sequence, or a C1 control U+0080–U+009F: C2 80..C2 9F).
+size_t printable_utf8(std::string_view s) {
+  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  unsigned lead = byte(0);
+  size_t n = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  for (size_t i = 1; i < n; ++i)
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+  return lead == 0xC2 && byte(1) < 0xA0 ? 0 : n;
+}
+
 }  // namespace
+
+std::string quote_file_text(std::string_view untrusted) {
+  constexpr size_t kMax = 96;
+  std::string out = "'";
+  size_t i = 0;
+  while (i < untrusted.size() && i < kMax) {
+    unsigned char c = static_cast<unsigned char>(untrusted[i]);
+    size_t n = c >= 0x20 && c < 0x7F ? 1 : printable_utf8(untrusted.substr(i));
+    if (n) out.append(untrusted.substr(i, n));
+    else out += fmt::format("\\x{:02x}", c);
+    i += n ? n : 1;
+  }
+  if (i < untrusted.size()) out += "...";
+  return out + "'";
+}
 
 Tensor tensor_to_save(const Value& v, std::string_view path, std::string_view format) {
   switch (v.kind()) {

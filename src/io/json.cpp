@@ -15,6 +15,7 @@
 #include "base/stack.hpp"
 #include "io/atomic_write.hpp"
 #include "io/formats.hpp"
+#include "tensor/shape.hpp"
 #include "value/handle.hpp"
 
 namespace sheaf {
@@ -26,6 +27,38 @@ constexpr int kMaxDepth = 10000;
 
 [[noreturn]] void too_deep(const std::string& path) {
   throw SheafError(fmt::format("'{}': the data nests deeper than {} levels", path, kMaxDepth));
+}
+
+// Rejects text whose arrays and objects nest deeper than kMaxDepth before a tree is built of it
+// (a file of 100 MB of '[' would otherwise cost gigabytes); brackets inside strings do not count.
+// Unbalanced brackets are left to the parser.
+void check_depth(std::string_view text, const std::string& path) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) too_deep(path);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+// nlohmann's message without its "[json.exception...] " tag and without the "; last read: '...'"
+// excerpt, which would echo bytes of a file that is not valid JSON (or not JSON at all).
+std::string parse_message(std::string msg) {
+  if (size_t p = msg.find("] "); p != std::string::npos) msg.erase(0, p + 2);
+  if (size_t p = msg.find("; last read: '"); p != std::string::npos) {
+    size_t q = msg.rfind("'; expected ");
+    msg.erase(p, q != std::string::npos && q > p ? q + 1 - p : std::string::npos);
+  }
+  return msg;
 }
 
 Value to_value(const json& j, const std::string& path, int depth) {
@@ -64,6 +97,20 @@ json float_json(double f) {
   return std::strtod(buf, nullptr);
 }
 
+// JSON spells a tensor without elements as nested empty arrays, one for each index before its
+// first zero dim: f32[2^62x0] would be 2^62 of them. More than 2^20 is an error.
+void check_empty_arrays(const Tensor& t, const std::string& path) {
+  constexpr int64_t kMaxEmptyArrays = int64_t{1} << 20;
+  if (t.numel() != 0) return;
+  int64_t arrays = 1;
+  for (int64_t d : t.shape()) {
+    if (d == 0) return;
+    if (__builtin_mul_overflow(arrays, d, &arrays) || arrays > kMaxEmptyArrays)
+      throw SheafError(fmt::format("'{}': cannot write {} as JSON: it has no elements but more than {} empty arrays", path,
+                                   type_str(t.dtype(), t.shape()), kMaxEmptyArrays));
+  }
+}
+
 // Elements [flat, flat + prod(shape[axis:])) of t as nested arrays.
 json tensor_json(const Tensor& t, size_t axis, int64_t& flat) {
   if (axis == t.shape().size()) {
@@ -96,6 +143,7 @@ json to_json(const Value& v, const std::string& path, int depth) {
       return o;
     }
     case Kind::Tensor: {
+      check_empty_arrays(v.as_tensor(), path);
       int64_t flat = 0;
       return tensor_json(v.as_tensor(), 0, flat);
     }
@@ -109,30 +157,32 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 }  // namespace
 
 json parse_json(std::string_view text, const std::string& path) {
+  check_depth(text, path);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    std::string msg = e.what();
-    if (size_t p = msg.find("] "); p != std::string::npos) msg.erase(0, p + 2);  // drop "[json.exception...]"
-    throw SheafError(fmt::format("'{}': invalid JSON: {}", path, msg));
+    throw SheafError(fmt::format("'{}': invalid JSON: {}", path, parse_message(e.what())));
   }
 }
 
-Value load_json(const std::string& path) { return to_value(parse_json(read_file(path), path), path, 0); }
+Value json_value(std::string_view text, const std::string& path) { return to_value(parse_json(text, path), path, 0); }
 
-Value load_jsonl(const std::string& path) {
-  std::string text = read_file(path);
+Value jsonl_value(std::string_view text, const std::string& path) {
   std::vector<Value> items;
   size_t pos = 0;
   for (int line = 1; pos < text.size(); ++line) {
     size_t eol = std::min(text.find('\n', pos), text.size());
-    std::string_view l = std::string_view(text).substr(pos, eol - pos);
+    std::string_view l = text.substr(pos, eol - pos);
     pos = eol + 1;
     if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    items.push_back(to_value(parse_json(l, fmt::format("{}:{}", path, line)), path, 0));
+    items.push_back(json_value(l, fmt::format("{}:{}", path, line)));
   }
   return Value::list(std::move(items));
 }
+
+Value load_json(const std::string& path) { return json_value(read_file(path), path); }
+
+Value load_jsonl(const std::string& path) { return jsonl_value(read_file(path), path); }
 
 void save_json(const std::string& path, const Value& v) { write_file_atomic(path, dump(to_json(v, path, 0)) + "\n"); }
 

@@ -54,7 +54,7 @@ class DictParser {
         h.shape = tuple();
         have_shape = true;
       } else {
-        fail(fmt::format("unexpected header key '{}'", key));
+        fail(fmt::format("unexpected header key {}", quote_file_text(key)));
       }
       skip_ws();
       if (peek() == ',') ++i_;
@@ -119,14 +119,14 @@ class DictParser {
     std::string_view code = std::string_view(d).substr(d.empty() ? 0 : 1);
     if (auto e = numpy_elem(code); e && (order == '<' || order == '|' || order == '=' || order == '>')) {
       if (order == '>' && elem_size(*e) > 1)
-        throw SheafError(fmt::format("'{}': big-endian npy data ('{}') is not supported; convert it with "
+        throw SheafError(fmt::format("'{}': big-endian npy data ({}) is not supported; convert it with "
                                      "arr.astype(arr.dtype.newbyteorder('<'))",
-                                     path_, d));
+                                     path_, quote_file_text(d)));
       return *e;
     }
-    throw SheafError(fmt::format("'{}': unsupported npy dtype '{}' (supported: <f4 <f2 <i4 <u4 |b1, and |i1 |u1 "
+    throw SheafError(fmt::format("'{}': unsupported npy dtype {} (supported: <f4 <f2 <i4 <u4 |b1, and |i1 |u1 "
                                  "<i2 <i8 as i32, <f8 as f32)",
-                                 path_, d));
+                                 path_, quote_file_text(d)));
   }
 
   std::string_view s_;
@@ -174,7 +174,7 @@ Value load_npy(const std::vector<std::string>& paths) {
     NpyHeader h = read_header(*m);
     auto extent = checked_extent(h.shape, elem_size(h.elem));
     if (!extent) throw SheafError(fmt::format("'{}': npy shape is too large", m->path));
-    m->at(h.data_offset, extent->second, fmt::format("the {} data", type_str(elem_dtype(h.elem), h.shape)));
+    m->at(h.data_offset, extent->second, fmt::format("the {}[{}] data", elem_name(h.elem), shape_str(h.shape)));
     if (h.shape.empty()) {
       if (paths.size() > 1) throw SheafError(fmt::format("'{}': a rank-0 array cannot be a shard", m->path));
       return scalar_value(decode(h.elem, {}, m->base + h.data_offset, m->path));

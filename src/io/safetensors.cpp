@@ -47,12 +47,12 @@ using Table = std::map<std::string, Entry, std::less<>>;
 }
 
 Elem parse_dtype(const json& d, const std::string& path, const std::string& name) {
-  if (!d.is_string()) bad_header(path, fmt::format("tensor '{}' has no dtype string", name));
+  if (!d.is_string()) bad_header(path, fmt::format("tensor {} has no dtype string", quote_file_text(name)));
   for (auto [n, e] : kDtypes)
     if (d.get_ref<const std::string&>() == n) return e;
-  throw SheafError(fmt::format("'{}': tensor '{}' has unsupported dtype {} (supported: F32 F16 BF16 I32 U32 BOOL, "
+  throw SheafError(fmt::format("'{}': tensor {} has unsupported dtype {} (supported: F32 F16 BF16 I32 U32 BOOL, "
                                "and I8 U8 I16 I64 as i32, F64 as f32)",
-                               path, name, d.get_ref<const std::string&>()));
+                               path, quote_file_text(name), quote_file_text(d.get_ref<const std::string&>())));
 }
 
 std::vector<int64_t> parse_uints(const json& a, size_t want, const std::string& path, const std::string& what) {
@@ -66,12 +66,18 @@ std::vector<int64_t> parse_uints(const json& a, size_t want, const std::string& 
   return out;
 }
 
-// All tensors of one file, validated against the file size.
+// All tensors of one file, validated against the file size. Until the header has parsed, the file
+// may be anything (an index can name any file in its folder), so errors do not quote its bytes.
 std::vector<std::pair<std::string, Entry>> parse_file(const std::string& path) {
   MapPtr m = map_file(path);
   uint64_t n;
   std::memcpy(&n, m->at(0, 8, "the header length"), 8);
-  if (n > kMaxHeader) bad_header(path, fmt::format("header length {} is implausible", n));
+  if (n > kMaxHeader)
+    bad_header(path, fmt::format("the header length (the first 8 bytes) exceeds the limit of {} bytes", kMaxHeader));
+  if (n > m->size - 8)
+    bad_header(path, fmt::format("the header length (the first 8 bytes) exceeds the {} bytes that follow it; the file is "
+                                 "truncated or not safetensors",
+                                 m->size - 8));
   const char* text = reinterpret_cast<const char*>(m->at(8, n, "the header"));
   json j = parse_json(std::string_view(text, n), path);
   if (!j.is_object()) bad_header(path, "the header is not a JSON object");
@@ -81,27 +87,29 @@ std::vector<std::pair<std::string, Entry>> parse_file(const std::string& path) {
     if (name == "__metadata__") {
       if (!info.is_object()) bad_header(path, "__metadata__ must be an object");
       for (const auto& [k, v] : info.items())
-        if (!v.is_string()) bad_header(path, fmt::format("__metadata__ value '{}' must be a string", k));
+        if (!v.is_string()) bad_header(path, fmt::format("__metadata__ value {} must be a string", quote_file_text(k)));
       continue;
     }
-    if (!info.is_object()) bad_header(path, fmt::format("entry '{}' is not an object", name));
+    std::string shown = quote_file_text(name);
+    if (!info.is_object()) bad_header(path, fmt::format("entry {} is not an object", shown));
     Entry e;
     e.map = m;
     e.elem = parse_dtype(info.contains("dtype") ? info["dtype"] : json(), path, name);
-    e.shape = parse_uints(info.contains("shape") ? info["shape"] : json(), 0, path, fmt::format("shape of '{}'", name));
+    e.shape = parse_uints(info.contains("shape") ? info["shape"] : json(), 0, path, fmt::format("shape of {}", shown));
     auto off = parse_uints(info.contains("data_offsets") ? info["data_offsets"] : json(), 2, path,
-                           fmt::format("data_offsets of '{}'", name));
+                           fmt::format("data_offsets of {}", shown));
     auto extent = checked_extent(e.shape, elem_size(e.elem));
-    if (!extent) bad_header(path, fmt::format("shape of '{}' is too large", name));
+    if (!extent) bad_header(path, fmt::format("shape of {} is too large", shown));
     uint64_t begin = static_cast<uint64_t>(off[0]), end = static_cast<uint64_t>(off[1]);
-    if (begin > end) bad_header(path, fmt::format("tensor '{}' has data_offsets [{}, {}] that end before they begin", name, begin, end));
+    if (begin > end)
+      bad_header(path, fmt::format("tensor {} has data_offsets [{}, {}] that end before they begin", shown, begin, end));
     if (end > data_size)
-      throw SheafError(fmt::format("'{}': tensor '{}' has data_offsets [{}, {}] beyond the {} data bytes; the file is "
+      throw SheafError(fmt::format("'{}': tensor {} has data_offsets [{}, {}] beyond the {} data bytes; the file is "
                                    "truncated or corrupt",
-                                   path, name, begin, end, data_size));
+                                   path, shown, begin, end, data_size));
     if (end - begin != extent->second)
-      throw SheafError(fmt::format("'{}': tensor '{}' of shape {} and dtype {} needs {} bytes but data_offsets span {}",
-                                   path, name, json(e.shape).dump(), elem_name(e.elem), extent->second, end - begin));
+      throw SheafError(fmt::format("'{}': tensor {} of shape {} and dtype {} needs {} bytes but data_offsets span {}",
+                                   path, shown, json(e.shape).dump(), elem_name(e.elem), extent->second, end - begin));
     e.offset = data_start + begin;
     out.emplace_back(name, std::move(e));
   }
@@ -143,7 +151,7 @@ class SafetensorsHandle : public HandleObj {
 
   static Tensor tensor(const Entry& e, const std::string& name) {
     return view_or_decode(e.elem, e.shape, e.map, e.map->base + e.offset,
-                          fmt::format("tensor '{}' in '{}'", name, e.map->path));
+                          fmt::format("tensor {} in '{}'", quote_file_text(name), e.map->path));
   }
 
   static std::string name_of(const Value& key, SrcLoc loc) {
@@ -175,7 +183,8 @@ class SafetensorsHandle : public HandleObj {
     std::vector<std::pair<std::string, Value>> entries;
     for (const auto& [k, e] : leaves) {
       if (groups.count(k))
-        throw SheafError(fmt::format("safetensors handle: '{}' is both a tensor and a prefix of other names", e->first), loc);
+        throw SheafError(
+            fmt::format("safetensors handle: {} is both a tensor and a prefix of other names", quote_file_text(e->first)), loc);
       entries.emplace_back(k, Value::tensor(tensor(e->second, e->first)));
     }
     for (const auto& [k, g] : groups) entries.emplace_back(k, build(g, depth + 1, loc));
@@ -192,6 +201,31 @@ class SafetensorsHandle : public HandleObj {
   std::shared_ptr<const Table> table_;
   std::string prefix_;  // "" or "layer1."
 };
+
+// The shard file an index entry names, with links resolved, inside `folder` (the index's folder,
+// canonical). Absolute paths, `..` components, links that lead outside and special files are
+// refused: an index must not make Sheaf open, or quote errors about, a file elsewhere, nor block.
+std::string shard_path(const std::filesystem::path& folder, const std::string& file, const std::string& index_path,
+                       const std::string& name) {
+  auto refuse = [&](std::string_view why) {
+    throw SheafError(fmt::format("'{}': weight_map entry {} names {}, {}; shard files must lie inside the index's folder",
+                                 index_path, quote_file_text(name), quote_file_text(file), why));
+  };
+  std::filesystem::path rel(file);
+  if (file.empty() || file.find('\0') != std::string::npos) refuse("which is not a file name");
+  if (rel.is_absolute()) refuse("an absolute path");
+  for (const std::filesystem::path& part : rel)
+    if (part == "..") refuse("a path with a '..' component");
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::weakly_canonical(folder / rel, ec);
+  if (ec) throw SheafError(fmt::format("'{}': cannot resolve shard {}: {}", index_path, quote_file_text(file), ec.message()));
+  if (std::mismatch(folder.begin(), folder.end(), real.begin(), real.end()).first != folder.end())
+    refuse("a link that leads outside the folder");
+  auto type = std::filesystem::status(real, ec).type();
+  if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    refuse("which is not a regular file");  // opening a FIFO would wait forever
+  return real.string();
+}
 
 Value make_handle(Table t) {
   return Value::object(Kind::Handle, std::make_shared<SafetensorsHandle>(std::make_shared<const Table>(std::move(t)), ""));
@@ -238,7 +272,7 @@ Value load_safetensors(const std::vector<std::string>& shards) {
     for (auto& [name, e] : parse_file(s)) {
       auto [it, fresh] = t.emplace(name, e);
       if (!fresh)
-        throw SheafError(fmt::format("'{}': tensor '{}' is also in '{}'", s, name, it->second.map->path));
+        throw SheafError(fmt::format("'{}': tensor {} is also in '{}'", s, quote_file_text(name), it->second.map->path));
     }
   return make_handle(std::move(t));
 }
@@ -247,11 +281,15 @@ Value load_safetensors_index(const std::string& index_path) {
   json j = parse_json(read_file(index_path), index_path);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw SheafError(fmt::format("'{}': a safetensors index needs a \"weight_map\" object", index_path));
-  std::filesystem::path dir = std::filesystem::path(index_path).parent_path();
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::path(index_path).parent_path();
+  std::filesystem::path folder = std::filesystem::canonical(parent.empty() ? "." : parent, ec);
+  if (ec) throw SheafError(fmt::format("'{}': cannot resolve the index's folder: {}", index_path, ec.message()));
   std::map<std::string, std::vector<std::string>> by_shard;
   for (const auto& [name, file] : j["weight_map"].items()) {
-    if (!file.is_string()) throw SheafError(fmt::format("'{}': weight_map entry '{}' is not a file name", index_path, name));
-    by_shard[(dir / file.get<std::string>()).string()].push_back(name);
+    if (!file.is_string())
+      throw SheafError(fmt::format("'{}': weight_map entry {} is not a file name", index_path, quote_file_text(name)));
+    by_shard[shard_path(folder, file.get_ref<const std::string&>(), index_path, name)].push_back(name);
   }
   Table t;
   for (const auto& [shard, names] : by_shard) {
@@ -260,7 +298,7 @@ Value load_safetensors_index(const std::string& index_path) {
     for (const std::string& n : names) {
       auto it = entries.find(n);
       if (it == entries.end())
-        throw SheafError(fmt::format("'{}': tensor '{}' is mapped to '{}', which does not hold it", index_path, n, shard));
+        throw SheafError(fmt::format("'{}': tensor {} is mapped to '{}', which does not hold it", index_path, quote_file_text(n), shard));
       t.emplace(n, it->second);
     }
   }

@@ -3,34 +3,20 @@
 // in a fresh interpreter with small depth/step/element limits. A SheafError is the expected
 // outcome of bad input; any other exception, a crash, a sanitizer report or a hang is a bug.
 // Build and run with scripts/run_fuzz.sh.
-#include <cstddef>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <sstream>
-#include <string>
 
-#include "base/error.hpp"
 #include "eval/interp.hpp"
+#include "harness.hpp"
 #include "reader/reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string text(reinterpret_cast<const char*>(data), size);
+  std::string text(sheaf::fuzz::as_text(data, size));
   uint32_t file = sheaf::sources::add("fuzz.shf", text);
   std::ostringstream out;
-  try {
+  sheaf::fuzz::expect_sheaf_errors_only([&] {
     sheaf::Interp in(out, sheaf::Limits{.max_depth = 200, .max_steps = 20000, .max_elements = 1 << 16});
     for (const sheaf::Form& form : sheaf::read_forms(text, file, sheaf::ReaderOptions{.max_depth = 200}))
       in.eval_toplevel(form.value);
-  } catch (const sheaf::SheafError&) {
-    // Expected: a located language error.
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "non-SheafError exception: %s\n", e.what());
-    std::abort();
-  } catch (...) {
-    std::fprintf(stderr, "non-SheafError exception of unknown type\n");
-    std::abort();
-  }
+  });
   return 0;
 }
