@@ -46,7 +46,8 @@ std::string owner_problem(const struct stat& st) {
   return "";
 }
 
-// Reads all of `fd` (at most `limit` bytes; `size` expected); false on a read error.
+// Reads exactly `size` bytes of `fd` into `out`; false when a read fails or the file does not
+// hold exactly `size` bytes (it changed while read).
 bool read_all(int fd, size_t size, std::string& out) {
   out.resize(size);
   size_t done = 0;
@@ -101,6 +102,7 @@ void create_key(const std::string& dir, const std::string& path) {
   int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // mode 0600
   if (fd < 0) throw SheafError(fmt::format("cannot create a key in {}: {}", dir, errno_text(errno)));
   int err = 0;
+  errno = 0;
   if (::write(fd, key, sizeof key) != static_cast<ssize_t>(sizeof key) || ::fsync(fd) != 0) err = errno ? errno : EIO;
   if (::close(fd) != 0 && !err) err = errno;
   if (!err && ::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) err = errno;
@@ -138,10 +140,10 @@ Key load_or_create_key(const std::string& dir) {
   }
   const std::string path = dir + "/key";
   try {
-    if (k = read_key(path); !k.bytes.empty() || !k.problem.empty()) return k;
     make_parents(dir, 0700);
     if (std::string why = folder_problem(dir); !why.empty())
       return Key{"", path, fmt::format("the key folder {} {}: others could replace the key", dir, why)};
+    if (k = read_key(path); !k.bytes.empty() || !k.problem.empty()) return k;
     create_key(dir, path);
     k = read_key(path);
     if (k.bytes.empty() && k.problem.empty()) k.problem = fmt::format("the key file {} vanished as it was made", path);

@@ -37,8 +37,9 @@ struct Key {
 // The key in `dir`/key, made on first use: the folder (and missing parents) with mode 0700, the
 // key written whole to a temporary file and link()ed to its name, which fails with EEXIST when
 // another process made it first (then that key is read): racing processes agree on one key.
-// A key file that is not a regular file of kKeyBytes bytes owned by this user, or that group or
-// others may read or write, or a folder that others may write, is refused (the problem says so).
+// A folder that is not this user's or that others may write (they could swap the key), or a key
+// file that is not a regular file of kKeyBytes bytes owned by this user, or that group or others
+// may read or write, is refused (the problem says so).
 Key load_or_create_key(const std::string& dir);
 // This user's key (load_or_create_key(key_dir())), loaded once per process.
 const Key& user_key();

@@ -120,7 +120,12 @@ TEST(ArtifactTrust, KeyFilesOthersCouldReadOrChangeAreRefused) {
   put(key, "short");
   EXPECT_NE(trust::load_or_create_key(dir).problem.find("holds 5 bytes, not 32"), std::string::npos);
   fs::remove(key);
-  ::chmod(dir.c_str(), 0777);  // anyone could replace a key made here
+  ASSERT_EQ(trust::load_or_create_key(dir).problem, "");
+  ::chmod(dir.c_str(), 0777);  // anyone could have replaced the key, or could replace a new one
+  k = trust::load_or_create_key(dir);
+  EXPECT_TRUE(k.bytes.empty());
+  EXPECT_NE(k.problem.find("is writable by group or others (mode 0777)"), std::string::npos) << k.problem;
+  fs::remove(key);
   k = trust::load_or_create_key(dir);
   EXPECT_NE(k.problem.find("is writable by group or others (mode 0777)"), std::string::npos) << k.problem;
   EXPECT_FALSE(fs::exists(key));
