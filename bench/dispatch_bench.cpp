@@ -7,11 +7,10 @@
 
 #include <sstream>
 
-#include <filesystem>
-
 #include "backend/cpu/program.hpp"
 #include "backend/ref/executor.hpp"
 #include "eval/interp.hpp"
+#include "io/scratch_dir.hpp"
 #include "passes/passes.hpp"
 #include "runtime/jit.hpp"
 #include "trace/tracer.hpp"
@@ -75,7 +74,7 @@ void BM_NativeOnly(benchmark::State& st) {
   const auto& tc = sheaf::cpu::toolchain();
   if (!tc) return st.SkipWithError("no C++ compiler");
   sheaf::cpu::Prepared p = sheaf::cpu::prepare(t.graph);
-  std::string so = (std::filesystem::temp_directory_path() / "sheaf-dispatch-bench.so").string();
+  std::string so = sheaf::scratch_path(".so");
   sheaf::cpu::compile_shared_object(*tc, p.source.text, so);
   sheaf::cpu::Loaded lib = sheaf::cpu::load_shared_object(so, p.source.digest);
   sheaf::cpu::Program prog(std::move(p), lib);

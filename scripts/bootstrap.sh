@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libbenchmark-dev                                 # micro-benchmarks (bench/dispatch_bench.cpp)
   libedit-dev                                      # REPL line editing
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
+  libssl-dev                                       # libcrypto: HMAC-SHA-256 of cached artifacts
   libopenblas-dev                                  # CPU BLAS
   openmpi-bin libopenmpi-dev                       # data-parallel jobs (libsheaf_mpi.so, mpirun; tests/dist)
   tmux                                             # REPL test under a pseudo-terminal

@@ -1,5 +1,6 @@
-// base/hash.hpp — FNV-1a 64, the non-cryptographic hash of the caches' keys and checksums (content
-// hashes of functions, digests of generated code, cubin cache names and checksums).
+// base/hash.hpp — FNV-1a 64, the non-cryptographic hash of the caches' keys (content hashes of
+// functions, digests of generated code, cubin cache names). Anyone can recompute it: it names and
+// matches things, it proves nothing (artifacts are trusted by their HMAC, io/artifact_trust.hpp).
 #pragma once
 #include <cstdint>
 #include <string_view>

@@ -19,6 +19,7 @@
 #include "cli/build.hpp"
 #include "cli/docs_commands.hpp"
 #include "cli/repl.hpp"
+#include "cli/trust_command.hpp"
 #include "dist/comm.hpp"
 #include "eval/interp.hpp"
 #include "obs/session.hpp"
@@ -218,6 +219,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "build") return build_main(argc - 1, argv + 1);
   if (argc > 1 && std::string_view(argv[1]) == "init-ai") return init_ai_main(argc - 1, argv + 1);
   if (argc > 1 && std::string_view(argv[1]) == "reference") return reference_main(argc - 1, argv + 1);
+  if (argc > 1 && std::string_view(argv[1]) == "trust") return trust_main(argc - 1, argv + 1);
   Cli cli;
   CLI::App app{"Sheaf — a Lisp for writing and training neural networks as plain math.", "sheaf"};
   app.set_version_flag("--version", std::string("Sheaf ") + SHEAF_VERSION + " (" + SHEAF_BUILD_INFO +
@@ -248,7 +250,8 @@ int main(int argc, char** argv) {
       ->type_name("FILE.json");
   app.positionals_at_end(false);
   app.footer("With no FILE and no -c, starts the interactive REPL.\nAhead-of-time compilation: sheaf build FILE -o OUT [-S] [--config JSON] [--trace-with] (sheaf build --help).\n"
-             "sheaf init-ai [DIR]: write sheaf-context.md for coding assistants. sheaf reference [-o FILE]: the builtin reference.");
+             "sheaf init-ai [DIR]: write sheaf-context.md for coding assistants. sheaf reference [-o FILE]: the builtin reference.\n"
+             "sheaf trust DIR: list the compiled code in a copied __sheaf__/ and sign it with your key (it then runs without a compiler).");
   try {
     std::vector<std::string> args = trace_args(argc, argv);
     std::reverse(args.begin(), args.end());  // CLI11 takes them last-first

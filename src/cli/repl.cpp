@@ -28,6 +28,7 @@
 
 #include "base/error.hpp"
 #include "eval/interp.hpp"
+#include "io/scratch_dir.hpp"
 #include "obs/session.hpp"
 #include "reader/reader.hpp"
 #include "value/printer.hpp"
@@ -55,6 +56,7 @@ extern "C" void on_sigint(int) {
   } else if (g_eval_interrupts.fetch_add(1) == 0) {
     if (Interp* in = g_interp) in->interrupt.store(true);  // the evaluation stops with "Interrupted"
   } else {
+    remove_scratch_dir_now();  // _exit skips the atexit removal
     _exit(130);
   }
   errno = saved;

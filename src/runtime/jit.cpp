@@ -1,8 +1,6 @@
 // runtime/jit.cpp — dispatch of pure user functions to cached executables (reference backend).
 #include "runtime/jit.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -17,6 +15,7 @@
 #include "passes/passes.hpp"
 #include "eval/interp.hpp"
 #include "io/atomic_write.hpp"
+#include "io/scratch_dir.hpp"
 #include "obs/session.hpp"
 #include "runtime/content_hash.hpp"
 #include "tensor/blas.hpp"
@@ -58,6 +57,15 @@ std::string file_name(const std::string& name) {
   for (char& ch : r)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
   return r;
+}
+
+// How to get past an untrusted artifact or folder when nothing can rebuild it (SPEC §7.9).
+std::string untrusted_hint(const DiskCache& cache, DiskCache::Trouble trouble) {
+  if (trouble == DiskCache::Trouble::UnsafeFolder)
+    return fmt::format("make {0} yours and writable only by you (chmod go-w {0}); then, if you trust its files, sign "
+                       "them with your key: sheaf trust {0}",
+                       cache.dir());
+  return fmt::format("if you trust the files in {0} (say, a copy of your own build), sign them with your key: sheaf trust {0}", cache.dir());
 }
 
 // Compiled code depends on the job's world size (all-reduce :mean divides by it).
@@ -111,23 +119,27 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   const auto& tc = cpu::toolchain();
   std::string compiler = tc ? tc->identity : "";
   std::string problem;
+  DiskCache::Trouble trouble = DiskCache::Trouble::None;
   if (cache) {
     auto t1 = Clock::now();
     DiskCache::Found f = cache->find(id, compiler);
-    if (!f.path.empty()) {
-      cpu::Loaded lib = cpu::load_shared_object(f.path, p.source.digest);
+    if (!f.bytes.empty()) {
+      cpu::Loaded lib = cpu::load_verified_bytes(f.bytes, p.source.digest);
       stats_.load_s += since(t1);
       if (lib.entry) {
         ++stats_.loaded;
         return std::make_shared<cpu::Program>(std::move(p), lib);
       }
-      problem = f.path + " " + lib.problem;
+      problem = cache->path_of(id) + " " + lib.problem;
     } else {
       problem = f.problem;
+      trouble = f.trouble;
       stats_.load_s += since(t1);
     }
   }
   if (!tc) {
+    if (trouble == DiskCache::Trouble::Untrusted || trouble == DiskCache::Trouble::UnsafeFolder)
+      throw UntrustedArtifact(fmt::format("{}, and no C++ compiler was found to rebuild '{}'", problem, name), {}, untrusted_hint(*cache, trouble));
     ++stats_.ref_runs;
     if (!problem.empty())
       std::cerr << fmt::format("sheaf: {}, and no C++ compiler was found: '{}' runs on the reference executor\n", problem, name);
@@ -139,9 +151,9 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   }
   if (!problem.empty()) std::cerr << "sheaf: " << problem << "; recompiling\n";
   auto t2 = Clock::now();
-  std::string built = (std::filesystem::temp_directory_path() /
-                       fmt::format("sheaf-{}-{}-{}.so", getpid(), id.function, stats_.built)).string();
+  std::string built;
   try {
+    built = scratch_path(".so");
     cpu::compile_shared_object(*tc, p.source.text, built);
   } catch (const SheafError& e) {
     if (std::getenv("SHEAF_CPU_STRICT")) throw;
@@ -155,7 +167,7 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   ++stats_.built;
   cpu::Loaded lib = cpu::load_shared_object(built, p.source.digest);
   if (!lib.entry) throw SheafError(fmt::format("internal: the build of '{}' {}", name, lib.problem));
-  if (cache) {
+  if (cache && trouble != DiskCache::Trouble::UnsafeFolder) {  // find() said why nothing is stored there
     std::string err = cache->store(id, compiler, built);
     if (!err.empty()) std::cerr << fmt::format("sheaf: cannot write the build of '{}' to {}: {}\n", name, cache->dir(), err);
   }
@@ -196,6 +208,9 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     if (device == Device::Cpu) exe->native = build_native(in, fn, *exe);
     if (device == Device::Cuda) exe->gpu = build_gpu(fn, *exe);
     e.exe = std::move(exe);
+  } catch (UntrustedArtifact& e) {  // not a reason to interpret: the program stops and says how to trust
+    if (!e.loc.valid()) e.loc = site;
+    throw;
   } catch (const TraceAbort& abort) {
     e.reason = abort.what();
     stats_.trace_s += since(t0);

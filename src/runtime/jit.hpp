@@ -65,7 +65,7 @@ class Jit {
   // Set when no device was asked for: the first compile calls it once, and a GPU it returns
   // makes the device Device::Cuda (SPEC §8: cuda when usable); null leaves the device as it is.
   std::function<std::shared_ptr<cuda::Allocator>()> find_gpu;
-  std::optional<DiskCache> cache;  // __sheaf__/ beside the entry file (CPU backend); none: build in a temp dir
+  std::optional<DiskCache> cache;  // __sheaf__/ beside the entry file (CPU backend); none: nothing is cached
   // Caches compiled code in `dir`/__sheaf__/ (SPEC §7.9): the entry file's directory.
   void cache_beside(const std::string& dir);
   // Sees every call that reaches the JIT before dispatch (`sheaf build --trace-with`).

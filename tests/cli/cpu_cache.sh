@@ -2,8 +2,9 @@
 # tests/cli/cpu_cache.sh SHEAF — the CPU backend's `__sheaf__/` cache (SPEC §7.9, issue [5]).
 #   - a cold run compiles (C++ compiler) and writes manifest.json + one .so per function and key;
 #   - a warm run with no compiler on PATH loads everything from the cache and prints the same;
-#   - a corrupted (same size, other bytes) or truncated artifact is detected and rebuilt with a
-#     one-line notice; without a compiler it runs on the reference executor instead, with a notice;
+#   - a corrupted (same size, other bytes: its MAC fails) or truncated artifact is detected and
+#     rebuilt with a one-line notice; a truncated one without a compiler runs on the reference
+#     executor instead, with a notice (trust failures without a compiler: cache_trust.sh);
 #   - an edited function makes its artifact stale: rebuilt with a notice;
 #   - a manifest that does not parse is rebuilt silently; no temporary files are left behind;
 #   - no compiler and no cache: the reference executor, with a notice; --device ref writes no
@@ -49,7 +50,7 @@ so=$(artifact)
 printf '\x00\x11\x22\x33\x44\x55\x66\x77' | dd of="$so" bs=1 seek=2000 conv=notrunc status=none
 run train.shf
 status_is 0 'run after corruption'
-stderr_has "step.cpu.$(basename "$so" | cut -d. -f3).so is corrupt (checksum mismatch); recompiling" 'corruption notice'
+stderr_has "step.cpu.$(basename "$so" | cut -d. -f3).so is not signed with this user's key (made by another user or machine, or changed since); recompiling" 'corruption notice'
 [[ $(grep -c '^sheaf:' "$TMP/err") -eq 1 ]] || fail 'exactly one notice line'
 cmp -s "$TMP/out" "$TMP/expected" || fail 'the rebuilt artifact computes the same'
 

@@ -7,13 +7,15 @@
 // with every entry point (skipped where it is not installed); Gemms become cuBLASLt plans that a
 // column-major interpreter of the plan (what cuBLASLt computes) agrees with, and operands without
 // a unit stride are left to the fallback kernel, whose source compiles for sm_90; the kernel
-// cache's names and files round-trip and damaged files are rejected; NCCL loads with every entry
+// cache's names and files round-trip, damaged files are rejected, and only files this user signed
+// (in folders no one else may write; no FIFOs, no links) load; NCCL loads with every entry
 // point (skipped where it is not installed), its version codes and dtypes are read as nccl.h says;
 // the local rank comes from the launchers' variables and picks the rank's GPU.
 // On a GPU machine CudaGpu.* also run memory, kernels, the cache, products of every layout and
 // dtype (cuBLASLt and the fallback kernel), capture and the all-reduce of a job of one on the
 // process's GPU; they skip without one.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -31,6 +33,7 @@
 #include "backend/cuda/nccl.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
+#include "io/artifact_trust.hpp"
 #include "dist/comm.hpp"
 
 namespace sheaf::cuda {
@@ -385,18 +388,16 @@ TEST(CudaCache, NamesFilesByHashOfSourceArchAndNvrtcWithItsOptions) {
 
 TEST(CudaCache, FilesRoundTripAndDamagedOnesAreRejected) {
   const std::string cubin = std::string("\x7f" "ELF\0\1\2", 7) + std::string(300, '\xab');
-  const std::string file = pack_cubin(cubin);
+  const std::string mac(64, 'c');
+  const std::string file = pack_cubin(cubin, mac);
   ASSERT_EQ(file.size(), kCubinHeaderBytes + cubin.size());
-  EXPECT_EQ(file.substr(0, 11), "SHEAFCUBIN1");
+  EXPECT_EQ(file.substr(0, 11), "SHEAFCUBIN2");
   std::string why;
-  std::optional<std::string> back = unpack_cubin(file, &why);
+  std::optional<CubinFile> back = unpack_cubin(file, &why);
   ASSERT_TRUE(back) << why;
-  EXPECT_EQ(*back, cubin);
+  EXPECT_EQ(back->cubin, cubin);
+  EXPECT_EQ(back->mac, mac);
 
-  std::string flipped = file;
-  flipped[kCubinHeaderBytes + 100] ^= 1;
-  EXPECT_FALSE(unpack_cubin(flipped, &why));
-  EXPECT_NE(why.find("checksum"), std::string::npos) << why;
   EXPECT_FALSE(unpack_cubin(file.substr(0, file.size() - 1), &why));
   EXPECT_NE(why.find("truncated: 306 of 307"), std::string::npos) << why;
   EXPECT_FALSE(unpack_cubin(file + "x", &why));
@@ -405,19 +406,36 @@ TEST(CudaCache, FilesRoundTripAndDamagedOnesAreRejected) {
   magic[3] = 'X';
   EXPECT_FALSE(unpack_cubin(magic, &why));
   EXPECT_NE(why.find("not a Sheaf cubin"), std::string::npos) << why;
+  std::string old_format = file;
+  old_format[10] = '1';  // SHEAFCUBIN1: an unkeyed checksum, never loaded
+  EXPECT_FALSE(unpack_cubin(old_format, &why));
   EXPECT_FALSE(unpack_cubin(file.substr(0, 20), &why));
   EXPECT_NE(why.find("not a Sheaf cubin"), std::string::npos) << why;
-  EXPECT_FALSE(unpack_cubin(pack_cubin(""), &why));
-  std::string header_flip = file;
-  header_flip[kCubinHeaderBytes - 1] ^= 0x10;  // the stored checksum
-  EXPECT_FALSE(unpack_cubin(header_flip, &why));
+  EXPECT_FALSE(unpack_cubin(pack_cubin("", mac), &why));
+}
+
+// A fresh folder of mode 0700 (mkdtemp), removed with the test.
+struct CacheDir {
+  std::filesystem::path path;
+  CacheDir() {
+    std::string p = (std::filesystem::temp_directory_path() / "sheaf-cuda-cache-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(p.data()), nullptr);
+    path = p;
+  }
+  ~CacheDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+void put_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 TEST(CudaCache, WritesAtomicallyAndReadsBack) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("sheaf-cuda-cache-{}", getpid());
-  fs::remove_all(dir);
-  const std::string path = (dir / "sub" / cubin_cache_name("k", "sm_90", "NVRTC 13.0")).string();
+  CacheDir dir;
+  const std::string path = (dir.path / "sub" / cubin_cache_name("k", "sm_90", "NVRTC 13.0")).string();
   std::string why = "stale";
   EXPECT_FALSE(read_cached_cubin(path, &why));
   EXPECT_EQ(why, "");  // absent, not damaged
@@ -431,20 +449,66 @@ TEST(CudaCache, WritesAtomicallyAndReadsBack) {
   ASSERT_TRUE(back) << why;
   EXPECT_EQ(*back, cubin + "!");
   int files = 0;
-  for (const auto& e : fs::directory_iterator(dir / "sub")) {
+  for (const auto& e : fs::directory_iterator(dir.path / "sub")) {
     ++files;
     EXPECT_EQ(e.path().string(), path);  // no temporary left behind
   }
   EXPECT_EQ(files, 1);
-  {
-    std::string bytes = pack_cubin(cubin);
-    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), 500);  // a torn write
-  }
+  put_file(path, pack_cubin(cubin, trust::sign(cubin)).substr(0, 500));  // a torn write
   EXPECT_FALSE(read_cached_cubin(path, &why));
   EXPECT_NE(why.find("truncated"), std::string::npos) << why;
   // A directory that cannot be made (a file is in the way): only the cache is lost.
-  EXPECT_FALSE(write_cached_cubin((dir / "sub" / fs::path(path).filename() / "x.cubin").string(), cubin));
-  fs::remove_all(dir);
+  EXPECT_FALSE(write_cached_cubin((dir.path / "sub" / fs::path(path).filename() / "x.cubin").string(), cubin));
+}
+
+// SPEC §7.9: a cubin loads only when this user's key signed its exact bytes and it is a regular
+// file in a folder of this user that no one else may write; `sheaf trust` re-signs a copied one.
+TEST(CudaCache, LoadsOnlyWhatThisUserSigned) {
+  namespace fs = std::filesystem;
+  CacheDir dir;
+  const std::string path = (dir.path / cubin_cache_name("k", "sm_90", "NVRTC 13.0")).string();
+  const std::string cubin(400, '\x17');
+  std::string why;
+  // Planted with an unkeyed or foreign MAC (another user's key): refused, until trusted.
+  put_file(path, pack_cubin(cubin, trust::hmac_sha256_hex(std::string(32, 'k'), cubin)));
+  EXPECT_FALSE(read_cached_cubin(path, &why));
+  EXPECT_NE(why.find("not signed with this user's key"), std::string::npos) << why;
+  std::optional<size_t> size = resign_cached_cubin(path, &why);
+  ASSERT_TRUE(size) << why;
+  EXPECT_EQ(*size, cubin.size());
+  std::optional<std::string> back = read_cached_cubin(path, &why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(*back, cubin);
+  // Same size, other bytes: the MAC no longer matches.
+  std::string file = pack_cubin(cubin, trust::sign(cubin));
+  file[kCubinHeaderBytes + 7] ^= 1;
+  put_file(path, file);
+  EXPECT_FALSE(read_cached_cubin(path, &why));
+  EXPECT_NE(why.find("not signed with this user's key"), std::string::npos) << why;
+  ASSERT_TRUE(write_cached_cubin(path, cubin));
+  // A file others may write, a folder others may write (nothing is written there either).
+  fs::permissions(path, fs::perms::others_write, fs::perm_options::add);
+  EXPECT_FALSE(read_cached_cubin(path, &why));
+  EXPECT_NE(why.find("it is writable by group or others"), std::string::npos) << why;
+  fs::permissions(path, fs::perms::others_write, fs::perm_options::remove);
+  fs::permissions(dir.path, fs::perms::all);
+  EXPECT_FALSE(read_cached_cubin(path, &why));
+  EXPECT_NE(why.find("its folder is writable by group or others (mode 0777)"), std::string::npos) << why;
+  const std::string other = (dir.path / cubin_cache_name("other", "sm_90", "NVRTC 13.0")).string();
+  EXPECT_FALSE(write_cached_cubin(other, cubin));
+  EXPECT_FALSE(fs::exists(other));
+  fs::permissions(dir.path, fs::perms::owner_all);
+  // A FIFO is refused without blocking on it; a symbolic link is not followed.
+  fs::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_FALSE(read_cached_cubin(path, &why));
+  EXPECT_EQ(why, "it is a FIFO");
+  EXPECT_FALSE(resign_cached_cubin(path, &why));
+  fs::remove(path);
+  ASSERT_TRUE(write_cached_cubin(other, cubin));
+  fs::create_symlink(other, path);
+  EXPECT_FALSE(read_cached_cubin(path, &why));
+  EXPECT_EQ(why, "it is a symbolic link");
 }
 
 // ---------------------------------------------------------------- NCCL and the rank's GPU

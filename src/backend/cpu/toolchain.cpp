@@ -1,4 +1,5 @@
-// backend/cpu/toolchain.cpp — compiler discovery, compilation with posix_spawn, dlopen.
+// backend/cpu/toolchain.cpp — compiler discovery, compilation with posix_spawn in the private
+// scratch directory (io/scratch_dir.hpp), dlopen.
 #include "backend/cpu/toolchain.hpp"
 
 #include <dlfcn.h>
@@ -19,6 +20,7 @@
 
 #include "backend/cpu/render.hpp"
 #include "base/error.hpp"
+#include "io/scratch_dir.hpp"
 
 extern char** environ;
 
@@ -41,17 +43,33 @@ std::optional<std::string> on_path(const std::string& name) {
   return std::nullopt;
 }
 
+// This process's environment with TMPDIR set to the private scratch directory: the compiler's own
+// temporary files go there too, and are removed with it.
+std::vector<std::string> compiler_environment() {
+  std::vector<std::string> env{"TMPDIR=" + scratch_dir()};
+  for (char** e = environ; *e; ++e)
+    if (std::string_view(*e).rfind("TMPDIR=", 0) != 0) env.emplace_back(*e);
+  return env;
+}
+
+std::vector<char*> pointers(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 // Starts argv with stdout and stderr into `log`; -1 when it cannot be started.
 pid_t start(const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  std::vector<char*> args = pointers(argv);
+  const std::vector<std::string> env = compiler_environment();
+  std::vector<char*> envp = pointers(env);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid;
-  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   return rc == 0 ? pid : -1;
 }
@@ -73,11 +91,6 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::string scratch_name(const std::string& suffix) {
-  static int counter = 0;
-  return (fs::temp_directory_path() / fmt::format("sheaf-{}-{}{}", getpid(), ++counter, suffix)).string();
-}
-
 std::optional<Toolchain> discover() {
   std::vector<std::string> names;
   if (const char* cxx = std::getenv("SHEAF_CXX"); cxx && *cxx) names.push_back(cxx);
@@ -85,7 +98,7 @@ std::optional<Toolchain> discover() {
   for (const std::string& n : names) {
     auto path = on_path(n);
     if (!path) continue;
-    std::string log = scratch_name(".version");
+    std::string log = scratch_path(".version");
     int rc = run({*path, "--version"}, log);
     std::string out = read_text(log);
     fs::remove(log);
@@ -124,12 +137,8 @@ const std::string& isa_fingerprint() {
 }
 
 void compile_shared_object(const Toolchain& tc, const std::string& source, const std::string& out) {
-  std::string src = scratch_name(".cpp");
-  {
-    std::ofstream f(src);
-    f << source;
-    if (!f) throw SheafError(fmt::format("cannot write the generated source {}", src));
-  }
+  std::string src = scratch_path(".cpp");
+  write_new_file(src, source);
   std::vector<std::string> cmd{tc.compiler};
   std::stringstream flags(compile_flags());
   for (std::string f; flags >> f;) cmd.push_back(f);
@@ -139,9 +148,9 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
   std::vector<pid_t> pids;
   for (int part = 0; part < (split ? 2 : 1); ++part) {
     std::vector<std::string> argv = cmd;
-    logs.push_back(scratch_name(".log"));
+    logs.push_back(scratch_path(".log"));
     if (split) {
-      objects.push_back(scratch_name(".o"));
+      objects.push_back(scratch_path(".o"));
       argv.insert(argv.end(), {"-c", fmt::format("-DSHEAF_PART={}", part), "-o", objects.back(), src});
     } else {
       argv.insert(argv.end(), {"-o", out, src, kLinkFlags});
@@ -155,7 +164,7 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
     argv.insert(argv.end(), {"-o", out});
     argv.insert(argv.end(), objects.begin(), objects.end());
     argv.push_back(kLinkFlags);
-    logs.push_back(scratch_name(".log"));
+    logs.push_back(scratch_path(".log"));
     rc = run(argv, logs.back()) == 0 ? 0 : 1;
   }
   std::string diagnostics;
@@ -167,12 +176,12 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
     std::error_code ec;
     fs::remove(o, ec);
   }
+  fs::remove(src);
   if (rc != 0) {
     std::error_code ec;
     fs::remove(out, ec);
-    throw SheafError(fmt::format("{} failed on generated code (kept in {}):\n{}", tc.compiler, src, diagnostics.substr(0, 2000)));
+    throw SheafError(fmt::format("{} failed on generated code (SHEAF_DUMP_CPP=DIR keeps it):\n{}", tc.compiler, diagnostics.substr(0, 2000)));
   }
-  fs::remove(src);
 }
 
 Loaded load_shared_object(const std::string& path, const std::string& digest) {
@@ -195,6 +204,15 @@ Loaded load_shared_object(const std::string& path, const std::string& digest) {
     return l;
   }
   l.entry = reinterpret_cast<void (*)(const void*, void**)>(entry);
+  return l;
+}
+
+Loaded load_verified_bytes(std::string_view bytes, const std::string& digest) {
+  const std::string path = scratch_path(".so");
+  write_new_file(path, bytes, 0700);
+  Loaded l = load_shared_object(path, digest);
+  std::error_code ec;
+  fs::remove(path, ec);  // the mapping keeps the file's inode (and so its identity for dlopen) while loaded
   return l;
 }
 

@@ -1,6 +1,7 @@
 // backend/cpu/toolchain.hpp — the system C++ compiler, run at JIT time, and loading its output.
 // The compiler is $SHEAF_CXX, else the first of c++, g++, clang++ on PATH (a run from a warm
-// `__sheaf__/` needs none). Generated units are built with compile_flags() into a shared object
+// `__sheaf__/` needs none). Generated units are built with compile_flags() into a shared object,
+// every input, output and log in the process's private scratch directory (io/scratch_dir.hpp),
 // and loaded with dlopen; a library is used only when its ABI version and embedded digest
 // match what the caller rendered. -ffp-contract=off: no fused multiply-adds, so elementwise math
 // rounds exactly as the interpreter's kernels do (only reductions may sum in another order);
@@ -9,6 +10,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace sheaf::cpu {
 
@@ -29,8 +31,8 @@ const std::optional<Toolchain>& toolchain();
 // since -march=native code may use instructions another CPU lacks.
 const std::string& isa_fingerprint();
 
-// Compiles `source` into the shared object `out` (written directly; callers pass a temporary
-// name); a unit over kSplitBytes is compiled as two objects in parallel and linked. Throws
+// Compiles `source` into the shared object `out` (written directly by the compiler: callers pass
+// a scratch_path(".so")); a unit over kSplitBytes is compiled as two objects in parallel and linked. Throws
 // SheafError with the compiler's diagnostics on failure.
 inline constexpr size_t kSplitBytes = 48 * 1024;
 void compile_shared_object(const Toolchain& tc, const std::string& source, const std::string& out);
@@ -42,5 +44,9 @@ struct Loaded {
   std::string problem;  // non-empty: not usable
 };
 Loaded load_shared_object(const std::string& path, const std::string& digest);
+// Loads exactly `bytes` (an artifact whose MAC was checked on these bytes, runtime/disk_cache.hpp):
+// they are written to a new file in the private scratch directory, which no other user can
+// replace between the check and dlopen (a memfd would need /proc for dlopen), loaded, and unlinked.
+Loaded load_verified_bytes(std::string_view bytes, const std::string& digest);
 
 }  // namespace sheaf::cpu

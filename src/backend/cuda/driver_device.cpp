@@ -22,9 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "backend/cuda/cublaslt.hpp"
 #include "backend/cuda/device.hpp"
@@ -33,14 +31,15 @@
 #include "base/error.hpp"
 #include "base/placement.hpp"
 #include "dist/comm.hpp"
-#include "io/atomic_write.hpp"
+#include "io/artifact_trust.hpp"
 
 namespace sheaf::cuda {
 
 // ---------------------------------------------------------------- the pure parts (driver_device.hpp)
 
 namespace {
-constexpr char kCubinMagic[12] = {'S', 'H', 'E', 'A', 'F', 'C', 'U', 'B', 'I', 'N', '1', '\n'};
+constexpr char kCubinMagic[12] = {'S', 'H', 'E', 'A', 'F', 'C', 'U', 'B', 'I', 'N', '2', '\n'};
+constexpr size_t kMacChars = 64;  // HMAC-SHA-256 in hex
 
 void put_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -49,6 +48,22 @@ uint64_t get_u64(const std::string& in, size_t at) {
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[at + i])) << (8 * i);
   return v;
+}
+
+// The cache file at `path` passed the file checks and parses; nullopt with `why` (empty when
+// there is no such file).
+std::optional<CubinFile> read_cubin_file(const std::string& path, std::string* why) {
+  auto bad = [&](std::string w) -> std::optional<CubinFile> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (why) why->clear();
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  trust::Candidate c = trust::read_candidate(path);
+  if (c.missing) return std::nullopt;
+  if (std::string folder = trust::folder_problem(dir); !folder.empty()) return bad("its folder " + folder);
+  if (!c.problem.empty()) return bad("it " + c.problem);
+  return unpack_cubin(c.bytes, why);
 }
 }  // namespace
 
@@ -59,51 +74,60 @@ std::string cubin_cache_name(const std::string& source, const std::string& arch,
   return fmt::format("cuda-{:016x}.{}.cubin", h, arch);
 }
 
-std::string pack_cubin(const std::string& cubin) {
+std::string pack_cubin(const std::string& cubin, const std::string& mac) {
   std::string out(kCubinMagic, sizeof kCubinMagic);
   put_u64(out, cubin.size());
-  put_u64(out, fnv1a64(cubin));
-  static_assert(sizeof kCubinMagic + 16 == kCubinHeaderBytes);
+  out += mac.substr(0, kMacChars);
+  out.resize(kCubinHeaderBytes, '0');
+  static_assert(sizeof kCubinMagic + 8 + kMacChars == kCubinHeaderBytes);
   return out + cubin;
 }
 
-std::optional<std::string> unpack_cubin(const std::string& file, std::string* why) {
-  auto bad = [&](std::string w) -> std::optional<std::string> {
+std::optional<CubinFile> unpack_cubin(const std::string& file, std::string* why) {
+  auto bad = [&](std::string w) -> std::optional<CubinFile> {
     if (why) *why = std::move(w);
     return std::nullopt;
   };
   if (file.size() < kCubinHeaderBytes || file.compare(0, sizeof kCubinMagic, kCubinMagic, sizeof kCubinMagic) != 0)
     return bad("not a Sheaf cubin cache file");
-  const uint64_t size = get_u64(file, sizeof kCubinMagic), sum = get_u64(file, sizeof kCubinMagic + 8);
+  const uint64_t size = get_u64(file, sizeof kCubinMagic);
   const uint64_t have = file.size() - kCubinHeaderBytes;
   if (size == 0) return bad("its cubin is empty");
   if (have < size) return bad(fmt::format("truncated: {} of {} payload bytes", have, size));
   if (have > size) return bad(fmt::format("{} bytes past its {}-byte payload", have - size, size));
-  std::string cubin = file.substr(kCubinHeaderBytes);
-  if (fnv1a64(cubin) != sum) return bad("its checksum does not match");
-  return cubin;
+  return CubinFile{file.substr(kCubinHeaderBytes), file.substr(sizeof kCubinMagic + 8, kMacChars)};
 }
 
 std::optional<std::string> read_cached_cubin(const std::string& path, std::string* why) {
-  if (why) why->clear();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) {
-    if (why) *why = "it cannot be read";
+  std::optional<CubinFile> f = read_cubin_file(path, why);
+  if (!f) return std::nullopt;
+  if (std::string problem = trust::mac_problem(f->cubin, f->mac); !problem.empty()) {
+    if (why) *why = "it " + problem;
     return std::nullopt;
   }
-  return unpack_cubin(bytes.str(), why);
+  return std::move(f->cubin);
 }
 
 bool write_cached_cubin(const std::string& path, const std::string& cubin) {
   try {
-    write_file_atomic(path, pack_cubin(cubin));
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    trust::make_folder(dir);
+    if (!trust::folder_problem(dir).empty()) return false;  // never write where others may plant links
+    trust::replace_file(path, pack_cubin(cubin, trust::sign(cubin)));
     return true;
-  } catch (const std::exception&) {  // a read-only or blocked directory: only the cache is lost
+  } catch (const std::exception&) {  // a read-only or blocked directory, no key: only the cache is lost
     return false;
   }
+}
+
+std::optional<size_t> resign_cached_cubin(const std::string& path, std::string* why) {
+  std::optional<CubinFile> f = read_cubin_file(path, why);
+  if (!f) {
+    if (why && why->empty()) *why = "it is missing";
+    return std::nullopt;
+  }
+  trust::replace_file(path, pack_cubin(f->cubin, trust::sign(f->cubin)));
+  return f->cubin.size();
 }
 
 std::string format_bytes(size_t bytes) {

@@ -6,9 +6,13 @@
 // Cache files (one per rendering and GPU architecture, in the cache_dir given to Device::load):
 //   name     cuda-<16 hex digits>.<arch>.cubin, the digits the FNV-1a 64 hash of the CUDA source,
 //            the arch ("sm_90") and the NVRTC version ("NVRTC 13.0"), each followed by a NUL
-//   content  "SHEAFCUBIN1\n" (12 bytes), the payload's size and its FNV-1a 64 hash (8 bytes each,
-//            little-endian), the payload (the cubin NVRTC produced)
-// A file that fails these checks is ignored (with a one-line notice) and rewritten; files are
+//   content  "SHEAFCUBIN2\n" (12 bytes), the payload's size (8 bytes, little-endian), the
+//            HMAC-SHA-256 of the payload under this user's key (64 hex digits), the payload (the
+//            cubin NVRTC produced)
+// A cubin is trusted like a CPU artifact (io/artifact_trust.hpp): it is loaded only from a regular
+// file and folder owned by this user and writable by no one else, when its MAC matches — checked
+// on the bytes read once, which are the bytes cuModuleLoadData gets. A file that fails these checks
+// is ignored (with a one-line notice) and rewritten, never into a folder that fails them; files are
 // written to a temporary name in the same directory and renamed, so readers never see half a file.
 #pragma once
 #include <cstddef>
@@ -27,19 +31,26 @@ namespace sheaf::cuda {
 // another version or other options is another file).
 std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& compiler = nvrtc_compiler());
 
-constexpr size_t kCubinHeaderBytes = 28;
-// The cache file's bytes for `cubin`.
-std::string pack_cubin(const std::string& cubin);
-// The cubin in a cache file's bytes, or nullopt with `why` ("not a Sheaf cubin cache file",
-// "truncated: 100 of 4096 payload bytes", "its checksum does not match", ...).
-std::optional<std::string> unpack_cubin(const std::string& file, std::string* why = nullptr);
+constexpr size_t kCubinHeaderBytes = 84;
+// The cache file's bytes for `cubin` with its MAC (64 hex digits).
+std::string pack_cubin(const std::string& cubin, const std::string& mac);
+struct CubinFile {
+  std::string cubin, mac;
+};
+// The cubin and the MAC in a cache file's bytes, or nullopt with `why` ("not a Sheaf cubin cache
+// file", "truncated: 100 of 4096 payload bytes", ...). The MAC is not checked here.
+std::optional<CubinFile> unpack_cubin(const std::string& file, std::string* why = nullptr);
 
 // The cubin cached at `path`: nullopt with `why` empty when there is no such file, with `why`
-// saying what is wrong when the file is not a valid cache file.
+// saying what is wrong when the file or its folder fails the checks above ("it is a FIFO", "it
+// is not signed with this user's key (...)", "its folder is writable by group or others ...").
 std::optional<std::string> read_cached_cubin(const std::string& path, std::string* why = nullptr);
-// Writes `cubin` to `path` atomically (creating its directory); false when it could not (the
-// cache is then only lost).
+// Writes `cubin` to `path` atomically with this user's MAC (creating its folder); false when it
+// could not (the cache is then only lost).
 bool write_cached_cubin(const std::string& path, const std::string& cubin);
+// `sheaf trust`: rewrites the cache file at `path` with this user's MAC when it passes the file
+// checks and parses; the cubin's size, or nullopt with `why`. Throws SheafError when it cannot write.
+std::optional<size_t> resign_cached_cubin(const std::string& path, std::string* why);
 
 // "512 B", "32.0 MiB", "1.5 GiB"
 std::string format_bytes(size_t bytes);
