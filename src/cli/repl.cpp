@@ -189,6 +189,7 @@ bool help_special_form(const std::string& name) {
 }
 
 bool help_global(Interp& in, const std::string& name) {
+  in.autoload(symbols::intern(name), {});  // a name of nn or optim, whose module is not loaded yet
   const Interp::Global* g = find_global(in, name);
   if (!g) return false;
   std::string origin = g->module.empty() ? "" : ", module " + g->module;

@@ -100,7 +100,7 @@ Value Interp::run_file(const std::string& path) {
 
 Value Interp::eval_toplevel(const Value& form) {
   Value expanded = expand(form);
-  auto env = std::make_shared<Env>();
+  auto env = std::make_shared<Env>(module_env_);
   Value v = eval(expanded, env);
   if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", form.loc());
   return v;
@@ -111,12 +111,26 @@ const Interp::Global* Interp::global(int id) const {
   return it == globals_.end() ? nullptr : &it->second;
 }
 
-void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
+void Interp::check_definable(int id, SrcLoc loc) const {
   const std::string& name = symbols::name(id);
   if (is_reserved_name(name)) throw SheafError("Cannot shadow special form '" + name + "'", loc);
-  if (globals_.count(id)) throw SheafError("Redefinition of '" + name + "' is not allowed.", loc);
-  if (trace::tracing()) throw TraceAbort("defines the global '" + name + "'");
-  globals_[id] = Global{type, std::move(v), module_name};
+  auto it = globals_.find(id);
+  if (it != globals_.end() && !module_env_ && !it->second.shadowable)
+    throw SheafError("Redefinition of '" + name + "' is not allowed.", loc);
+}
+
+void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
+  check_definable(id, loc);
+  if (module_env_) {  // nn/optim: their functions see their own definitions first
+    module_env_->bind(id, v);
+    if (globals_.count(id)) return;  // a user definition made before the module loaded stays
+  } else if (trace::tracing()) {
+    throw TraceAbort("defines the global '" + symbols::name(id) + "'");
+  }
+  bool replaces = globals_.count(id) || builtins_.count(id);
+  globals_[id] = Global{type, std::move(v), module_name, module_env_ != nullptr};
+  // Compiled code inlined the definition this one replaces.
+  if (replaces && jit) jit->forget_compiled();
 }
 
 void Interp::clear_user_definitions() {
@@ -134,6 +148,8 @@ std::vector<std::string> Interp::all_names() const {
   for (const auto& [id, v] : builtins_) names.push_back(symbols::name(id));
   for (const auto& [id, g] : globals_) names.push_back(symbols::name(id));
   for (const SpecialForm& sf : special_forms()) names.emplace_back(sf.name);
+  for (const auto& [id, m] : autoload_index())
+    if (!globals_.count(id) && !symbols::name(id).starts_with("__")) names.push_back(symbols::name(id));
   return names;
 }
 
@@ -144,6 +160,7 @@ Value Interp::lookup(const Value& sym, const EnvPtr& env, bool call_position) {
   if (const Value* v = env->find(id)) return *v;
   if (auto it = globals_.find(id); it != globals_.end()) return it->second.value;
   if (auto it = builtins_.find(id); it != builtins_.end()) return it->second;
+  if (autoload(id, sym.loc())) return lookup(sym, env, call_position);
   const std::string& name = symbols::name(id);
   std::vector<std::string> names = all_names();
   for (const Env* e = env.get(); e; e = e->parent.get())

@@ -46,8 +46,7 @@ int64_t count_value(Interp& in, const Value& form, const EnvPtr& env, const List
 Value sf_def(Interp& in, const ListObj& f, const EnvPtr& env) {
   if (f.items.size() != 3 || !f.items[1].is(Kind::Symbol)) throw SheafError("def: expected (def name expr)", f.loc);
   int id = f.items[1].symbol();
-  if (is_reserved_name(f.items[1].as_str())) throw SheafError("Cannot shadow special form '" + f.items[1].as_str() + "'", at(f.items[1], f));
-  if (in.global(id)) throw SheafError("Redefinition of '" + f.items[1].as_str() + "' is not allowed.", at(f.items[1], f));
+  in.check_definable(id, at(f.items[1], f));
   Value v = in.eval(f.items[2], env);
   in.define(id, v, Interp::Global::Type::Def, at(f.items[1], f));
   return v;
@@ -82,8 +81,7 @@ Value sf_defn_like(Interp& in, const ListObj& f, const EnvPtr& env, bool macro) 
   need(f, 3, macro ? "(defmacro name [params] body...)" : "(defn name [params] body...)");
   const Value& name = f.items[1];
   if (!name.is(Kind::Symbol)) throw SheafError(head(f) + ": expected a name, got " + print_value(name, false), at(name, f));
-  if (is_reserved_name(name.as_str())) throw SheafError("Cannot shadow special form '" + name.as_str() + "'", at(name, f));
-  if (in.global(name.symbol())) throw SheafError("Redefinition of '" + name.as_str() + "' is not allowed.", at(name, f));
+  in.check_definable(name.symbol(), at(name, f));
   Value fn = make_fn(in, f, 2, name.as_str(), env, macro);
   in.define(name.symbol(), fn, macro ? Interp::Global::Type::Macro : Interp::Global::Type::Defn, at(name, f));
   return fn;
@@ -461,7 +459,7 @@ const SpecialForm kSpecialForms[] = {
     {"->", "(-> x f (g a) ...)", "Thread-first: x becomes the first argument of each step.", sf_expand_then_eval},
     {"->>", "(->> x (f a) ...)", "Thread-last: x becomes the last argument of each step.", sf_expand_then_eval},
     {"as->", "(as-> x name step...)", "Bind the running value to name in each step.", sf_expand_then_eval},
-    {"use", "(use name)", "Load name.shf once and import its definitions and macros.", sf_use},
+    {"use", "(use name) / (use ./path.shf)", "Load a module once and import its definitions and macros.", sf_use},
     {"defmacro", "(defmacro name [params] body...)", "Define a macro: receives forms, returns a form.", sf_defmacro},
     {"quote", "(quote x) or 'x", "The form as data.", sf_quote},
     {"quasiquote", "`form", "Template with ~x (unquote) and ~@xs (splice).", sf_quasiquote},
