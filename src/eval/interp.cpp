@@ -9,6 +9,7 @@
 
 #include "base/stack.hpp"
 #include "builtins/registry.hpp"
+#include "eval/typed_params.hpp"
 #include "obs/session.hpp"
 #include "reader/reader.hpp"
 #include "runtime/jit.hpp"
@@ -384,6 +385,7 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
                                  n == 1 ? "" : "s", p.describe(), args.size(), args.empty() ? "" : ": ", describe_args(args)),
                      site);
   }
+  if (std::any_of(p.patterns.begin(), p.patterns.end(), is_typed_param)) check_typed_args(*this, fn.name, p, args, site);
   if (jit && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
     if (std::optional<Value> r = jit->call(*this, fv, args, site)) return *r;
   auto env = std::make_shared<Env>(fn.env);

@@ -39,7 +39,7 @@ struct Limits {
 class Interp {
  public:
   struct Global {
-    enum class Type { Def, Defn, Macro } type;
+    enum class Type { Def, Defn, Macro, Schema } type;  // Schema: defparams
     Value value;
     std::string module;  // "" for the main program, else the module name
     bool shadowable = false;  // defined by an autoloaded module: a user definition may replace it
@@ -144,7 +144,8 @@ struct DepthGuard {
 void bind_pattern(Interp& in, Env& env, const Value& pattern, const Value& v, SrcLoc loc);
 // Validates a parameter/binding pattern at definition time (no special-form names).
 void check_pattern(const Value& pattern, SrcLoc loc);
-Params parse_params(const Value& vec, SrcLoc loc);
+// A parameter vector; `typed` admits typed parameters (x [4 2]), (p :as Schema) (eval/typed_params.hpp).
+Params parse_params(const Interp& in, const Value& vec, SrcLoc loc, bool typed);
 
 // Quasiquote template evaluation (eval/quasiquote.cpp).
 Value eval_quasiquote(Interp& in, const Value& tmpl, const EnvPtr& env);

@@ -8,6 +8,7 @@
 #include "builtins/pytree.hpp"
 #include "eval/interp.hpp"
 #include "eval/progress.hpp"
+#include "eval/typed_params.hpp"
 #include "obs/session.hpp"
 #include "trace/tracer.hpp"
 #include "value/printer.hpp"
@@ -64,7 +65,7 @@ Value make_fn(Interp& in, const ListObj& f, size_t start, std::string name, cons
   skip_jit();
   if (i >= f.items.size()) throw SheafError(head(f) + ": missing parameter vector", f.loc);
   auto fn = std::make_shared<FnObj>();
-  fn->params = parse_params(f.items[i], f.loc);
+  fn->params = parse_params(in, f.items[i], f.loc, !macro);
   size_t end = f.items.size();
   while (end > i + 1 && f.items[end - 1].is(Kind::Keyword) && f.items[end - 1].as_str() == "jit") --end;  // legacy
   fn->body.assign(f.items.begin() + static_cast<std::ptrdiff_t>(i + 1), f.items.begin() + static_cast<std::ptrdiff_t>(end));
@@ -441,7 +442,8 @@ Value sf_value_and_grad(Interp& in, const ListObj& f, const EnvPtr& env) {
 
 const SpecialForm kSpecialForms[] = {
     {"def", "(def name expr)", "Global immutable constant, evaluated once.", sf_def},
-    {"defn", "(defn name [params] body...)", "Global named function; `& rest` collects extra arguments.", sf_defn},
+    {"defn", "(defn name [params] body...)",
+     "Global named function; `& rest` collects extra arguments; (x [4 2]) and (p :as Schema) check arguments.", sf_defn},
     {"fn", "(fn [params] body...)", "Anonymous function closing over the enclosing locals.", sf_fn},
     {"lambda", "(lambda [params] body...)", "Deprecated alias of fn.", sf_fn},
     {"let", "(let [n1 e1 n2 e2 ...] body...)", "Sequential local bindings with destructuring.", sf_let},
@@ -460,6 +462,8 @@ const SpecialForm kSpecialForms[] = {
     {"->>", "(->> x (f a) ...)", "Thread-last: x becomes the last argument of each step.", sf_expand_then_eval},
     {"as->", "(as-> x name step...)", "Bind the running value to name in each step.", sf_expand_then_eval},
     {"use", "(use name) / (use ./path.shf)", "Load a module once and import its definitions and macros.", sf_use},
+    {"defparams", "(defparams Name {:k [shape] ...})",
+     "Declare a parameter schema for typed parameters (p :as Name); leaves are shapes, groups or schemas.", sf_defparams},
     {"defmacro", "(defmacro name [params] body...)", "Define a macro: receives forms, returns a form.", sf_defmacro},
     {"quote", "(quote x) or 'x", "The form as data.", sf_quote},
     {"quasiquote", "`form", "Template with ~x (unquote) and ~@xs (splice).", sf_quasiquote},
