@@ -169,8 +169,32 @@ Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
 
 Value sf_do(Interp& in, const ListObj& f, const EnvPtr& env) { return in.eval_body({f.items.begin() + 1, f.items.end()}, env); }
 
+// (case x (1 a) (2 b)): clauses in parentheses, as `cond` or Scheme's case write them, would be
+// compared as literal lists and match nothing: an error showing the flat form instead. A lone
+// parenthesised form is the default, so it counts only when its head cannot be called: (1 a).
+void reject_paren_clauses(const ListObj& f) {
+  auto paren_pair = [](const Value& c) {
+    if (!c.is_list() || c.as_list().kind != ListKind::Paren || c.as_list().items.size() != 2) return false;
+    const Value& h = c.as_list().items[0];
+    return !(h.is(Kind::Symbol) && (h.as_str() == "quote" || h.as_str() == "quasiquote"));  // 'a reads as (quote a)
+  };
+  if (f.items.size() < 3 || !std::all_of(f.items.begin() + 2, f.items.end(), paren_pair)) return;
+  if (f.items.size() == 3 && f.items[2].as_list().items[0].is(Kind::Symbol)) return;
+  std::string flat = "(case " + print_value(f.items[1], false);
+  for (size_t i = 2; i < f.items.size(); ++i) {
+    const Value& test = f.items[i].as_list().items[0];
+    bool fallback = (test.is(Kind::Symbol) && (test.as_str() == "else" || test.as_str() == "_")) ||
+                    (test.is(Kind::Keyword) && (test.as_str() == "else" || test.as_str() == "default"));
+    if (!fallback) flat += " " + print_value(test, false);
+    flat += " " + print_value(f.items[i].as_list().items[1], false);
+  }
+  throw SheafError("case: clauses are written as flat value/result pairs, not in parentheses", at(f.items[2], f),
+                   "write " + flat + ")");
+}
+
 Value sf_case(Interp& in, const ListObj& f, const EnvPtr& env) {
   need(f, 2, "(case x v1 r1 ... [default])");
+  reject_paren_clauses(f);
   Value x = in.eval(f.items[1], env);
   size_t n = f.items.size() - 2;
   for (size_t i = 2; i + 1 < f.items.size(); i += 2)
