@@ -8,7 +8,8 @@
 // accepts any size but the same size wherever that symbol appears again in the same scope. The
 // shape specs of one parameter vector form one scope; each use of a schema (a `:as` parameter or
 // a schema named inside another) forms its own, so a schema's symbols relate its own leaves only.
-// A dtype suffix on a spec ([4 2] :bf16) also requires that dtype. Checks run when the function
+// A dtype suffix on a spec ([4 2] :bf16) also requires that dtype. A data handle (a loaded
+// safetensors or npy file) is checked by its content. Checks run when the function
 // is called (for a compiled function: when it is traced, since shapes are static in a trace); a
 // mismatch names the function, the parameter, and the expected and actual shapes.
 #include "eval/typed_params.hpp"
@@ -16,6 +17,7 @@
 #include <map>
 
 #include "eval/interp.hpp"
+#include "value/handle.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 
@@ -86,10 +88,11 @@ using DimScope = std::map<int, std::pair<int64_t, std::string>>;
 // Checks one typed call; every message starts with "f: parameter p".
 class Checker {
  public:
-  Checker(const Interp& in, std::string prefix) : in_(in), prefix_(std::move(prefix)) {}
+  Checker(const Interp& in, std::string prefix, SrcLoc site) : in_(in), prefix_(std::move(prefix)), site_(site) {}
 
   // `where` names the leaf ("" for a plain typed parameter, " :attn :W" inside a schema).
   void shape(const Value& spec, const Value& v, const std::string& where, DimScope& scope) {
+    if (v.is(Kind::Handle)) return shape(spec, v.as<HandleObj>().materialize(site_), where, scope);  // a file-backed tensor
     const ListObj& l = spec.as_list();
     std::string expected = where.empty() ? "expects shape " + spec_text(spec) : "expects" + where + " of shape " + spec_text(spec);
     if (!v.is(Kind::Tensor) && !(v.is_number() && l.items.empty()))
@@ -118,6 +121,7 @@ class Checker {
       DimScope own;
       return schema(in_.global(s.symbol())->value, v, where, own);
     }
+    if (v.is(Kind::Handle)) return schema(s, v.as<HandleObj>().materialize(site_), where, scope);  // a loaded safetensors file
     if (!v.is(Kind::Dict)) fail("expects" + (where.empty() ? " a dict" : where + " to be a dict") + ", got " + describe(v));
     for (const auto& [k, sub] : s.as_dict().entries) {
       const Value* got = v.as_dict().find(k);
@@ -136,6 +140,7 @@ class Checker {
  private:
   const Interp& in_;
   std::string prefix_, param_, label_;
+  SrcLoc site_;
 
   [[noreturn]] void fail(const std::string& what) const { throw SheafError(prefix_ + ": " + param_ + label_ + " " + what); }
 
@@ -170,7 +175,7 @@ void check_typed_param(const Interp& in, const Value& pattern, SrcLoc loc) {
 
 void check_typed_args(const Interp& in, const std::string& fn_name, const Params& params, std::span<const Value> args,
                       SrcLoc site) {
-  Checker check(in, fn_name.empty() ? "<lambda>" : fn_name);
+  Checker check(in, fn_name.empty() ? "<lambda>" : fn_name, site);
   DimScope scope;
   try {
     for (size_t i = 0; i < params.patterns.size(); ++i) {
