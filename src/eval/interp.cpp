@@ -137,6 +137,12 @@ void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
 void Interp::clear_user_definitions() {
   for (auto it = globals_.begin(); it != globals_.end();)
     it = it->second.module.empty() ? globals_.erase(it) : std::next(it);
+  // the definitions of nn/optim that user definitions shadowed are visible again
+  for (const auto& [module, frame] : autoloaded_envs_)
+    for (const auto& [id, v] : frame->vars) {
+      Global::Type type = !v.is(Kind::Fn) ? Global::Type::Def : v.as<FnObj>().is_macro ? Global::Type::Macro : Global::Type::Defn;
+      globals_.try_emplace(id, Global{type, v, module, true});
+    }
 }
 
 const BuiltinDef* Interp::builtin_def(std::string_view name) const {

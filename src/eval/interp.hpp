@@ -118,6 +118,7 @@ class Interp {
   std::set<std::string> loaded_paths_;
   std::vector<std::string> loaded_module_names_;
   EnvPtr module_env_;  // while nn/optim load: the frame their definitions are bound in
+  std::vector<std::pair<std::string, EnvPtr>> autoloaded_envs_;  // each loaded nn/optim and its frame
   mutable std::unordered_map<int, std::string> autoload_names_;  // see autoload_index
 
   void load_module(const std::string& name, const std::string& text, const std::string& path, const std::string& dir,

@@ -81,6 +81,7 @@ void Interp::load_module(const std::string& name, const std::string& text, const
   std::string saved_dir = current_dir;
   if (!dir.empty()) current_dir = dir;
   EnvPtr saved_env = std::exchange(module_env_, bundled && is_autoloaded_module(name) ? std::make_shared<Env>() : nullptr);
+  if (module_env_) autoloaded_envs_.emplace_back(name, module_env_);
   loaded_module_names_.push_back(name);
   auto restore = [&] {
     module_name = std::move(saved_module);

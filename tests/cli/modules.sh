@@ -64,5 +64,10 @@ awk '/Loaded modules/{n++} n==2 && /^  nn /{ok=1} END{exit !ok}' "$TMP/out" || f
 grep -q '^  optim ' "$TMP/out" && fail 'optim was loaded without a reference to it'
 (cd "$TMP/work" && printf ':h adam-step\n' | NO_COLOR=1 "$SHEAF" >"$TMP/out" 2>"$TMP/err")
 stdout_has '(adam-step p g m v t lr & hyper)' ':h describes an optim function before its module is loaded'
+# a user definition shadows one of nn's once nn is loaded; :clear brings nn's back
+(cd "$TMP/work" && printf '(linear [[1]] [[2]] [3])\n(defn linear [x] :mine)\n(linear 1)\n:clear\n(linear [[1]] [[2]] [3])\n' |
+  NO_COLOR=1 "$SHEAF" >"$TMP/out" 2>"$TMP/err")
+stdout_has '=> :mine' "the user's linear"
+[[ $(grep -c '=> \[\[5\.\]\]' "$TMP/out") -eq 2 ]] || fail ":clear restores nn's linear"
 
 exit $FAILED
