@@ -51,7 +51,10 @@ Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
   jit = std::make_unique<Jit>();
 }
 
-Interp::~Interp() = default;
+Interp::~Interp() {
+  // A module frame holds functions whose environments lead back to it: break the cycle.
+  for (auto& [module, frame] : autoloaded_envs_) frame->vars.clear();
+}
 
 void Interp::check_elements(int64_t n, SrcLoc loc) const {
   if (n > limits_.max_elements)
