@@ -94,23 +94,22 @@ class Checker {
   void shape(const Value& spec, const Value& v, const std::string& where, DimScope& scope) {
     if (v.is(Kind::Handle)) return shape(spec, v.as<HandleObj>().materialize(site_), where, scope);  // a file-backed tensor
     const ListObj& l = spec.as_list();
-    std::string expected = where.empty() ? "expects shape " + spec_text(spec) : "expects" + where + " of shape " + spec_text(spec);
-    if (!v.is(Kind::Tensor) && !(v.is_number() && l.items.empty()))
-      fail(expected + ", got " + describe(v));
+    auto expected = [&] { return "expects" + (where.empty() ? "" : where + " of") + " shape " + spec_text(spec); };
+    if (!v.is(Kind::Tensor) && !(v.is_number() && l.items.empty())) fail(expected() + ", got " + describe(v));
     Shape s = v.is(Kind::Tensor) ? v.as_tensor().shape() : Shape{};
-    if (l.suffix && (!v.is(Kind::Tensor) || v.as_tensor().dtype() != *l.suffix)) fail(expected + ", got " + describe(v));
-    if (s.size() != l.items.size()) fail(expected + ", got " + shape_text(s));
+    if (l.suffix && (!v.is(Kind::Tensor) || v.as_tensor().dtype() != *l.suffix)) fail(expected() + ", got " + describe(v));
+    if (s.size() != l.items.size()) fail(expected() + ", got " + shape_text(s));
     for (size_t i = 0; i < s.size(); ++i) {
       const Value& d = l.items[i];
       if (d.is(Kind::Int)) {
-        if (d.as_int() != s[i]) fail(expected + ", got " + shape_text(s));
+        if (d.as_int() != s[i]) fail(expected() + ", got " + shape_text(s));
         continue;
       }
       if (d.as_str() == "_") continue;
       auto [it, fresh] = scope.try_emplace(d.symbol(), s[i], param_ + where);
       if (!fresh && it->second.first != s[i]) {
         std::string from = it->second.second == param_ + where ? "" : " (from " + it->second.second + ")";
-        fail(fmt::format("{} with {} = {}{}, got {}", expected, d.as_str(), it->second.first, from, shape_text(s)));
+        fail(fmt::format("{} with {} = {}{}, got {}", expected(), d.as_str(), it->second.first, from, shape_text(s)));
       }
     }
   }
