@@ -28,6 +28,7 @@
 #include "base/error.hpp"
 #include "emit/stablehlo.hpp"
 #include "eval/interp.hpp"
+#include "eval/typed_params.hpp"
 #include "io/atomic_write.hpp"
 #include "io/mmap.hpp"
 #include "passes/passes.hpp"
@@ -141,7 +142,8 @@ std::optional<std::vector<Value>> config_args(const FnObj& fn, const json& confi
     return std::nullopt;
   }
   std::vector<Value> args;
-  for (const Value& p : fn.params.patterns) {
+  for (const Value& pattern : fn.params.patterns) {
+    const Value& p = param_name(pattern);
     if (!p.is(Kind::Symbol)) {
       why = "a destructured parameter has no name to look up in --config";
       return std::nullopt;

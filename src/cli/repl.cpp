@@ -136,6 +136,7 @@ std::string_view kind_word(Interp::Global::Type t) {
     case Interp::Global::Type::Def: return "def";
     case Interp::Global::Type::Defn: return "defn";
     case Interp::Global::Type::Macro: return "macro";
+    case Interp::Global::Type::Schema: return "schema";
   }
   return "def";
 }
@@ -191,6 +192,7 @@ bool help_special_form(const std::string& name) {
 }
 
 bool help_global(Interp& in, const std::string& name) {
+  in.autoload(symbols::intern(name), {});  // a name of nn or optim, whose module is not loaded yet
   const Interp::Global* g = find_global(in, name);
   if (!g) return false;
   std::string origin = g->module.empty() ? "" : ", module " + g->module;
@@ -268,16 +270,6 @@ bool cmd_registry(Interp& in, const std::string&) {
   else std::cout << "Loaded modules:\n";
   for (const std::string& m : in.loaded_modules()) print_module(m, names_in_module(in, m));
   return true;
-}
-
-// A form written back as code: (a b), [a b], {a b}; atoms as the printer shows them.
-std::string form_text(const Value& v) {
-  if (!v.is_list() || v.as_list().kind == ListKind::Tuple) return print_value(v, false);
-  const ListObj& l = v.as_list();
-  const char* brackets = l.kind == ListKind::Bracket ? "[]" : l.kind == ListKind::Brace ? "{}" : "()";
-  std::string s(1, brackets[0]);
-  for (size_t i = 0; i < l.items.size(); ++i) s += (i ? " " : "") + form_text(l.items[i]);
-  return s + brackets[1];
 }
 
 // The text of the form starting at `loc`, as written (comments and layout kept); empty when

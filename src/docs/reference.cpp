@@ -61,7 +61,10 @@ std::string reference_markdown() {
   out += "\n## Bundled modules\n";
   for (std::string_view name : bundled_module_names()) {
     std::string_view text = *bundled_module(name);
-    out += fmt::format("\n### {}{}\n\n", name, name == "macros" ? " (preloaded)" : fmt::format(" — `(use {})`", name));
+    std::string how = name == "macros"                ? " (preloaded)"
+                      : is_autoloaded_module(name) ? " (loaded by the first use of one of its names; `(use " + std::string(name) + ")` is optional)"
+                                                   : " — `(use " + std::string(name) + ")`";
+    out += fmt::format("\n### {}{}\n\n", name, how);
     std::string entries = module_entries(text);
     out += entries.empty() ? "No definitions of its own: its utilities are builtins; `(use " + std::string(name) + ")` keeps Sheaf 2.x programs working.\n" : entries;
   }

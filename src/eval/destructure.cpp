@@ -1,8 +1,11 @@
 // eval/destructure.cpp — binding patterns (SPEC §4.1 destructuring).
 // Patterns: a symbol; a vector [a [b c] & rest] matched against a list, tuple or tensor
-// (axis 0; rows of a 1-D tensor are scalars); a map pattern {:keys [h c]}.
+// (axis 0; rows of a 1-D tensor are scalars); a map pattern {:keys [h c]}. In a function's
+// parameter vector also a typed parameter (x [4 2]) or (p :as Schema), which binds its name
+// (eval/typed_params.cpp checks the value when the function is called).
 #include "base/error.hpp"
 #include "eval/interp.hpp"
+#include "eval/typed_params.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -43,7 +46,7 @@ void check_pattern(const Value& pattern, SrcLoc loc) {
   throw SheafError("invalid binding target " + print_value(pattern, false) + " (expected a name or a [pattern])", at);
 }
 
-Params parse_params(const Value& vec, SrcLoc loc) {
+Params parse_params(const Interp& in, const Value& vec, SrcLoc loc, bool typed) {
   if (!vec.is_list() || vec.as_list().kind != ListKind::Bracket) {
     SheafError err("expected a parameter vector, got " + print_value(vec, false), vec.loc().valid() ? vec.loc() : loc);
     if (vec.is_list() && vec.as_list().kind == ListKind::Paren) err.hint = "parameters are written in square brackets: [x y]";
@@ -58,15 +61,16 @@ Params parse_params(const Value& vec, SrcLoc loc) {
       p.rest = items[i + 1];
       break;
     }
-    check_pattern(items[i], loc);
+    if (typed && is_typed_param(items[i])) check_typed_param(in, items[i], loc);
+    else check_pattern(items[i], loc);
     p.patterns.push_back(items[i]);
   }
   return p;
 }
 
 void bind_pattern(Interp& in, Env& env, const Value& pattern, const Value& v, SrcLoc loc) {
-  if (pattern.is(Kind::Symbol)) {
-    env.bind(pattern.symbol(), v);
+  if (pattern.is(Kind::Symbol) || is_typed_param(pattern)) {  // a typed parameter was checked by the call
+    env.bind(param_name(pattern).symbol(), v);
     return;
   }
   const ListObj& l = pattern.as_list();

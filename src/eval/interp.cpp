@@ -10,6 +10,7 @@
 #include "base/stack.hpp"
 #include "builtins/dtype_suffix.hpp"
 #include "builtins/registry.hpp"
+#include "eval/typed_params.hpp"
 #include "obs/session.hpp"
 #include "reader/reader.hpp"
 #include "runtime/jit.hpp"
@@ -51,7 +52,10 @@ Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
   jit = std::make_unique<Jit>();
 }
 
-Interp::~Interp() = default;
+Interp::~Interp() {
+  // A module frame holds functions whose environments lead back to it: break the cycle.
+  for (auto& [module, frame] : autoloaded_envs_) frame->vars.clear();
+}
 
 void Interp::check_elements(int64_t n, SrcLoc loc) const {
   if (n > limits_.max_elements)
@@ -101,7 +105,7 @@ Value Interp::run_file(const std::string& path) {
 
 Value Interp::eval_toplevel(const Value& form) {
   Value expanded = expand(form);
-  auto env = std::make_shared<Env>();
+  auto env = std::make_shared<Env>(module_env_);
   Value v = eval(expanded, env);
   if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", form.loc());
   return v;
@@ -112,17 +116,37 @@ const Interp::Global* Interp::global(int id) const {
   return it == globals_.end() ? nullptr : &it->second;
 }
 
-void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
+void Interp::check_definable(int id, SrcLoc loc) const {
   const std::string& name = symbols::name(id);
   if (is_reserved_name(name)) throw SheafError("Cannot shadow special form '" + name + "'", loc);
-  if (globals_.count(id)) throw SheafError("Redefinition of '" + name + "' is not allowed.", loc);
-  if (trace::tracing()) throw TraceAbort("defines the global '" + name + "'");
-  globals_[id] = Global{type, std::move(v), module_name};
+  auto it = globals_.find(id);
+  if (it != globals_.end() && !module_env_ && !it->second.shadowable)
+    throw SheafError("Redefinition of '" + name + "' is not allowed.", loc);
+}
+
+void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
+  check_definable(id, loc);
+  if (module_env_) {  // nn/optim: their functions see their own definitions first
+    module_env_->bind(id, v);
+    if (globals_.count(id)) return;  // a user definition made before the module loaded stays
+  } else if (trace::tracing()) {
+    throw TraceAbort("defines the global '" + symbols::name(id) + "'");
+  }
+  bool replaces = globals_.count(id) || builtins_.count(id);
+  globals_[id] = Global{type, std::move(v), module_name, module_env_ != nullptr};
+  // Compiled code inlined the definition this one replaces.
+  if (replaces && jit) jit->forget_compiled();
 }
 
 void Interp::clear_user_definitions() {
   for (auto it = globals_.begin(); it != globals_.end();)
     it = it->second.module.empty() ? globals_.erase(it) : std::next(it);
+  // the definitions of nn/optim that user definitions shadowed are visible again
+  for (const auto& [module, frame] : autoloaded_envs_)
+    for (const auto& [id, v] : frame->vars) {
+      Global::Type type = !v.is(Kind::Fn) ? Global::Type::Def : v.as<FnObj>().is_macro ? Global::Type::Macro : Global::Type::Defn;
+      globals_.try_emplace(id, Global{type, v, module, true});
+    }
 }
 
 const BuiltinDef* Interp::builtin_def(std::string_view name) const {
@@ -135,6 +159,8 @@ std::vector<std::string> Interp::all_names() const {
   for (const auto& [id, v] : builtins_) names.push_back(symbols::name(id));
   for (const auto& [id, g] : globals_) names.push_back(symbols::name(id));
   for (const SpecialForm& sf : special_forms()) names.emplace_back(sf.name);
+  for (const auto& [id, m] : autoload_index())
+    if (!globals_.count(id) && !symbols::name(id).starts_with("__")) names.push_back(symbols::name(id));
   return names;
 }
 
@@ -145,6 +171,7 @@ Value Interp::lookup(const Value& sym, const EnvPtr& env, bool call_position) {
   if (const Value* v = env->find(id)) return *v;
   if (auto it = globals_.find(id); it != globals_.end()) return it->second.value;
   if (auto it = builtins_.find(id); it != builtins_.end()) return it->second;
+  if (autoload(id, sym.loc())) return lookup(sym, env, call_position);
   const std::string& name = symbols::name(id);
   std::vector<std::string> names = all_names();
   for (const Env* e = env.get(); e; e = e->parent.get())
@@ -369,6 +396,7 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
                                  n == 1 ? "" : "s", p.describe(), args.size(), args.empty() ? "" : ": ", describe_args(args)),
                      site);
   }
+  if (std::any_of(p.patterns.begin(), p.patterns.end(), is_typed_param)) check_typed_args(*this, fn.name, p, args, site);
   if (jit && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
     if (std::optional<Value> r = jit->call(*this, fv, args, site)) return *r;
   auto env = std::make_shared<Env>(fn.env);

@@ -39,9 +39,10 @@ struct Limits {
 class Interp {
  public:
   struct Global {
-    enum class Type { Def, Defn, Macro } type;
+    enum class Type { Def, Defn, Macro, Schema } type;  // Schema: defparams
     Value value;
     std::string module;  // "" for the main program, else the module name
+    bool shadowable = false;  // defined by an autoloaded module: a user definition may replace it
   };
 
   explicit Interp(std::ostream& out, Limits limits = {});
@@ -60,7 +61,10 @@ class Interp {
 
   // Globals and builtins.
   const Global* global(int id) const;
+  // Defines a global. A name already defined is an error ("Redefinition"), except that a user
+  // definition replaces one of nn/optim's, and those modules never replace a user's.
   void define(int id, Value v, Global::Type type, SrcLoc loc);
+  void check_definable(int id, SrcLoc loc) const;  // the errors define would raise for the name
   Value lookup(const Value& sym, const EnvPtr& env, bool call_position = false);
   const BuiltinDef* builtin_def(std::string_view name) const;
   std::vector<std::string> all_names() const;  // builtins, special forms, user names
@@ -76,6 +80,9 @@ class Interp {
 
   // Module loading (eval/modules.cpp).
   void use_module(const std::string& name, SrcLoc loc);
+  // Loads the autoloaded module (nn, optim) defining `id` if it is not loaded yet; false when
+  // no such module defines it or it is loaded already.
+  bool autoload(int id, SrcLoc loc);
   const std::vector<std::string>& loaded_modules() const { return loaded_module_names_; }
   std::string current_dir;  // directory of the file being evaluated (for `use`)
   std::string module_name;  // module whose forms are being evaluated ("" = main program)
@@ -110,6 +117,15 @@ class Interp {
   std::vector<const SpecialForm*> special_;
   std::set<std::string> loaded_paths_;
   std::vector<std::string> loaded_module_names_;
+  EnvPtr module_env_;  // while nn/optim load: the frame their definitions are bound in
+  std::vector<std::pair<std::string, EnvPtr>> autoloaded_envs_;  // each loaded nn/optim and its frame
+  mutable std::unordered_map<int, std::string> autoload_names_;  // see autoload_index
+
+  void load_module(const std::string& name, const std::string& text, const std::string& path, const std::string& dir,
+                   bool bundled);
+  // The names nn and optim define → the module's name (read from their texts, not evaluated,
+  // the first time a name is not found).
+  const std::unordered_map<int, std::string>& autoload_index() const;
 
   Value eval_call(const ListObj& l, const EnvPtr& env);
   Value call_unobserved(const Value& f, std::span<const Value> args, SrcLoc site);
@@ -129,7 +145,8 @@ struct DepthGuard {
 void bind_pattern(Interp& in, Env& env, const Value& pattern, const Value& v, SrcLoc loc);
 // Validates a parameter/binding pattern at definition time (no special-form names).
 void check_pattern(const Value& pattern, SrcLoc loc);
-Params parse_params(const Value& vec, SrcLoc loc);
+// A parameter vector; `typed` admits typed parameters (x [4 2]), (p :as Schema) (eval/typed_params.hpp).
+Params parse_params(const Interp& in, const Value& vec, SrcLoc loc, bool typed);
 
 // Quasiquote template evaluation (eval/quasiquote.cpp).
 Value eval_quasiquote(Interp& in, const Value& tmpl, const EnvPtr& env);

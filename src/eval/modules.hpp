@@ -8,4 +8,6 @@ namespace sheaf {
 // Source of a bundled module (nn, optim, macros, misc), or nullopt.
 std::optional<std::string_view> bundled_module(std::string_view name);
 std::vector<std::string_view> bundled_module_names();
+// nn and optim: their names resolve without `use` (SPEC §4.7).
+bool is_autoloaded_module(std::string_view name);
 }  // namespace sheaf

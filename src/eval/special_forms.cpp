@@ -8,6 +8,7 @@
 #include "builtins/pytree.hpp"
 #include "eval/interp.hpp"
 #include "eval/progress.hpp"
+#include "eval/typed_params.hpp"
 #include "obs/session.hpp"
 #include "trace/tracer.hpp"
 #include "value/printer.hpp"
@@ -46,8 +47,7 @@ int64_t count_value(Interp& in, const Value& form, const EnvPtr& env, const List
 Value sf_def(Interp& in, const ListObj& f, const EnvPtr& env) {
   if (f.items.size() != 3 || !f.items[1].is(Kind::Symbol)) throw SheafError("def: expected (def name expr)", f.loc);
   int id = f.items[1].symbol();
-  if (is_reserved_name(f.items[1].as_str())) throw SheafError("Cannot shadow special form '" + f.items[1].as_str() + "'", at(f.items[1], f));
-  if (in.global(id)) throw SheafError("Redefinition of '" + f.items[1].as_str() + "' is not allowed.", at(f.items[1], f));
+  in.check_definable(id, at(f.items[1], f));
   Value v = in.eval(f.items[2], env);
   in.define(id, v, Interp::Global::Type::Def, at(f.items[1], f));
   return v;
@@ -65,7 +65,7 @@ Value make_fn(Interp& in, const ListObj& f, size_t start, std::string name, cons
   skip_jit();
   if (i >= f.items.size()) throw SheafError(head(f) + ": missing parameter vector", f.loc);
   auto fn = std::make_shared<FnObj>();
-  fn->params = parse_params(f.items[i], f.loc);
+  fn->params = parse_params(in, f.items[i], f.loc, !macro);
   size_t end = f.items.size();
   while (end > i + 1 && f.items[end - 1].is(Kind::Keyword) && f.items[end - 1].as_str() == "jit") --end;  // legacy
   fn->body.assign(f.items.begin() + static_cast<std::ptrdiff_t>(i + 1), f.items.begin() + static_cast<std::ptrdiff_t>(end));
@@ -82,8 +82,7 @@ Value sf_defn_like(Interp& in, const ListObj& f, const EnvPtr& env, bool macro) 
   need(f, 3, macro ? "(defmacro name [params] body...)" : "(defn name [params] body...)");
   const Value& name = f.items[1];
   if (!name.is(Kind::Symbol)) throw SheafError(head(f) + ": expected a name, got " + print_value(name, false), at(name, f));
-  if (is_reserved_name(name.as_str())) throw SheafError("Cannot shadow special form '" + name.as_str() + "'", at(name, f));
-  if (in.global(name.symbol())) throw SheafError("Redefinition of '" + name.as_str() + "' is not allowed.", at(name, f));
+  in.check_definable(name.symbol(), at(name, f));
   Value fn = make_fn(in, f, 2, name.as_str(), env, macro);
   in.define(name.symbol(), fn, macro ? Interp::Global::Type::Macro : Interp::Global::Type::Defn, at(name, f));
   return fn;
@@ -170,8 +169,32 @@ Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
 
 Value sf_do(Interp& in, const ListObj& f, const EnvPtr& env) { return in.eval_body({f.items.begin() + 1, f.items.end()}, env); }
 
+// (case x (1 a) (2 b)): clauses in parentheses, as `cond` or Scheme's case write them, would be
+// compared as literal lists and match nothing: an error showing the flat form instead. A lone
+// parenthesised form is the default, so it counts only when its head cannot be called: (1 a).
+void reject_paren_clauses(const ListObj& f) {
+  auto paren_pair = [](const Value& c) {
+    if (!c.is_list() || c.as_list().kind != ListKind::Paren || c.as_list().items.size() != 2) return false;
+    const Value& h = c.as_list().items[0];
+    return !(h.is(Kind::Symbol) && (h.as_str() == "quote" || h.as_str() == "quasiquote"));  // 'a reads as (quote a)
+  };
+  if (f.items.size() < 3 || !std::all_of(f.items.begin() + 2, f.items.end(), paren_pair)) return;
+  if (f.items.size() == 3 && f.items[2].as_list().items[0].is(Kind::Symbol)) return;
+  std::string flat = "(case " + print_value(f.items[1], false);
+  for (size_t i = 2; i < f.items.size(); ++i) {
+    const Value& test = f.items[i].as_list().items[0];
+    bool fallback = (test.is(Kind::Symbol) && (test.as_str() == "else" || test.as_str() == "_")) ||
+                    (test.is(Kind::Keyword) && (test.as_str() == "else" || test.as_str() == "default"));
+    if (!fallback) flat += " " + print_value(test, false);
+    flat += " " + print_value(f.items[i].as_list().items[1], false);
+  }
+  throw SheafError("case: clauses are written as flat value/result pairs, not in parentheses", at(f.items[2], f),
+                   "write " + flat + ")");
+}
+
 Value sf_case(Interp& in, const ListObj& f, const EnvPtr& env) {
   need(f, 2, "(case x v1 r1 ... [default])");
+  reject_paren_clauses(f);
   Value x = in.eval(f.items[1], env);
   size_t n = f.items.size() - 2;
   for (size_t i = 2; i + 1 < f.items.size(); i += 2)
@@ -443,7 +466,8 @@ Value sf_value_and_grad(Interp& in, const ListObj& f, const EnvPtr& env) {
 
 const SpecialForm kSpecialForms[] = {
     {"def", "(def name expr)", "Global immutable constant, evaluated once.", sf_def},
-    {"defn", "(defn name [params] body...)", "Global named function; `& rest` collects extra arguments.", sf_defn},
+    {"defn", "(defn name [params] body...)",
+     "Global named function; `& rest` collects extra arguments; (x [4 2]) and (p :as Schema) check arguments.", sf_defn},
     {"fn", "(fn [params] body...)", "Anonymous function closing over the enclosing locals.", sf_fn},
     {"lambda", "(lambda [params] body...)", "Deprecated alias of fn.", sf_fn},
     {"let", "(let [n1 e1 n2 e2 ...] body...)", "Sequential local bindings with destructuring.", sf_let},
@@ -461,7 +485,9 @@ const SpecialForm kSpecialForms[] = {
     {"->", "(-> x f (g a) ...)", "Thread-first: x becomes the first argument of each step.", sf_expand_then_eval},
     {"->>", "(->> x (f a) ...)", "Thread-last: x becomes the last argument of each step.", sf_expand_then_eval},
     {"as->", "(as-> x name step...)", "Bind the running value to name in each step.", sf_expand_then_eval},
-    {"use", "(use name)", "Load name.shf once and import its definitions and macros.", sf_use},
+    {"use", "(use name) / (use ./path.shf)", "Load a module once and import its definitions and macros.", sf_use},
+    {"defparams", "(defparams Name {:k [shape] ...})",
+     "Declare a parameter schema for typed parameters (p :as Name); leaves are shapes, groups or schemas.", sf_defparams},
     {"defmacro", "(defmacro name [params] body...)", "Define a macro: receives forms, returns a form.", sf_defmacro},
     {"quote", "(quote x) or 'x", "The form as data.", sf_quote},
     {"quasiquote", "`form", "Template with ~x (unquote) and ~@xs (splice).", sf_quasiquote},

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "eval/typed_params.hpp"
 #include "io/atomic_write.hpp"
 #include "obs/nan_locator.hpp"
 #include "trace/tracer.hpp"
@@ -26,10 +27,10 @@ std::string call_name(const Value& f) {
   return n.empty() ? "<lambda>" : n;
 }
 
-// The index of the parameter named `name` (a plain symbol pattern), or -1.
+// The index of the parameter named `name` (a plain symbol or typed parameter), or -1.
 int param_index(const FnObj& fn, const std::string& name) {
   for (size_t i = 0; i < fn.params.patterns.size(); ++i) {
-    const Value& p = fn.params.patterns[i];
+    const Value& p = param_name(fn.params.patterns[i]);
     if (p.is(Kind::Symbol) && p.as_str() == name) return static_cast<int>(i);
   }
   return -1;

@@ -75,6 +75,10 @@ class Jit {
   // interpreted (no tensor argument, or tracing failed for this key).
   std::optional<Value> call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site);
 
+  // Drops every compiled specialization: a global they inlined was redefined (a user function
+  // replacing a builtin or one of nn/optim's).
+  void forget_compiled() { fns_.clear(); }
+
   const JitStats& stats() const { return stats_; }
   void report(std::ostream& os) const;  // the --jit-profile text (SPEC §9.5)
 

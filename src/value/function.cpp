@@ -1,4 +1,4 @@
-// value/function.cpp — environment lookup and parameter-list description.
+// value/function.cpp — environment lookup, parameter-list description, forms as source text.
 #include "value/function.hpp"
 
 #include "value/printer.hpp"
@@ -12,10 +12,19 @@ const Value* Env::find(int id) const {
   return nullptr;
 }
 
+std::string form_text(const Value& v) {
+  if (!v.is_list() || v.as_list().kind == ListKind::Tuple) return print_value(v, false);
+  const ListObj& l = v.as_list();
+  const char* brackets = l.kind == ListKind::Bracket ? "[]" : l.kind == ListKind::Brace ? "{}" : "()";
+  std::string s(1, brackets[0]);
+  for (size_t i = 0; i < l.items.size(); ++i) s += (i ? " " : "") + form_text(l.items[i]);
+  return s + brackets[1];
+}
+
 std::string Params::describe() const {
   std::string s = "[";
-  for (size_t i = 0; i < patterns.size(); ++i) s += (i ? " " : "") + print_value(patterns[i]);
-  if (!rest.is_nil()) s += std::string(patterns.empty() ? "" : " ") + "& " + print_value(rest);
+  for (size_t i = 0; i < patterns.size(); ++i) s += (i ? " " : "") + form_text(patterns[i]);
+  if (!rest.is_nil()) s += std::string(patterns.empty() ? "" : " ") + "& " + form_text(rest);
   return s + "]";
 }
 

@@ -29,6 +29,9 @@ struct Params {
   std::string describe() const;  // "[x y & more]"
 };
 
+// A form as source text: (f [x y] {:k v}) keeps its brackets (print_value prints lists as [a, b]).
+std::string form_text(const Value& form);
+
 struct FnObj : Obj {
   std::string name;  // empty for anonymous closures
   Params params;

@@ -82,6 +82,25 @@ grep -qF 'tpu not in {cpu,ref,cuda}' "$TMP/err" || fail 'SHEAF_DEVICE=tpu is an 
 
 run profile.shf --jit-profile
 cp "$TMP/out" "$TMP/jit.out"
+
+# ---- typed parameters compile and differentiate like untyped ones; a call with a wrong shape stops
+# before dispatch (and the check also runs while tracing, where shapes are static) ----
+cat >"$TMP/typed.shf" <<'SHF'
+(defparams Linear {:W [3 1] :b [1]})
+(defn loss [(p :as Linear) (x [n 3])] (with-params [p] (mean (+ (@ x W) b))))
+(defn train [(p :as Linear) (x [n 3])]
+  (let [[l g] ((value-and-grad loss) p x)] (sgd-step p g 0.5)))
+(def p (repeat [i 3] [p {:W (ones [3 1]) :b (zeros [1])}] (train p (ones [4 3]))))
+(print (get p :b))
+(train p (ones [4 2]))
+SHF
+run typed.shf --jit-profile
+status_is 1 'typed function called with a wrong shape'
+stdout_has '[-1.5]' 'three compiled steps of a typed function'
+stderr_has 'train: parameter x expects shape [n 3], got [4 2]' 'the shape check of a compiled function'
+stderr_has 'typed.shf:7:1' 'the error is located at the call'
+stderr_has 'executables: 2 hits, 1 misses; 1 traces' 'train compiled once and reused; the bad call is not traced'
+stderr_has '; 0 interpreted calls' 'nothing fell back to the interpreter'
 run profile.shf --no-jit
 cmp -s "$TMP/out" "$TMP/jit.out" || fail '--no-jit prints the same as the compiled run'
 
