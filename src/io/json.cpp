@@ -118,6 +118,8 @@ json parse_json(std::string_view text, const std::string& path) {
   }
 }
 
+std::string json_text(const Value& v, const std::string& path) { return dump(to_json(v, path, 0)); }
+
 Value load_json(const std::string& path) { return to_value(parse_json(read_file(path), path), path, 0); }
 
 Value load_jsonl(const std::string& path) {
