@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
                                         "; OpenBLAS, CUDA and MPI are loaded at run time when used)");
   auto* c = app.add_option("-c", cli.expr, "Evaluate the forms in EXPR and print the final value")->type_name("EXPR");
   app.add_option("file", cli.file, "Program to run (.shf)");
-  app.add_option("args", cli.program_args, "Arguments for the program, (argv); after -- even those starting with -");
+  app.add_option("args", cli.program_args, "Words for the program after FILE, (argv) and (args ...): every word that is not a sheaf option, and all after --");
   app.add_option("--device", cli.device,
                  "Backend: cuda (NVIDIA GPU; the default where one is usable), cpu (native code; the default otherwise) or ref "
                  "(reference executor); $SHEAF_DEVICE when not given")

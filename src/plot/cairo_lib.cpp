@@ -39,6 +39,12 @@ Loaded load() {
 
 }  // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+// cairo keeps fontconfig's configuration and font caches for the life of the process, which
+// LeakSanitizer reports at exit: they are not Sheaf's leaks.
+extern "C" const char* __lsan_default_suppressions() { return "leak:libfontconfig.so\nleak:libcairo.so\n"; }
+#endif
+
 const Cairo& cairo() {
   static const Loaded lib = load();
   if (!lib.error.empty()) throw SheafError(lib.error);
