@@ -15,6 +15,8 @@ APT_PACKAGES=(
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libssl-dev                                       # libcrypto: HMAC-SHA-256 of cached artifacts
   libopenblas-dev                                  # CPU BLAS
+  libprotobuf-dev protobuf-compiler                # TensorBoard event files (libsheaf_tensorboard.so)
+  libcairo2-dev                                    # `sheaf plot` (cairo's header; libcairo2 is loaded at run time)
   openmpi-bin libopenmpi-dev                       # data-parallel jobs (libsheaf_mpi.so, mpirun; tests/dist)
   tmux                                             # REPL test under a pseudo-terminal
   dataset-fashion-mnist                            # IDX loading test (tests/cli/io_interop.sh)
@@ -40,9 +42,10 @@ fi
 # safetensors is the reference reader/writer for tests/cli/io_interop.sh; IREE's iree-compile and
 # iree-run-module check the emitted StableHLO in tests/unit/stablehlo_test.cpp and back
 # `sheaf build -o x.vmfb`; tiktoken with bpe-openai's copy of cl100k_base counts the tokens of
-# `sheaf init-ai`'s output offline, scripts/cl100k.py).
+# `sheaf init-ai`'s output offline, scripts/cl100k.py; tensorboard reads the event files and pypng
+# the plots of tests/cli/metrics.sh).
 PY=python3
-if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai" 2>/dev/null; then
+if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai, tensorboard, png" 2>/dev/null; then
   echo "bootstrap: pip install -r scripts/requirements-test.txt"
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt

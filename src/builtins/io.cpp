@@ -1,8 +1,10 @@
 // builtins/io.cpp — `io`, the single side-effect entry point for files and the OS (SPEC §7.2).
 // (io "load" path [hint]), (io "save" path value [hint]), (io "read" path), (io "lines" path),
-// (io "exists" path), (io "entropy" [n]), (io "clock") — seconds on a monotonic clock since its
-// first reading, as a float, for timing epochs and steps (an extension: Sheaf 2.x had no clock). Formats live in src/io; errors there name the file and
-// are prefixed here with "io <verb>: ". `lines` returns a list of strings (not yet lazy).
+// (io "exists" path), (io "append" path row) (a row added to a .jsonl/.csv log, io/append.hpp),
+// (io "entropy" [n]), (io "clock") — seconds on a monotonic clock since its first reading, as a
+// float, for timing epochs and steps (an extension: Sheaf 2.x had no clock). Formats live in
+// src/io; errors there name the file and are prefixed here with "io <verb>: ". `lines` returns a
+// list of strings (not yet lazy).
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -10,18 +12,20 @@
 #include "builtins/args.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
+#include "io/append.hpp"
 #include "io/formats.hpp"
 #include "io/io.hpp"
 
 namespace sheaf {
 namespace {
 
-constexpr std::string_view kVerbs[] = {"load", "save", "read", "lines", "exists", "entropy", "clock"};
+constexpr std::string_view kVerbs[] = {"load", "save", "read", "lines", "exists", "append", "entropy", "clock"};
 
 // Arity of each verb, counting the verb: {min, max}.
 std::pair<size_t, size_t> verb_arity(std::string_view v) {
   if (v == "load") return {2, 3};
   if (v == "save") return {3, 4};
+  if (v == "append") return {3, 3};
   if (v == "entropy") return {1, 2};
   if (v == "clock") return {1, 1};
   return {2, 2};
@@ -30,6 +34,7 @@ std::pair<size_t, size_t> verb_arity(std::string_view v) {
 std::string_view verb_usage(std::string_view v) {
   if (v == "load") return "(io \"load\" path [hint])";
   if (v == "save") return "(io \"save\" path value [hint])";
+  if (v == "append") return "(io \"append\" path row)";
   if (v == "entropy") return "(io \"entropy\" [n])";
   if (v == "clock") return "(io \"clock\")";
   if (v == "read") return "(io \"read\" path)";
@@ -54,6 +59,10 @@ Value run_verb(Interp& in, const CallArgs& a, const std::string& verb) {
     io_save(path, a[2], a.size() > 3 ? a[3] : Value());
     return Value();
   }
+  if (verb == "append") {
+    io_append(path, a[2]);
+    return Value();
+  }
   if (verb == "read") return load_text(path);
   if (verb == "lines") return load_lines(path);
   std::error_code ec;
@@ -64,7 +73,7 @@ Value b_io(Interp& in, const CallArgs& a) {
   auto verb = key_name(a[0]);
   if (!verb) type_error(a, 0, "a verb string (\"load\", \"save\", ...)");
   if (std::find(std::begin(kVerbs), std::end(kVerbs), std::string_view(*verb)) == std::end(kVerbs)) {
-    SheafError e(fmt::format("io: unknown verb '{}' (verbs: load, save, read, lines, exists, entropy, clock)", *verb), a.site);
+    SheafError e(fmt::format("io: unknown verb '{}' (verbs: load, save, read, lines, exists, append, entropy, clock)", *verb), a.site);
     auto near = suggest_names(*verb, {std::begin(kVerbs), std::end(kVerbs)});
     if (!near.empty()) e.hint = fmt::format("did you mean \"{}\"?", near[0]);
     throw e;
@@ -84,7 +93,7 @@ Value b_io(Interp& in, const CallArgs& a) {
 const BuiltinDef kIo[] = {
     {"io", "(io verb [path] [value] [hint])",
      "Files and the OS: \"load\"/\"save\" safetensors, npy, .bin, IDX, JSON, JSONL, text, pickle (restricted); \"read\", "
-     "\"lines\", \"exists\", \"entropy\".",
+     "\"lines\", \"exists\"; \"append\" a row to a .jsonl or .csv log; \"entropy\", \"clock\".",
      b_io, 1, 4, true},
 };
 

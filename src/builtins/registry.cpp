@@ -16,6 +16,7 @@ std::span<const BuiltinFamily> builtin_families() {
       {"files and data (io)", io_builtins()},     {"convolutions", conv_builtins()},
       {"transforms", transform_builtins()},       {"differentiation", autodiff_builtins()},
       {"differentiation rules", rule_builtins()},  {"data-parallel training", distributed_builtins()},
+      {"program arguments", program_args_builtins()}, {"metrics", metrics_builtins()},
   };
   return families;
 }

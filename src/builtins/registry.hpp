@@ -31,6 +31,8 @@ std::span<const BuiltinDef> transform_builtins();   // vmap
 std::span<const BuiltinDef> autodiff_builtins();     // grad jvp (value-and-grad is a special form)
 std::span<const BuiltinDef> rule_builtins();         // checkpoint custom-vjp
 std::span<const BuiltinDef> distributed_builtins();  // rank world-size all-reduce broadcast-tree barrier shard
+std::span<const BuiltinDef> program_args_builtins();  // args
+std::span<const BuiltinDef> metrics_builtins();       // log-metrics log-metrics-to tensorboard
 
 struct BuiltinFamily {
   std::string_view name;  // "linear algebra"

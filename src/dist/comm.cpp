@@ -9,13 +9,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "base/companion.hpp"
 #include "base/error.hpp"
 
 namespace sheaf::dist {
@@ -51,20 +51,6 @@ bool launched_by_mpi() {
   return std::getenv("SLURM_PROCID") && std::getenv("SLURM_STEP_NUM_TASKS");  // a task of an srun step
 }
 
-// Where libsheaf_mpi.so may be: $SHEAF_MPI_LIB, beside the binary (the build tree), and the
-// install tree's lib/sheaf.
-std::vector<std::string> shim_candidates() {
-  std::vector<std::string> c;
-  if (const char* p = std::getenv("SHEAF_MPI_LIB")) c.push_back(p);
-  std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    c.push_back((exe.parent_path() / "libsheaf_mpi.so").string());
-    c.push_back((exe.parent_path().parent_path() / "lib" / "sheaf" / "libsheaf_mpi.so").string());
-  }
-  return c;
-}
-
 template <typename F>
 void resolve(void* lib, const char* name, F& fn, std::string& missing) {
   fn = reinterpret_cast<F>(dlsym(lib, name));
@@ -73,13 +59,8 @@ void resolve(void* lib, const char* name, F& fn, std::string& missing) {
 
 void load_shim(State& s) {
   std::string tried;
-  void* lib = nullptr;
-  for (const std::string& path : shim_candidates()) {
-    // RTLD_GLOBAL: OpenMPI's components resolve libmpi's symbols from the global scope.
-    if ((lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL))) break;
-    const char* e = dlerror();
-    tried += fmt::format("\n  {}", e ? e : path + ": cannot be loaded");
-  }
+  // RTLD_GLOBAL: OpenMPI's components resolve libmpi's symbols from the global scope.
+  void* lib = open_companion("libsheaf_mpi.so", "SHEAF_MPI_LIB", RTLD_NOW | RTLD_GLOBAL, tried);
   if (!lib)
     throw SheafError(fmt::format("started by an MPI launcher, but libsheaf_mpi.so could not be loaded (build Sheaf with MPI "
                                  "installed: apt-get install libopenmpi-dev; or set SHEAF_MPI_LIB):{}",

@@ -94,6 +94,10 @@ class Interp {
   bool progress_bars = false;
   // The arguments after the program's file that are not sheaf options: `(argv)`.
   std::vector<std::string> program_args;
+  // Where `(log-metrics ...)` writes ("run.jsonl", "run.csv", "tb:DIR"; builtins/metrics.cpp):
+  // set by --metrics, which then wins, or by `(log-metrics-to ...)`.
+  std::vector<std::string> metric_sinks;
+  bool metric_sinks_from_cli = false;
 
   // Automatic compilation of pure functions (runtime/jit.hpp); null with --no-jit.
   std::unique_ptr<class Jit> jit;

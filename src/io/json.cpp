@@ -167,6 +167,8 @@ json parse_json(std::string_view text, const std::string& path) {
 
 Value json_value(std::string_view text, const std::string& path) { return to_value(parse_json(text, path), path, 0); }
 
+std::string json_text(const Value& v, const std::string& path) { return dump(to_json(v, path, 0)); }
+
 Value jsonl_value(std::string_view text, const std::string& path) {
   std::vector<Value> items;
   size_t pos = 0;

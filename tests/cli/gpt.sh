@@ -2,9 +2,11 @@
 # tests/cli/gpt.sh SHEAF — the char-level GPT example (examples/gpt) on Debian's fortunes:
 #   train:    a tiny config (d 64, 2 layers, T 64, B 32, 300 steps on the first 500 k characters)
 #             ends with a held-out loss at least 0.5 nats/char below the unigram entropy of that
-#             text (about 3.2), in well under a minute; the log has the step line format.
+#             text (about 3.2), in well under a minute; the log has the step line format, and
+#             runs/tiny.jsonl a row per logged step (val at eval steps) beside TensorBoard files.
 #   resume:   20 steps in one run and 10 + `resume` + 10 in two runs write byte-identical
-#             checkpoints and log the same loss at step 20 (SHEAF_NUM_THREADS=1).
+#             checkpoints, log the same loss at step 20 and the same metrics log runs/ck.jsonl
+#             (SHEAF_NUM_THREADS=1); --log false writes no metrics.
 #   generate: sampling from the tiny checkpoint prints only characters of the vocabulary.
 set -euo pipefail
 SHEAF="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -38,6 +40,14 @@ final = float(re.search(r"final held-out loss (\d+\.\d+) nats/char after 300 ste
 print(f"tiny GPT: held-out {final:.4f} nats/char, unigram entropy {unigram:.4f}")
 assert final < unigram - 0.5, (final, unigram)
 PY
+python3 - <<'PY' || fail "tiny training: metrics log: $(cat runs/tiny.jsonl)"
+import glob, json
+rows = [json.loads(l) for l in open("runs/tiny.jsonl")]
+assert [r["step"] for r in rows] == [50, 100, 150, 200, 250, 300], rows
+assert [r["val"] is not None for r in rows] == [False, True, False, True, False, True], rows
+assert all(r["loss"] > 0 and r["lr"] > 0 for r in rows), rows
+assert glob.glob("runs/tiny/events.out.tfevents.*"), "no TensorBoard file"
+PY
 [ -f tiny.safetensors ] && [ -f tiny.json ] || fail "the tiny run wrote no checkpoint"
 ls tiny.safetensors.* tiny.json.* 2>/dev/null && fail "temporary checkpoint files were left behind"
 
@@ -56,6 +66,11 @@ grep -q "resumed from ck.safetensors at step 10" two/log2 || fail "resume did no
 cmp one/ck.safetensors two/ck.safetensors || fail "resumed training differs from uninterrupted training"
 [ "$(grep '^step 20/20' one/log | cut -d'|' -f2,3)" == "$(grep '^step 20/20' two/log2 | cut -d'|' -f2,3)" ] ||
   fail "step 20 losses differ: $(grep '^step 20' one/log two/log2)"
+# the resumed run continues the metrics log of the first: the same rows as the uninterrupted run
+cmp one/runs/ck.jsonl two/runs/ck.jsonl || fail "resumed metrics log differs: $(cat one/runs/ck.jsonl two/runs/ck.jsonl)"
+[ "$(wc -l < one/runs/ck.jsonl)" == 4 ] || fail "20 steps logged every 5 should give 4 rows: $(cat one/runs/ck.jsonl)"
+(cd two && "$SHEAF" "$TRAIN" $SMALL ckpt=off steps=5 --log false > log3) || fail "log=false run failed"
+[ ! -e two/runs/off.jsonl ] && [ ! -e two/runs/off ] || fail "--log false still wrote metrics"
 
 # ---- generation stays in the vocabulary ----
 gen="$("$SHEAF" "$TMP/generate.shf" ckpt=tiny chars=200 seed=1 prompt=The)" || fail "generation failed"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/cli/install.sh — `make install` (cmake --install): the stripped binary (≤ 8 MB, no shared
 # libraries beyond libc, libstdc++, libm, libgcc_s and OpenSSL's libcrypto, which signs compiled
-# artifacts: linked statically it would add 4.5 MB), the MPI shim where the binary
-# finds it, the prelude modules and the docs; the installed binary runs programs, reports its
-# build in --version and runs a 2-rank job with the installed shim.
+# artifacts: linked statically it would add 4.5 MB), the MPI shim and the TensorBoard library
+# where the binary finds them, the prelude modules and the docs; the installed binary runs
+# programs, reports its build in --version, writes a TensorBoard file with the installed library
+# and runs a 2-rank job with the installed shim.
 # Usage: install.sh path/to/build/sheaf — runs every check, then exits 1 if any failed.
 set -u
 
@@ -13,7 +14,7 @@ source "$(dirname "$0")/lib/harness.sh"
 PREFIX=$TMP/prefix
 STATUS=0
 cmake --install "$(dirname "$SHEAF")" --prefix "$PREFIX" --strip >"$TMP/install.log" 2>&1 || fail 'cmake --install'
-for f in bin/sheaf lib/sheaf/libsheaf_mpi.so share/sheaf/lib/optim.shf share/doc/sheaf/reference.md share/doc/sheaf/distributed.md; do
+for f in bin/sheaf lib/sheaf/libsheaf_mpi.so lib/sheaf/libsheaf_tensorboard.so share/sheaf/lib/optim.shf share/doc/sheaf/reference.md share/doc/sheaf/distributed.md; do
   [[ -f $PREFIX/$f ]] || fail "installed $f"
 done
 SHEAF=$PREFIX/bin/sheaf
@@ -34,6 +35,10 @@ stdout_has 'commit ' '--version gives the build'
 run -c '(use optim) (sgd-step [1 2] [1 1] 0.5)'
 status_is 0 'the installed binary runs a program with a bundled module'
 stdout_is '[0.5 1.5]' 'the installed binary computes'
+
+run -c '(tensorboard "tb" 1 {:loss 0.5})'
+status_is 0 'the installed binary writes a TensorBoard record'
+ls "$TMP"/tb/events.out.tfevents.* >/dev/null 2>&1 || fail 'an event file with the installed libsheaf_tensorboard.so'
 
 MPIRUN=(mpirun --oversubscribe)
 [[ $(id -u) == 0 ]] && MPIRUN+=(--allow-run-as-root)

@@ -61,8 +61,10 @@ status_is 2 'unknown option'
 run -c
 status_is 2 '-c without its argument'
 printf '(+ 1 1)\n' >"$TMP/two.shf"
+run --no-such-option two.shf
+status_is 2 'unknown option before FILE'
 run two.shf --no-such-option
-status_is 2 'unknown option after FILE'
+status_is 0 'a word after FILE that is no sheaf option is the program'"'"'s (SPEC §10.1: --key value for args)'
 printf '(print (argv))\n' >"$TMP/argv.shf"
 run argv.shf steps=3 --no-jit -- --resume
 status_is 0 'program arguments'
