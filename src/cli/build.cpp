@@ -29,7 +29,7 @@
 #include "emit/stablehlo.hpp"
 #include "eval/interp.hpp"
 #include "io/atomic_write.hpp"
-#include "io/mmap.hpp"
+#include "io/data_file.hpp"
 #include "passes/passes.hpp"
 #include "reader/reader.hpp"
 #include "runtime/content_hash.hpp"
