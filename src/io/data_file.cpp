@@ -97,9 +97,8 @@ void DataFile::check_unchanged() const {
 void DataFile::read(size_t offset, size_t n, void* dst, std::string_view what) const {
   check_range(offset, n, what);
   if (n == 0) return;
-  check_unchanged();
   bool whole = pread_all(fd_, static_cast<std::byte*>(dst), n, offset, path);
-  check_unchanged();  // also when the file ended early: it was truncated
+  check_unchanged();  // after the read: a change before or during it shows in the mtime (or size)
   if (!whole) throw SheafError(fmt::format("'{}': {} could not be read: the file ended early", path, what));
 }
 

@@ -3,9 +3,10 @@
 // Why not a memory map: a tensor viewing a map changes when the file is rewritten in place (it
 // must never change), and touching a page of a file truncated under the map raises SIGBUS. With
 // pread a tensor owns its bytes from the moment it is read, and a shorter file is a short read.
-// Each read first and last compares the open file's size and modification time (fstat of the held
-// descriptor) with those seen at load, so a file changed in place gives the error "'x.npy':
-// changed on disk since it was loaded" instead of a mix of old and new bytes. A file replaced by
+// After each read, the open file's size and modification time (fstat of the held descriptor) are
+// compared with those seen at load — a write(2) before or during the read has changed them by then —
+// so a file changed in place gives the error "'x.npy': the file changed on disk since it was
+// loaded" instead of a mix of old and new bytes. A file replaced by
 // rename (io "save" does that) or deleted keeps its old contents behind the descriptor, and the
 // handle keeps reading them.
 #pragma once

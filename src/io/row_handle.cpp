@@ -19,6 +19,7 @@ RowHandle::RowHandle(std::string kind, Elem elem, Shape row_shape, std::vector<R
   row_bytes_ = static_cast<size_t>(shape_numel(row_shape_)) * elem_size(elem_);
   out_row_ = static_cast<size_t>(shape_numel(row_shape_)) * dtype_size(elem_dtype(elem_));
   for (const RowShard& s : shards_) {
+    names_.push_back(fmt::format("'{}'", s.file->path));
     starts_.push_back(total_);
     total_ += s.rows;
   }
@@ -40,7 +41,7 @@ void RowHandle::read_rows(int64_t begin, int64_t end, std::byte* dst, SrcLoc loc
     if (n <= 0) continue;
     try {
       read_elements(elem_, n * row_numel, *sh.file, sh.offset + static_cast<size_t>(local) * row_bytes_,
-                    dst + static_cast<size_t>(r - begin) * out_row_, fmt::format("rows {}..{} of '{}'", local, local + n, sh.file->path));
+                    dst + static_cast<size_t>(r - begin) * out_row_, names_[s]);
     } catch (SheafError& e) {  // the file changed on disk, or an element does not convert: at the reading form
       if (!e.loc.valid()) e.loc = loc;
       throw;

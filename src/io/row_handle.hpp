@@ -48,6 +48,7 @@ class RowHandle : public HandleObj {
   size_t out_row_ = 0;    // in a tensor of elem_dtype(elem_)
   std::vector<RowShard> shards_;
   std::vector<int64_t> starts_;  // starts_[s] = first global row of shard s
+  std::vector<std::string> names_;  // "'path'" of shard s, for messages
   int64_t total_ = 0;
 };
 
