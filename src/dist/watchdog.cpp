@@ -109,8 +109,8 @@ void on_sigterm(int sig) {
 void show(const std::string& where_waiting) {
   StopReport& r = report();
   int i = r.last ^ 1;
-  std::string msg = fmt::format("error: {}: the job was ended while this rank waited for the other ranks {}; another "
-                                "rank failed, was killed or ended the job\n",
+  std::string msg = fmt::format("error: {}: the job was ended while this rank waited for the other ranks {} (another "
+                                "rank failed or was killed, or the job was stopped)\n",
                                 where(), where_waiting);
   r.length[i] = std::min(msg.size(), sizeof r.text[i]);
   std::memcpy(r.text[i], msg.data(), r.length[i]);
