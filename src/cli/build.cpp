@@ -30,7 +30,7 @@
 #include "eval/interp.hpp"
 #include "eval/typed_params.hpp"
 #include "io/atomic_write.hpp"
-#include "io/mmap.hpp"
+#include "io/data_file.hpp"
 #include "passes/passes.hpp"
 #include "reader/reader.hpp"
 #include "runtime/content_hash.hpp"

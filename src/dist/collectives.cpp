@@ -21,32 +21,6 @@ std::string types_of(const std::vector<Tensor>& xs) {
   return s;
 }
 
-// FNV-1a over the dtypes and shapes: equal on every rank when the operands agree.
-uint64_t fingerprint(const std::vector<Tensor>& xs) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](int64_t v) {
-    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ static_cast<uint64_t>(v & 0xff)) * 0x100000001b3ull;
-  };
-  mix(static_cast<int64_t>(xs.size()));
-  for (const Tensor& x : xs) {
-    mix(static_cast<int64_t>(x.dtype()));
-    mix(x.rank());
-    for (int64_t d : x.shape()) mix(d);
-  }
-  return h;
-}
-
-// Throws SheafError (naming `what`, this rank's operand types and a rank that disagrees) unless
-// every rank passes the same dtypes and shapes. A collective of its own (one 8-byte allgather).
-void check_agreement(const std::vector<Tensor>& xs, const char* what) {
-  std::vector<uint64_t> all = all_gather(fingerprint(xs), what);
-  for (size_t r = 0; r < all.size(); ++r)
-    if (all[r] != all[static_cast<size_t>(rank())])
-      throw SheafError(fmt::format("{}: {} passed ({}) but rank {} passed different dtypes or shapes: every rank must pass the "
-                                   "same tree",
-                                   what, where(), types_of(xs), r));
-}
-
 // The operands of one element type T (stored as `dtype`), packed into one buffer, summed in
 // place, and unpacked into results of the operands' own dtypes.
 template <typename T>
@@ -79,7 +53,7 @@ std::vector<Tensor> all_reduce_sum(const std::vector<Tensor>& xs) {
     if (x.dtype() == DType::Bool) throw SheafError(fmt::format("all-reduce: cannot sum a bool tensor ({})", type_str(x.dtype(), x.shape())));
   if (ir::active_recorder()) return ir::recorder().record(ir::Op::AllReduce, xs, {.reduce = Reduce::Sum});
   if (!distributed()) return xs;
-  check_agreement(xs, "all-reduce");
+  Step step(fmt::format("all-reduce of ({})", types_of(xs)));
   Group<float> f{DType::F32, Elem::F32};  // f32, f16 and bf16 (in f32)
   Group<int32_t> i{DType::I32, Elem::I32};
   Group<uint32_t> u{DType::U32, Elem::U32};
@@ -98,7 +72,7 @@ std::vector<Tensor> all_reduce_sum(const std::vector<Tensor>& xs) {
 
 std::vector<Tensor> broadcast_from(const std::vector<Tensor>& xs, int root) {
   if (!distributed()) return xs;
-  check_agreement(xs, "broadcast-tree");
+  Step step(fmt::format("broadcast-tree from rank {} of ({})", root, types_of(xs)));
   size_t bytes = 0;
   for (const Tensor& x : xs) bytes += x.nbytes();
   std::vector<std::byte> buffer(bytes);

@@ -12,12 +12,13 @@ namespace sheaf::dist {
 
 // Σ over ranks of each tensor, elementwise; results keep the operands' dtypes and shapes. All
 // leaves travel in one message per element type (f16/bf16 are summed in f32). Every rank must
-// pass the same dtypes and shapes in the same order: the ranks compare a fingerprint of them
-// first, and a mismatch is an error naming both ranks' operand types. bool cannot be summed.
+// pass the same dtypes and shapes in the same order: the collective is announced as
+// "all-reduce of (f32[16], f32[])" (dist/comm.hpp's sequence check), so a mismatch is an error
+// naming every rank's operand types. bool cannot be summed.
 std::vector<Tensor> all_reduce_sum(const std::vector<Tensor>& xs);
 
-// Every rank receives rank `root`'s tensors, in one message; the ranks check first that they all
-// pass the same dtypes and shapes, as for all_reduce_sum. Concrete tensors only.
+// Every rank receives rank `root`'s tensors, in one message; announced as "broadcast-tree from
+// rank 0 of (...)", so the ranks must pass the same root, dtypes and shapes. Concrete tensors only.
 std::vector<Tensor> broadcast_from(const std::vector<Tensor>& xs, int root);
 
 }  // namespace sheaf::dist

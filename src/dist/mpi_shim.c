@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { SHEAF_MPI_ABI = 2 };
+enum { SHEAF_MPI_ABI = 3 };
 enum { SHEAF_F32 = 0, SHEAF_I32 = 1, SHEAF_U32 = 2 };
 
 static int fail(int code, char* err, int errlen) {
@@ -69,14 +69,9 @@ int sheaf_mpi_bcast(void* buf, int64_t bytes, int root, char* err, int errlen) {
   return 0;
 }
 
-/* all[r] = the `mine` of rank r (all has world-size entries). */
-int sheaf_mpi_allgather_u64(uint64_t mine, uint64_t* all, char* err, int errlen) {
-  int rc = MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-  return rc == MPI_SUCCESS ? 0 : fail(rc, err, errlen);
-}
-
-int sheaf_mpi_barrier(char* err, int errlen) {
-  int rc = MPI_Barrier(MPI_COMM_WORLD);
+/* all[r·bytes ..] = the `bytes` bytes of `mine` of rank r (all holds world-size · bytes). */
+int sheaf_mpi_allgather(const void* mine, int bytes, void* all, char* err, int errlen) {
+  int rc = MPI_Allgather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, MPI_COMM_WORLD);
   return rc == MPI_SUCCESS ? 0 : fail(rc, err, errlen);
 }
 

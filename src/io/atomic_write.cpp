@@ -1,18 +1,26 @@
-// io/atomic_write.cpp — temp file + fsync + rename writes.
+// io/atomic_write.cpp — temp file + fsync + rename writes, and the removal of temporaries that
+// killed processes left behind (see atomic_write.hpp).
 #include "io/atomic_write.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <vector>
+#include <mutex>
+#include <random>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/hash.hpp"
 
 namespace sheaf {
 
@@ -21,6 +29,83 @@ namespace fs = std::filesystem;
 static void fail_errno(const std::string& path, std::string_view what, int err) {
   throw SheafError(fmt::format("'{}': {}: {}", path, what, std::strerror(err)));
 }
+
+namespace {
+
+constexpr std::string_view kTmp = ".tmp.";
+constexpr size_t kSuffix = 16;  // hex digits after the pid: the host's 8, then 8 random ones
+
+// 8 hex digits naming this machine, the first half of every temporary's suffix.
+const std::string& host_tag() {
+  static const std::string tag = [] {
+    char name[HOST_NAME_MAX + 1] = {0};
+    if (::gethostname(name, sizeof name - 1) != 0) name[0] = 0;
+    return fmt::format("{:08x}", static_cast<uint32_t>(fnv1a64(name)));
+  }();
+  return tag;
+}
+
+bool all_of(std::string_view s, bool (*is)(char)) {
+  for (char c : s)
+    if (!is(c)) return false;
+  return !s.empty();
+}
+bool digit(char c) { return c >= '0' && c <= '9'; }
+bool hex(char c) { return digit(c) || (c >= 'a' && c <= 'f'); }
+
+// The pid in a temporary's name ".<name>.tmp.<pid>.<host><random>" when the name has exactly that
+// form and `host` is this machine; 0 otherwise.
+pid_t owner_here(std::string_view name) {
+  if (name.size() < 1 + 1 + kTmp.size() + 1 + 1 + kSuffix || name[0] != '.') return 0;
+  std::string_view suffix = name.substr(name.size() - kSuffix), rest = name.substr(0, name.size() - kSuffix - 1);
+  if (name[name.size() - kSuffix - 1] != '.' || !all_of(suffix, hex) || suffix.substr(0, 8) != host_tag()) return 0;
+  size_t dot = rest.rfind(kTmp);
+  if (dot == std::string_view::npos || dot < 2) return 0;
+  std::string_view pid = rest.substr(dot + kTmp.size());
+  if (!all_of(pid, digit) || pid.size() > 9 || pid[0] == '0') return 0;
+  return static_cast<pid_t>(std::stoi(std::string(pid)));
+}
+
+// Removes the temporaries in `dir` left by processes of this machine that no longer exist (see
+// atomic_write.hpp), the first time this process saves into `dir`; best effort.
+void remove_stale_temporaries(const fs::path& dir) {
+  static std::mutex mu;
+  static std::set<std::string> scanned;
+  const fs::path where = dir.empty() ? "." : dir;
+  std::error_code ec;
+  const fs::path key = fs::absolute(where, ec).lexically_normal();
+  {
+    std::lock_guard lock(mu);
+    if (!scanned.insert(ec ? where.string() : key.string()).second) return;
+  }
+  DIR* d = ::opendir(where.c_str());
+  if (!d) return;
+  const int dfd = ::dirfd(d);
+  while (const dirent* e = ::readdir(d)) {
+    pid_t pid = owner_here(e->d_name);
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+      ::unlinkat(dfd, e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
+// Creates the temporary for `target` in `dir`: ".<name>.tmp.<pid>.<host><random>", the name cut
+// so that the whole fits NAME_MAX; returns its descriptor and path.
+std::pair<int, std::string> create_temporary(const fs::path& dir, const std::string& name) {
+  std::string tail = fmt::format("{}{}.{}", kTmp, ::getpid(), host_tag());
+  std::string stem = name.substr(0, std::min(name.size(), size_t{NAME_MAX} - 1 - tail.size() - 8));
+  std::random_device rd;
+  for (int attempt = 0;; ++attempt) {
+    std::string path = (dir / fmt::format(".{}{}{:08x}", stem, tail, rd())).string();
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return {fd, path};
+    if (errno != EEXIST || attempt == 100) return {-1, path};
+  }
+}
+
+}  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   fs::path target(path_);
@@ -45,13 +130,9 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     if (ec) throw SheafError(fmt::format("'{}': cannot create directory '{}': {}", path_, dir.string(), ec.message()));
   }
   if (fs::is_directory(target, ec)) throw SheafError(fmt::format("'{}': is a directory", path_));
-  tmp_ = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
-  std::vector<char> name(tmp_.begin(), tmp_.end());
-  name.push_back('\0');
-  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
-  if (fd_ < 0) fail_errno(path_, "cannot create a temporary file", errno);
-  tmp_ = name.data();
-  if (::fchmod(fd_, 0644) != 0) {}  // best effort: mkostemp made it 0600
+  remove_stale_temporaries(dir);
+  std::tie(fd_, tmp_) = create_temporary(dir, target.filename().string());
+  if (fd_ < 0) fail_errno(path_, fmt::format("cannot create the temporary file '{}'", tmp_), errno);
 }
 
 AtomicFile::~AtomicFile() {

@@ -4,6 +4,12 @@
 // is followed (the file it names is replaced; the link stays). A target that exists and is not a
 // regular file (/dev/null, /dev/stdout, a named pipe) is written in place: renaming over it would
 // replace the device.
+// Temporaries are named ".<name>.tmp.<pid>.<host><random>" (host: 8 hex digits of a hash of this
+// machine's name; random: 8 hex digits) and created with O_EXCL | O_NOFOLLOW. A process killed
+// while it saved leaves its temporary behind: the first save of each process into a directory
+// removes the temporaries there (of any target) whose process is gone — a pid on this machine
+// that kill(pid, 0) says does not exist — and only regular files of this user whose names match
+// the pattern exactly. Once per directory: saving thousands of files into one folder scans it once.
 #pragma once
 #include <string>
 #include <string_view>

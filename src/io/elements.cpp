@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -102,12 +103,19 @@ Tensor decode(Elem e, const Shape& shape, const std::byte* p, std::string_view w
   return t;
 }
 
-Tensor view_or_decode(Elem e, const Shape& shape, const MapPtr& map, const std::byte* p, std::string_view what) {
-  bool kept = static_cast<uint8_t>(e) < static_cast<uint8_t>(Elem::Bool);
-  bool aligned = p && reinterpret_cast<uintptr_t>(p) % elem_size(e) == 0;
-  if (!kept || !aligned) return decode(e, shape, p, what);
-  // Aliasing pointer: the tensor keeps the whole map alive.
-  return Tensor::wrap(elem_dtype(e), shape, std::shared_ptr<std::byte>(map, const_cast<std::byte*>(p)));
+void read_elements(Elem e, int64_t count, const DataFile& file, size_t offset, std::byte* dst, std::string_view what) {
+  const size_t bytes = static_cast<size_t>(count) * elem_size(e);
+  if (static_cast<uint8_t>(e) < static_cast<uint8_t>(Elem::Bool)) return file.read(offset, bytes, dst, what);  // kept
+  std::vector<std::byte> raw(bytes);
+  file.read(offset, bytes, raw.data(), what);
+  Tensor t = decode(e, {count}, raw.data(), what);
+  if (t.nbytes()) std::memcpy(dst, t.bytes(), t.nbytes());
+}
+
+Tensor read_tensor(Elem e, const Shape& shape, const DataFile& file, size_t offset, std::string_view what) {
+  Tensor t = Tensor::empty(elem_dtype(e), shape);
+  if (t.numel()) read_elements(e, t.numel(), file, offset, t.mutable_bytes(), what);
+  return t;
 }
 
 std::optional<std::pair<int64_t, size_t>> checked_extent(std::span<const int64_t> dims, size_t elem_bytes) {

@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "io/mmap.hpp"
+#include "io/data_file.hpp"
 #include "tensor/tensor.hpp"
 
 namespace sheaf {
@@ -28,9 +28,11 @@ std::optional<Elem> numpy_elem(std::string_view code);
 // `what` names the source in errors: "'w.npy'", "tensor 'l1.w' in 'm.safetensors'".
 Tensor decode(Elem e, const Shape& shape, const std::byte* p, std::string_view what);
 
-// A tensor over bytes of `map`: shares the mapping when the element type is kept and `p` is
-// aligned for it (no copy), decodes a copy otherwise. bool is always decoded (normalised to 0/1).
-Tensor view_or_decode(Elem e, const Shape& shape, const MapPtr& map, const std::byte* p, std::string_view what);
+// `count` elements of type e at byte `offset` of `file`, read and decoded into `dst` (room for
+// count elements of elem_dtype(e)): kept types are read straight into it; bool is normalised to 0/1.
+void read_elements(Elem e, int64_t count, const DataFile& file, size_t offset, std::byte* dst, std::string_view what);
+// A new tensor of elem_dtype(e) and `shape` read from `file` at `offset` (see read_elements).
+Tensor read_tensor(Elem e, const Shape& shape, const DataFile& file, size_t offset, std::string_view what);
 
 // Element count of `dims` and its size in bytes, or nullopt when either overflows int64 or the
 // product of the nonzero dims does ([0 2^40 2^40] has no elements but no valid strides either).

@@ -16,7 +16,7 @@ Value load_safetensors(const std::vector<std::string>& shards);
 Value load_safetensors_index(const std::string& index_path);
 void save_safetensors(const std::string& path, const Value& tree);
 
-// npy.cpp: one memory-mapped row handle over all shards (same dtype and row shape); a rank-0
+// npy.cpp: one row handle over all shards (same dtype and row shape); a rank-0
 // array loads as a scalar.
 Value load_npy(const std::vector<std::string>& shards);
 void save_npy(const std::string& path, const Value& tensor);

@@ -1,7 +1,7 @@
 // io/npy.cpp — NumPy .npy files (SPEC §7.5).
 // Layout: "\x93NUMPY", version byte pair (1.0: u16 header length; 2.0/3.0: u32), then a Python
 // dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } padded with spaces
-// and '\n', then the C-order data. Loading memory-maps the data behind a row handle; saving
+// and '\n', then the C-order data. Loading gives a row handle over the open file; saving
 // writes version 1.0 (2.0 when the header is too long) with the header padded to 64 bytes.
 #include <cctype>
 #include <cstring>
@@ -134,19 +134,19 @@ class DictParser {
   size_t i_ = 0;
 };
 
-NpyHeader read_header(const MappedFile& m) {
-  const std::byte* pre = m.at(0, 10, "the npy preamble");
-  if (std::memcmp(pre, kMagic, 6) != 0) throw SheafError(fmt::format("'{}': not an npy file (bad magic)", m.path));
-  int major = static_cast<int>(pre[6]);
+NpyHeader read_header(const DataFile& m) {
+  const std::string pre = m.read(0, 10, "the npy preamble");
+  if (std::memcmp(pre.data(), kMagic, 6) != 0) throw SheafError(fmt::format("'{}': not an npy file (bad magic)", m.path));
+  int major = static_cast<unsigned char>(pre[6]);
   if (major < 1 || major > 3)
-    throw SheafError(fmt::format("'{}': unsupported npy version {}.{}", m.path, major, static_cast<int>(pre[7])));
+    throw SheafError(fmt::format("'{}': unsupported npy version {}.{}", m.path, major, static_cast<unsigned char>(pre[7])));
   size_t len_bytes = major == 1 ? 2 : 4;
-  const std::byte* lp = m.at(8, len_bytes, "the npy header length");
+  const std::string lp = m.read(8, len_bytes, "the npy header length");
   size_t hlen = 0;
-  for (size_t i = 0; i < len_bytes; ++i) hlen |= static_cast<size_t>(lp[i]) << (8 * i);
+  for (size_t i = 0; i < len_bytes; ++i) hlen |= static_cast<size_t>(static_cast<unsigned char>(lp[i])) << (8 * i);
   size_t start = 8 + len_bytes;
-  const char* text = reinterpret_cast<const char*>(m.at(start, hlen, "the npy header"));
-  NpyHeader h = DictParser(std::string_view(text, hlen), m.path).parse();
+  const std::string text = m.read(start, hlen, "the npy header");
+  NpyHeader h = DictParser(text, m.path).parse();
   h.data_offset = start + hlen;
   return h;
 }
@@ -170,14 +170,14 @@ Value load_npy(const std::vector<std::string>& paths) {
   Elem elem = Elem::F32;
   Shape row_shape;
   for (size_t k = 0; k < paths.size(); ++k) {
-    MapPtr m = map_file(paths[k]);
+    FilePtr m = open_data_file(paths[k]);
     NpyHeader h = read_header(*m);
     auto extent = checked_extent(h.shape, elem_size(h.elem));
     if (!extent) throw SheafError(fmt::format("'{}': npy shape is too large", m->path));
-    m->at(h.data_offset, extent->second, fmt::format("the {}[{}] data", elem_name(h.elem), shape_str(h.shape)));
+    m->check_range(h.data_offset, extent->second, fmt::format("the {}[{}] data", elem_name(h.elem), shape_str(h.shape)));
     if (h.shape.empty()) {
       if (paths.size() > 1) throw SheafError(fmt::format("'{}': a rank-0 array cannot be a shard", m->path));
-      return scalar_value(decode(h.elem, {}, m->base + h.data_offset, m->path));
+      return scalar_value(read_tensor(h.elem, {}, *m, h.data_offset, m->path));
     }
     Shape rs(h.shape.begin() + 1, h.shape.end());
     if (k == 0) {

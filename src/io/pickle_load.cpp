@@ -34,7 +34,7 @@
 #include "base/error.hpp"
 #include "base/stack.hpp"
 #include "io/elements.hpp"
-#include "io/mmap.hpp"
+#include "io/data_file.hpp"
 #include "io/pickle.hpp"
 #include "tensor/layout.hpp"
 #include "value/tensor_value.hpp"
@@ -585,8 +585,8 @@ Value Machine::convert(const Obj& o, int depth) {
 Value parse_pickle(std::span<const std::byte> bytes, std::string_view what) { return Machine(bytes, what).run(); }
 
 Value load_pickle(const std::string& path) {
-  MapPtr m = map_file(path);
-  return parse_pickle({m->base, m->size}, fmt::format("'{}'", path));
+  const std::string bytes = read_file(path);
+  return parse_pickle(std::as_bytes(std::span(bytes)), fmt::format("'{}'", path));
 }
 
 }  // namespace sheaf

@@ -13,7 +13,7 @@ namespace sheaf {
 Value load_bin(const std::vector<std::string>& paths, Elem elem) {
   std::vector<RowShard> shards;
   for (const std::string& p : paths) {
-    MapPtr m = map_file(p);
+    FilePtr m = open_data_file(p);
     size_t es = elem_size(elem);
     if (m->size % es != 0)
       throw SheafError(fmt::format("'{}': size {} bytes is not a multiple of the {}-byte {} element", p, m->size, es,

@@ -17,7 +17,9 @@ namespace sheaf {
 RowHandle::RowHandle(std::string kind, Elem elem, Shape row_shape, std::vector<RowShard> shards)
     : kind_(std::move(kind)), elem_(elem), row_shape_(std::move(row_shape)), shards_(std::move(shards)) {
   row_bytes_ = static_cast<size_t>(shape_numel(row_shape_)) * elem_size(elem_);
+  out_row_ = static_cast<size_t>(shape_numel(row_shape_)) * dtype_size(elem_dtype(elem_));
   for (const RowShard& s : shards_) {
+    names_.push_back(fmt::format("'{}'", s.file->path));
     starts_.push_back(total_);
     total_ += s.rows;
   }
@@ -29,31 +31,30 @@ std::string RowHandle::describe() const {
   return fmt::format("<handle {} {}>", kind_, type_str(elem_dtype(elem_), full));
 }
 
-Tensor RowHandle::rows(int64_t begin, int64_t end) const {
-  Shape shape{end - begin};
-  shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
-  if (begin == end) return Tensor::empty(elem_dtype(elem_), shape);
+void RowHandle::read_rows(int64_t begin, int64_t end, std::byte* dst, SrcLoc loc) const {
   // The shard holding `begin`: the last one starting at or before it.
   size_t s = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin()) - 1;
-  const RowShard& sh = shards_[s];
-  std::string what = fmt::format("'{}'", sh.map->path);
-  if (end - starts_[s] <= sh.rows) {  // within one shard: a view when possible
-    const std::byte* p = sh.map->base + sh.offset + static_cast<size_t>(begin - starts_[s]) * row_bytes_;
-    return view_or_decode(elem_, shape, sh.map, p, what);
-  }
-  Tensor out = Tensor::empty(elem_dtype(elem_), shape);
-  size_t out_row = static_cast<size_t>(shape_numel(row_shape_)) * dtype_size(out.dtype());
-  for (int64_t r = begin; r < end; ++s) {  // copy the piece of each shard in turn
-    const RowShard& cur = shards_[s];
-    int64_t local = r - starts_[s], n = std::min(end - r, cur.rows - local);
+  const int64_t row_numel = shape_numel(row_shape_);
+  for (int64_t r = begin; r < end; ++s) {  // the piece of each shard in turn
+    const RowShard& sh = shards_[s];
+    int64_t local = r - starts_[s], n = std::min(end - r, sh.rows - local);
     if (n <= 0) continue;
-    Shape piece{n};
-    piece.insert(piece.end(), row_shape_.begin(), row_shape_.end());
-    Tensor t = decode(elem_, piece, cur.map->base + cur.offset + static_cast<size_t>(local) * row_bytes_,
-                      fmt::format("'{}'", cur.map->path));
-    std::memcpy(out.mutable_bytes() + static_cast<size_t>(r - begin) * out_row, t.bytes(), t.nbytes());
+    try {
+      read_elements(elem_, n * row_numel, *sh.file, sh.offset + static_cast<size_t>(local) * row_bytes_,
+                    dst + static_cast<size_t>(r - begin) * out_row_, names_[s]);
+    } catch (SheafError& e) {  // the file changed on disk, or an element does not convert: at the reading form
+      if (!e.loc.valid()) e.loc = loc;
+      throw;
+    }
     r += n;
   }
+}
+
+Tensor RowHandle::rows(int64_t begin, int64_t end, SrcLoc loc) const {
+  Shape shape{end - begin};
+  shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
+  Tensor out = Tensor::empty(elem_dtype(elem_), shape);
+  if (begin < end && out_row_) read_rows(begin, end, out.mutable_bytes(), loc);
   return out;
 }
 
@@ -76,10 +77,10 @@ Value RowHandle::gather(const std::vector<Value>& idx, SrcLoc loc) const {
   Shape shape{static_cast<int64_t>(rows_at.size())};
   shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
   Tensor out = Tensor::empty(elem_dtype(elem_), shape);
-  size_t out_row = static_cast<size_t>(shape_numel(row_shape_)) * dtype_size(out.dtype());
-  for (size_t k = 0; k < rows_at.size(); ++k) {
-    Tensor r = rows(rows_at[k], rows_at[k] + 1);
-    if (out_row) std::memcpy(out.mutable_bytes() + k * out_row, r.bytes(), out_row);
+  if (!out_row_) return Value::tensor(out);
+  for (size_t k = 0, run = 1; k < rows_at.size(); k += run) {  // a run of consecutive rows is one read
+    for (run = 1; k + run < rows_at.size() && rows_at[k + run] == rows_at[k] + static_cast<int64_t>(run);) ++run;
+    read_rows(rows_at[k], rows_at[k] + static_cast<int64_t>(run), out.mutable_bytes() + k * out_row_, loc);
   }
   return Value::tensor(out);
 }
@@ -89,7 +90,7 @@ Value RowHandle::read(const Value& key, SrcLoc loc) const {
     const SliceObj& sl = key.as_slice();
     auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + total_ : i, int64_t{0}, total_); };
     int64_t b = clamp(sl.start), e = sl.end ? clamp(*sl.end) : total_;
-    return Value::tensor(rows(b, std::max(b, e)));
+    return Value::tensor(rows(b, std::max(b, e), loc));
   }
   if (key.is_list() || (key.is(Kind::Tensor) && key.as_tensor().rank() == 1))
     return gather(seq_elements(key, loc, kind_ + " handle"), loc);
@@ -99,11 +100,11 @@ Value RowHandle::read(const Value& key, SrcLoc loc) const {
                                  kind_name(key.kind())),
                      loc);
   int64_t i = row_index(*n, loc);
-  Tensor row = rows(i, i + 1).reshaped(row_shape_);
+  Tensor row = rows(i, i + 1, loc).reshaped(row_shape_);
   return row.rank() == 0 ? scalar_value(row) : Value::tensor(row);
 }
 
-Value RowHandle::materialize(SrcLoc) const { return Value::tensor(rows(0, total_)); }
+Value RowHandle::materialize(SrcLoc loc) const { return Value::tensor(rows(0, total_, loc)); }
 
 std::shared_ptr<RowHandle> RowHandle::subrange(int64_t begin, int64_t end) const {
   std::vector<RowShard> part;

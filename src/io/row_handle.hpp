@@ -1,7 +1,8 @@
 // io/row_handle.hpp — a handle over arrays stored row-major in files (npy, raw .bin), possibly
 // sharded: the shards form one virtual array concatenated along axis 0 (SPEC §7.3). A row is
-// located by binary search over cumulative row counts; rows inside one shard are views of the
-// memory map (no copy) when the element type is kept, rows across shards are copied together.
+// located by binary search over cumulative row counts; each read copies its rows out of the files
+// (io/data_file.hpp: one pread per run of consecutive rows in a shard) into a new tensor, which
+// never changes afterwards.
 #pragma once
 #include <string>
 #include <vector>
@@ -12,7 +13,7 @@
 namespace sheaf {
 
 struct RowShard {
-  MapPtr map;
+  FilePtr file;
   size_t offset = 0;  // first byte of row 0, already checked to lie in the file with all rows
   int64_t rows = 0;
 };
@@ -33,7 +34,10 @@ class RowHandle : public HandleObj {
   std::shared_ptr<RowHandle> subrange(int64_t begin, int64_t end) const;
 
  private:
-  Tensor rows(int64_t begin, int64_t end) const;  // [end - begin, ...row_shape]
+  Tensor rows(int64_t begin, int64_t end, SrcLoc loc) const;  // [end - begin, ...row_shape]
+  // Rows [begin, end) decoded into `dst` (out_row_ bytes a row), shard by shard; errors without
+  // a location get `loc`.
+  void read_rows(int64_t begin, int64_t end, std::byte* dst, SrcLoc loc) const;
   int64_t row_index(double i, SrcLoc loc) const;  // normalised, checked
   Value gather(const std::vector<Value>& idx, SrcLoc loc) const;
 
@@ -41,8 +45,10 @@ class RowHandle : public HandleObj {
   Elem elem_;
   Shape row_shape_;
   size_t row_bytes_ = 0;  // in the file
+  size_t out_row_ = 0;    // in a tensor of elem_dtype(elem_)
   std::vector<RowShard> shards_;
   std::vector<int64_t> starts_;  // starts_[s] = first global row of shard s
+  std::vector<std::string> names_;  // "'path'" of shard s, for messages
   int64_t total_ = 0;
 };
 

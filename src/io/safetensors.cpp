@@ -2,7 +2,8 @@
 // Layout: u64 little-endian header length N, N bytes of JSON {name: {"dtype", "shape",
 // "data_offsets": [begin, end]}, "__metadata__": {str: str}} padded with spaces, then the data
 // (offsets relative to its start). Every header field is validated before any tensor byte is
-// touched. Loading gives a lazy handle over the memory maps of all shards; names split at `.`
+// touched. Loading gives a lazy handle over all shards, held open (io/data_file.hpp: each tensor
+// is copied out of its file when it is read); names split at `.`
 // make it a read-only nested dict, and views of a name prefix (`(get h :layer1)`) are handles too.
 #include <algorithm>
 #include <charconv>
@@ -35,7 +36,7 @@ constexpr std::pair<std::string_view, Elem> kDtypes[] = {
 constexpr uint64_t kMaxHeader = 100'000'000;  // the reference implementation's limit
 
 struct Entry {
-  MapPtr map;
+  FilePtr file;
   size_t offset = 0;  // absolute, validated: the whole tensor lies inside the file
   Elem elem = Elem::F32;
   Shape shape;
@@ -69,17 +70,17 @@ std::vector<int64_t> parse_uints(const json& a, size_t want, const std::string& 
 // All tensors of one file, validated against the file size. Until the header has parsed, the file
 // may be anything (an index can name any file in its folder), so errors do not quote its bytes.
 std::vector<std::pair<std::string, Entry>> parse_file(const std::string& path) {
-  MapPtr m = map_file(path);
+  FilePtr m = open_data_file(path);
   uint64_t n;
-  std::memcpy(&n, m->at(0, 8, "the header length"), 8);
+  m->read(0, 8, &n, "the header length");
   if (n > kMaxHeader)
     bad_header(path, fmt::format("the header length (the first 8 bytes) exceeds the limit of {} bytes", kMaxHeader));
   if (n > m->size - 8)
     bad_header(path, fmt::format("the header length (the first 8 bytes) exceeds the {} bytes that follow it; the file is "
                                  "truncated or not safetensors",
                                  m->size - 8));
-  const char* text = reinterpret_cast<const char*>(m->at(8, n, "the header"));
-  json j = parse_json(std::string_view(text, n), path);
+  const std::string text = m->read(8, n, "the header");
+  json j = parse_json(text, path);
   if (!j.is_object()) bad_header(path, "the header is not a JSON object");
   size_t data_start = 8 + n, data_size = m->size - data_start;
   std::vector<std::pair<std::string, Entry>> out;
@@ -93,7 +94,7 @@ std::vector<std::pair<std::string, Entry>> parse_file(const std::string& path) {
     std::string shown = quote_file_text(name);
     if (!info.is_object()) bad_header(path, fmt::format("entry {} is not an object", shown));
     Entry e;
-    e.map = m;
+    e.file = m;
     e.elem = parse_dtype(info.contains("dtype") ? info["dtype"] : json(), path, name);
     e.shape = parse_uints(info.contains("shape") ? info["shape"] : json(), 0, path, fmt::format("shape of {}", shown));
     auto off = parse_uints(info.contains("data_offsets") ? info["data_offsets"] : json(), 2, path,
@@ -150,8 +151,7 @@ class SafetensorsHandle : public HandleObj {
   using Item = std::pair<std::string_view, const Table::value_type*>;
 
   static Tensor tensor(const Entry& e, const std::string& name) {
-    return view_or_decode(e.elem, e.shape, e.map, e.map->base + e.offset,
-                          fmt::format("tensor {} in '{}'", quote_file_text(name), e.map->path));
+    return read_tensor(e.elem, e.shape, *e.file, e.offset, fmt::format("tensor {} in '{}'", quote_file_text(name), e.file->path));
   }
 
   static std::string name_of(const Value& key, SrcLoc loc) {
@@ -272,7 +272,7 @@ Value load_safetensors(const std::vector<std::string>& shards) {
     for (auto& [name, e] : parse_file(s)) {
       auto [it, fresh] = t.emplace(name, e);
       if (!fresh)
-        throw SheafError(fmt::format("'{}': tensor {} is also in '{}'", s, quote_file_text(name), it->second.map->path));
+        throw SheafError(fmt::format("'{}': tensor {} is also in '{}'", s, quote_file_text(name), it->second.file->path));
     }
   return make_handle(std::move(t));
 }

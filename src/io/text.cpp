@@ -4,7 +4,7 @@
 #include "base/error.hpp"
 #include "io/atomic_write.hpp"
 #include "io/formats.hpp"
-#include "io/mmap.hpp"
+#include "io/data_file.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {

@@ -13,7 +13,7 @@
 #include "base/error.hpp"
 #include "io/csv_text.hpp"
 #include "io/json.hpp"
-#include "io/mmap.hpp"
+#include "io/data_file.hpp"
 
 namespace sheaf {
 namespace {

@@ -3,8 +3,10 @@
 # 2 ranks keep bit-identical parameters after every step (all-reduce :mean of the gradients inside
 # the compiled step, broadcast-tree of rank 0's initial parameters); 2 ranks with batch b follow
 # the loss curve of 1 rank with batch 2b; rank 0 writes the checkpoint and the others read it after
-# a barrier; a rank that fails, is killed, or skips a collective ends the job with a non-zero
-# status and a message instead of a hang; the binary itself does not link MPI.
+# a barrier; a rank that fails, is killed, ends its program early or hangs outside collectives
+# ends the job with a non-zero status and messages naming the rank and the collective the others
+# waited in, instead of a hang; ranks that call collectives in a different order get an error
+# naming each rank's collective; the binary itself does not link MPI.
 # Usage: distributed.sh path/to/sheaf — runs every check, then exits 1 if any failed.
 set -u
 
@@ -14,13 +16,14 @@ source "$(dirname "$0")/lib/harness.sh"
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/bootstrap.sh installs openmpi-bin)" >&2; exit 1; }
 MPIRUN=(mpirun --oversubscribe)
 [[ $(id -u) == 0 ]] && MPIRUN+=(--allow-run-as-root)
-# mpirun NP FILE [ARGS...]: like `run`, under mpirun with NP ranks, stopped after 120 s. In a
+# mpirun NP FILE [ARGS...]: like `run`, under mpirun with NP ranks, stopped after $LIMIT s
+# (default 120; the exit status is then 124). In a
 # sanitizer build, LeakSanitizer is off under mpirun: OpenMPI's own allocations (freed by nobody,
 # some in components it has unloaded) would fail every run.
 mpi() {
   local np=$1
   shift
-  (cd "$TMP" && NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 120 "${MPIRUN[@]}" \
+  (cd "$TMP" && NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout "${LIMIT:-120}" "${MPIRUN[@]}" \
       -x NO_COLOR -x SHEAF_COLLECTIVE_TIMEOUT -x ASAN_OPTIONS -np "$np" "$SHEAF" "$@" \
       >"$TMP/out" 2>"$TMP/err" </dev/null)
   STATUS=$?
@@ -52,10 +55,10 @@ mpi 2 collectives.shf
 status_is 1 'collectives.shf ends with a shape mismatch'
 stdout_has 'rank 0: sum [3. 5.] mean {:a [1. 2.], :n 0.5} ints [3 5] bf16 [2. 3.] from-1 {:n 1, :t [1. 1.]} shard [0 1]' 'rank 0 sees the sums, means and rank 1 values'
 stdout_has 'rank 1: sum [3. 5.] mean {:a [1. 2.], :n 0.5} ints [3 5] bf16 [2. 3.] from-1 {:n 1, :t [1. 1.]} shard [2 3 4]' 'rank 1 sees the same'
-# both ranks see the mismatch; the first to report it ends the job, so either report may be the one shown
-grep -qF 'all-reduce: rank 0 of 2 passed (f32[2]) but rank 1 passed different dtypes or shapes' "$TMP/err" ||
-  grep -qF 'all-reduce: rank 1 of 2 passed (f32[3]) but rank 0 passed different dtypes or shapes' "$TMP/err" ||
-  fail "a shape mismatch between ranks is an error, not corruption: stderr lacks either rank's report"
+# both ranks see the mismatch and report it the same way; the first to report it ends the job
+stderr_has 'the ranks are out of step at collective 6 of the job: rank 0 called all-reduce of (f32[2]); rank 1 called all-reduce of (f32[3])' \
+  'a shape mismatch between ranks is an error naming both, not corruption'
+
 
 # ---- the consistency program: 20 Adam steps on a fixed regression problem ----
 cat >"$TMP/dp_check.shf" <<'SHF'
@@ -126,45 +129,86 @@ stdout_has 'epoch 2 | train loss' 'rank 0 prints the epochs'
 python3 -c "import sys; a = float(open(sys.argv[1]).read().split()[-1]); assert a >= 0.85, a" "$TMP/out" || fail 'train_dp reaches 85 % test accuracy'
 [[ -s $TMP/mlp-dp-checkpoint.safetensors ]] || fail 'rank 0 wrote the checkpoint'
 
-# ---- a rank that fails ends the job ----
-cat >"$TMP/fails.shf" <<'SHF'
-(when (= (rank) 1) (io "load" "missing.npy"))
-(print (all-reduce (ones [2])))
+# ---- a rank that ends, fails or is killed while another waits: the job ends at once ----
+# With no collective timeout (SHEAF_COLLECTIVE_TIMEOUT empty: wait forever) and under `timeout 60`:
+# a job still running after 60 s hangs (status 124). Rank 0 writes `waiting.txt` just before its
+# all-reduce.
+cat >"$TMP/ends.shf" <<'SHF'
+(when (= (rank) 0) (io "save" "waiting.txt" "") (print (all-reduce (ones [2]))))
 SHF
-mpi 2 fails.shf
-[[ $STATUS -ne 0 && $STATUS -ne 124 ]] || fail 'a failing rank: non-zero exit, not a timeout'
+cat >"$TMP/fails.shf" <<'SHF'
+(when (= (rank) 0) (io "save" "waiting.txt" "") (print (all-reduce (ones [2]))))
+(when (= (rank) 1)
+  (while (not (io "exists" "waiting.txt")) [n 0] (inc n))
+  (io "load" "missing.npy"))
+SHF
+ended() {  # NAME FILE: runs FILE under `timeout 60 mpirun -np 2`, expecting an early end
+  rm -f "$TMP/waiting.txt"
+  SHEAF_COLLECTIVE_TIMEOUT= LIMIT=60 mpi 2 "$2"
+  [[ $STATUS -ne 0 && $STATUS -ne 124 ]] || fail "$1: the job ends with an error, not a hang (status $STATUS)"
+}
+ended 'rank 1 ends its program early' ends.shf
+stderr_has 'the ranks are out of step at collective 1 of the job: rank 0 called all-reduce of (f32[2]); rank 1 reached the end of its program' \
+  'the early end names the rank that ended and the collective of the one that waits'
+
+ended 'rank 1 fails' fails.shf
 stderr_has "'missing.npy': No such file or directory" 'the failing rank reports its error'
 stderr_has 'rank 1 of 2 failed (exit status 1); ending the job' 'the failing rank names itself'
-
-# ---- a rank that skips a collective: the other one gives up after SHEAF_COLLECTIVE_TIMEOUT ----
-cat >"$TMP/skips.shf" <<'SHF'
-(when (= (rank) 0) (print (all-reduce (ones [2]))))
-SHF
-SECONDS=0
-SHEAF_COLLECTIVE_TIMEOUT=2 mpi 2 skips.shf
-[[ $STATUS -ne 0 && $STATUS -ne 124 && $SECONDS -lt 60 ]] || fail "a skipped collective: non-zero exit within the timeout (status $STATUS, ${SECONDS}s)"
-stderr_has 'rank 0 of 2: all-reduce waited more than 2 s for the other ranks' 'the waiting rank explains'
+stderr_has 'rank 0 of 2: the job was ended while this rank waited for the other ranks in all-reduce of (f32[2])' \
+  'the waiting rank names its collective'
 
 # ---- a rank killed by a signal while the other waits in a collective ----
 cat >"$TMP/killed.shf" <<'SHF'
+(when (= (rank) 0) (io "save" "waiting.txt" "") (print (all-reduce (ones [2]))))
 (when (= (rank) 1)
   (def until (+ (io "clock") 60))
   (while (< (io "clock") until) 0 0))
-(print (all-reduce (ones [2])))
 SHF
-SECONDS=0
-mpi 2 killed.shf &
+rm -f "$TMP/waiting.txt"
+SHEAF_COLLECTIVE_TIMEOUT= LIMIT=60 mpi 2 killed.shf &
 job=$!
-for _ in $(seq 50); do
-  victim=$(for p in $(pgrep -f "$SHEAF killed.shf"); do grep -qz '^OMPI_COMM_WORLD_RANK=1$' /proc/$p/environ 2>/dev/null && echo $p; done)
+victim=
+for _ in $(seq 100); do
+  [[ -e $TMP/waiting.txt ]] &&
+    victim=$(for p in $(pgrep -f "$SHEAF killed.shf"); do grep -qz '^OMPI_COMM_WORLD_RANK=1$' /proc/$p/environ 2>/dev/null && echo $p; done)
   [[ -n $victim ]] && break
   sleep 0.2
 done
 [[ -n $victim ]] && kill -9 $victim
 wait $job
 STATUS=$?
-[[ -n $victim ]] || fail 'found rank 1 of killed.shf'
-[[ $STATUS -ne 0 && $STATUS -ne 124 && $SECONDS -lt 60 ]] || fail "a killed rank: non-zero exit, no hang (status $STATUS, ${SECONDS}s)"
+[[ -n $victim ]] || fail 'found rank 1 of killed.shf once rank 0 waited'
+[[ $STATUS -ne 0 && $STATUS -ne 124 ]] || fail "a killed rank: non-zero exit, no hang (status $STATUS)"
+stderr_has 'rank 0 of 2: the job was ended while this rank waited for the other ranks in all-reduce of (f32[2])' \
+  'the killed rank: the waiting one names its collective'
+
+# ---- collectives called in a different order: an error naming each rank's, never a hang ----
+cat >"$TMP/order.shf" <<'SHF'
+(print (if (= (rank) 0) (all-reduce (ones [2])) (broadcast-tree (ones [2]) 0)))
+SHF
+SHEAF_COLLECTIVE_TIMEOUT= LIMIT=60 mpi 2 order.shf
+[[ $STATUS -ne 0 && $STATUS -ne 124 ]] || fail "all-reduce against broadcast-tree: an error, not a hang (status $STATUS)"
+stderr_has 'rank 0 called all-reduce of (f32[2]); rank 1 called broadcast-tree from rank 0 of (f32[2])' \
+  'all-reduce against broadcast-tree of the same tree is named'
+cat >"$TMP/order2.shf" <<'SHF'
+(if (= (rank) 0) (do (barrier) (all-reduce [1 2])) (do (all-reduce {:a [1 2]}) (barrier)))
+SHF
+SHEAF_COLLECTIVE_TIMEOUT= LIMIT=60 mpi 2 order2.shf
+[[ $STATUS -ne 0 && $STATUS -ne 124 ]] || fail "barrier against all-reduce: an error, not a hang (status $STATUS)"
+stderr_has 'the ranks are out of step at collective 1 of the job: rank 0 called barrier; rank 1 called all-reduce of (f32[2])' \
+  'barrier against all-reduce is named'
+stderr_has 'Every rank must call the same collectives in the same order' 'the error says what is expected'
+
+# ---- a rank that hangs outside collectives: the other gives up after SHEAF_COLLECTIVE_TIMEOUT ----
+cat >"$TMP/hangs.shf" <<'SHF'
+(when (= (rank) 1)
+  (def until (+ (io "clock") 60))
+  (while (< (io "clock") until) 0 0))
+(print (all-reduce (ones [2])))
+SHF
+SHEAF_COLLECTIVE_TIMEOUT=2 LIMIT=60 mpi 2 hangs.shf
+[[ $STATUS -ne 0 && $STATUS -ne 124 ]] || fail "a rank that hangs: non-zero exit within the timeout (status $STATUS)"
+stderr_has 'rank 0 of 2: waited more than 2 s for the other ranks in all-reduce of (f32[2])' 'the waiting rank explains'
 
 # ---- a launcher but no libsheaf_mpi.so: a clear error ----
 mkdir -p "$TMP/bin" && cp "$SHEAF" "$TMP/bin/sheaf"

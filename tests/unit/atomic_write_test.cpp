@@ -1,14 +1,21 @@
 // tests/unit/atomic_write_test.cpp — io/atomic_write: a regular file is replaced whole, a symbolic
 // link keeps pointing at the file it names, and a device or named pipe is written in place (never
-// renamed over: `sheaf build -o /dev/null` once replaced /dev/null with a regular file).
+// renamed over: `sheaf build -o /dev/null` once replaced /dev/null with a regular file); the
+// temporary of a process that died while saving is removed by the next save into its directory,
+// and nothing else is (a live process's temporary, names that only look alike, directories).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "io/atomic_write.hpp"
 
@@ -75,6 +82,78 @@ TEST(AtomicWrite, WritesDevNullInPlace) {
   ASSERT_EQ(::stat("/dev/null", &after), 0);
   EXPECT_TRUE(S_ISCHR(after.st_mode));
   EXPECT_EQ(before.st_rdev, after.st_rdev);
+}
+
+// Forks a process that begins saving `target` and stops before committing. It writes one byte to
+// `ready` once its temporary exists, then waits until `hold` is closed (or exits at once when
+// `hold` is -1), without removing the temporary — as if it were killed. `hold_writer` is the other
+// end of the pipe of `hold`. Returns its pid.
+pid_t begin_save(const fs::path& target, int ready, int hold, int hold_writer) {
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::close(hold_writer);  // else this process would keep `hold` open itself
+  auto* f = new AtomicFile(target.string());  // never destroyed: the temporary stays
+  f->write("partial");
+  char c = 1;
+  if (::write(ready, &c, 1) != 1) ::_exit(2);
+  if (hold >= 0 && ::read(hold, &c, 1) < 0) ::_exit(3);
+  ::_exit(0);
+}
+
+// The names in `dir` starting with `prefix`.
+std::vector<std::string> named(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().filename().string());
+  return out;
+}
+
+TEST(AtomicWrite, RemovesTheTemporariesOfDeadProcessesOnly) {
+  TempDir t;
+  int ready[2], hold[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(hold), 0);
+  char c;
+  // The live one first: the other's save removes the temporaries of dead processes too.
+  const pid_t alive = begin_save(t.dir / "other.bin", ready[1], hold[0], hold[1]);
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const pid_t dead = begin_save(t.dir / "w.bin", ready[1], -1, hold[1]);
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+
+  const std::vector<std::string> stale = named(t.dir, ".w.bin.tmp."), live = named(t.dir, ".other.bin.tmp.");
+  ASSERT_EQ(stale.size(), 1u);
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(stale[0].rfind(fmt::format(".w.bin.tmp.{}.", dead), 0), 0u) << stale[0];  // the owner's pid is in the name
+  // Look-alikes of the dead process's temporary that must stay: another machine's (host digits
+  // differ), a directory, and names that break the pattern.
+  std::string other_host = stale[0], as_dir = stale[0];
+  const size_t host_at = stale[0].size() - 16;
+  other_host[host_at] = other_host[host_at] == '0' ? '1' : '0';
+  as_dir.back() = as_dir.back() == '0' ? '1' : '0';
+  std::ofstream(t.dir / other_host) << "x";
+  fs::create_directory(t.dir / as_dir);
+  std::ofstream(t.dir / (stale[0] + "x")) << "x";
+  std::ofstream(t.dir / fmt::format("w.bin.tmp.{}.{}", dead, stale[0].substr(host_at))) << "x";
+
+  write_file_atomic((t.dir / "w.bin").string(), "new");
+  EXPECT_EQ(slurp(t.dir / "w.bin"), "new");
+  EXPECT_FALSE(fs::exists(t.dir / stale[0])) << "the dead process's temporary is removed";
+  EXPECT_TRUE(fs::exists(t.dir / live[0])) << "a live process's temporary stays";
+  for (const std::string& kept : {other_host, as_dir, stale[0] + "x"}) EXPECT_TRUE(fs::exists(t.dir / kept)) << kept;
+  EXPECT_EQ(std::distance(fs::directory_iterator(t.dir), fs::directory_iterator()), 6);
+
+  ::close(hold[1]);
+  EXPECT_EQ(::waitpid(alive, nullptr, 0), alive);
+  for (int fd : {ready[0], ready[1], hold[0]}) ::close(fd);
+}
+
+TEST(AtomicWrite, SavesUnderTheLongestFileName) {
+  TempDir t;
+  const std::string name(NAME_MAX, 'n');
+  write_file_atomic((t.dir / name).string(), "long");
+  EXPECT_EQ(slurp(t.dir / name), "long");
+  EXPECT_EQ(std::distance(fs::directory_iterator(t.dir), fs::directory_iterator()), 1);
 }
 
 }  // namespace
