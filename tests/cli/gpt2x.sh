@@ -29,7 +29,19 @@ assert len(losses) == 4 and losses[-1] < losses[0] - 0.5, losses
 PY
 weights=$(sed -n 's/^saved //p' "$TMP/out")
 held_out=$(sed -n 's/^held-out loss //p' "$TMP/out")
-[[ -n $weights && -f $TMP/$weights && -f $TMP/tiny.json ]] || fail "the checkpoint ('$weights', tiny.json) was written"
+[[ $weights == tiny.pkl && -f $TMP/$weights && -f $TMP/tiny.json ]] || fail "the checkpoint ('$weights', tiny.json) was written"
+python3 - "$TMP/$weights" <<'PY' || fail "Python's pickle reads the weights back as NumPy arrays"
+import pickle, sys
+import numpy as np
+tree = pickle.load(open(sys.argv[1], "rb"))
+leaves = []
+def walk(t):
+    if isinstance(t, dict): [walk(v) for v in t.values()]
+    elif isinstance(t, list): [walk(v) for v in t]
+    else: leaves.append(t)
+walk(tree)
+assert leaves and all(isinstance(x, np.ndarray) and x.dtype == np.float32 for x in leaves), [type(x) for x in leaves][:5]
+PY
 
 run gpt2x/generate.shf ckpt=tiny chars=100 seed=1 prompt=The
 status_is 0 'generation'
