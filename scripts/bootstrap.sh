@@ -39,9 +39,10 @@ fi
 # safetensors is the reference reader/writer for tests/cli/io_interop.sh; IREE's iree-compile and
 # iree-run-module check the emitted StableHLO in tests/unit/stablehlo_test.cpp and back
 # `sheaf build -o x.vmfb`; tiktoken with bpe-openai's copy of cl100k_base counts the tokens of
-# `sheaf init-ai`'s output offline, scripts/cl100k.py).
+# `sheaf init-ai`'s output offline, scripts/cl100k.py; scipy-openblas32 is the OpenBLAS the
+# build copies beside the binary, src/tensor/blas.cpp).
 PY=python3
-if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai" 2>/dev/null; then
+if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai, scipy_openblas32" 2>/dev/null; then
   echo "bootstrap: pip install -r scripts/requirements-test.txt"
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <new>
 
@@ -76,9 +77,24 @@ Prepared prepare(const ir::Graph& g) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
            int64_t b_cs, float* c) {
   gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, n, 1});
+}
+
+thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run)
+
+void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+                 int64_t b_cs, float* c) {
+  const auto t0 = Clock::now();
+  sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
+  profiling->product_s += since(t0);
+  profiling->product_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  ++profiling->products;
 }
 
 std::byte* allocate_arena(int64_t bytes) {
@@ -117,7 +133,12 @@ Program::~Program() {
 }
 
 void Program::host_step(void* self, int32_t unit, int32_t step, void** buffers) {
+  const auto t0 = Clock::now();
   static_cast<Program*>(self)->run_host_step(unit, step, buffers);
+  if (profiling) {
+    profiling->host_s += since(t0);
+    ++profiling->host_steps;
+  }
 }
 
 // The node's operands as tensors over the buffers (no copy), its results from the reference
@@ -159,7 +180,7 @@ Tensor Program::result_buffer(size_t position, const ir::Type& t) {
                       spare_.take(position, [&] { return Tensor::empty(t.dtype, t.shape).storage(); }, bytes >= kRecycleBytes));
 }
 
-std::vector<Tensor> Program::run(std::span<const Tensor> args) {
+std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profile) {
   const MemoryPlan& m = p_.memory();
   buffers_ = table_;
   held_.clear();
@@ -172,7 +193,18 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args) {
     results[i] = result_buffer(i, g_.type(r));
     buffers_[m.slot[r]] = results[i].mutable_bytes();
   }
-  lib_.entry(&rt_, buffers_.data());
+  if (profile) {
+    profiling = profile;
+    Runtime timed = rt_;
+    timed.sgemm = sgemm_timed;
+    const auto t0 = Clock::now();
+    lib_.entry(&timed, buffers_.data());
+    profile->entry_s += since(t0);
+    ++profile->calls;
+    profiling = nullptr;
+  } else {
+    lib_.entry(&rt_, buffers_.data());
+  }
   for (size_t i = 0; i < g_.results.size(); ++i) {
     int32_t r = g_.results[i];
     if (first_[i] != i) {
