@@ -255,4 +255,10 @@ void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
 
 std::string blas_description() { return openblas().description; }
 
+int blas_threads() {
+  OpenBlas& lib = openblas();
+  adapt_threads(lib);
+  return lib.threads;
+}
+
 }  // namespace sheaf

@@ -2,12 +2,14 @@
 #include "backend/cpu/program.hpp"
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <new>
 
+#include "backend/cpu/parallel.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 #include "passes/passes.hpp"
@@ -86,6 +88,9 @@ void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, con
   gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, n, 1});
 }
 
+// rt->parallel: a loop's outermost range in as many parts as the products get threads.
+void run_parallel(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { parallel_for(fn, args, n, blas_threads()); }
+
 thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run)
 
 void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
@@ -97,6 +102,21 @@ void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_c
   ++profiling->products;
 }
 
+// Once per process: glibc malloc keeps freed memory instead of handing it back to the kernel.
+// The interpreter runs on a thread of its own, whose secondary malloc arena returns the pages of
+// every large freed block (a step's results, host-step outputs) and faults in fresh zeroed ones
+// on the next call: 5-7 % of a GPT step went to clearing pages (bench/gpt_step_style3.shf,
+// `perf`). Fixed thresholds (32 MiB for mmap, 1 GiB for trimming) turn that off; a steady
+// training loop then reuses the same pages.
+void keep_freed_memory() {
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
+}
+
 std::byte* allocate_arena(int64_t bytes) {
   return static_cast<std::byte*>(::operator new(static_cast<size_t>(std::max<int64_t>(bytes, 64)), std::align_val_t{64}));
 }
@@ -106,7 +126,8 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
-  rt_ = Runtime{sgemm, host_step, this};
+  keep_freed_memory();
+  rt_ = Runtime{sgemm, host_step, this, run_parallel};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
