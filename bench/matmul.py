@@ -2,13 +2,15 @@
 """bench/matmul.py — f32 matrix-product throughput of `sheaf` beside NumPy and PyTorch.
 
 For each shape (m×k·k×n) it measures, in one run:
-  sheaf    `(@ a b)` in a Sheaf `repeat` loop, with OpenBLAS's own core detection
-           (OPENBLAS_CORETYPE preset to what OpenBLAS detects by itself) and with sheaf's
-           SkylakeX selection (variable unset), each at 1 and 2 threads (SHEAF_NUM_THREADS)
+  sheaf    `(@ a b)` in a Sheaf `repeat` loop on each BLAS it can load (SHEAF_BLAS): the OpenBLAS
+           shipped beside the binary (scipy-openblas32, its own core detection; the default),
+           Debian's OpenBLAS with its own core detection and with sheaf's choice (SkylakeX on
+           AVX-512), and Debian's BLIS (libblis4-pthread, its own kernel choice) when installed;
+           each at 1 and 2 threads (SHEAF_NUM_THREADS; BLIS_NUM_THREADS for BLIS)
   numpy    `a @ b` with OPENBLAS_NUM_THREADS=1 and 2 (NumPy's bundled OpenBLAS)
   torch    `torch.mm` with torch.set_num_threads(1) and 2, with OpenBLAS's own detection and
            with OPENBLAS_CORETYPE=SkylakeX (Debian's torch calls the system OpenBLAS)
-and prints GFLOP/s and the ratios of sheaf's best to each peer's best.
+and prints GFLOP/s and the ratios of sheaf's default to each other column's best.
 
 Sheaf has no clock, so a Sheaf measurement is the wall time of `sheaf -c` running the loop n
 times minus the same program with 0 iterations. Every column is measured once per round, for
@@ -95,15 +97,37 @@ def sheaf_wall(sheaf, shape, reps, env):
     return time.perf_counter() - t0
 
 
-def sheaf_seconds(sheaf, shape, threads, coretype, seconds):
-    env = dict(os.environ, SHEAF_NUM_THREADS=str(threads))
-    env.pop("OPENBLAS_CORETYPE", None)
-    if coretype:
-        env["OPENBLAS_CORETYPE"] = coretype
+def sheaf_seconds(sheaf, shape, threads, blas, seconds):
+    """Seconds per product; blas: {"lib": path or None (the default), "core": OPENBLAS_CORETYPE or None}."""
+    env = dict(os.environ, SHEAF_NUM_THREADS=str(threads), BLIS_NUM_THREADS=str(threads))
+    for var in ("OPENBLAS_CORETYPE", "SHEAF_BLAS"):
+        env.pop(var, None)
+    if blas["lib"]:
+        env["SHEAF_BLAS"] = blas["lib"]
+    if blas["core"]:
+        env["OPENBLAS_CORETYPE"] = blas["core"]
     reps = max(3, int(seconds / (flops(shape) / 50e9)))
     base = sheaf_wall(sheaf, shape, 0, env)
     full = sheaf_wall(sheaf, shape, reps, env)
     return max(full - base, 1e-9) / reps
+
+
+SYSTEM_OPENBLAS = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
+SYSTEM_BLIS = "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4"
+
+
+def sheaf_blases(sheaf, core):
+    """The BLAS columns of sheaf: (label, {"lib", "core"}); the first is the default."""
+    shipped = os.path.join(os.path.dirname(os.path.abspath(sheaf)), "libscipy_openblas.so")
+    cols = [("default", {"lib": None, "core": None})]
+    if os.path.exists(shipped):
+        cols[0] = ("scipy-openblas", {"lib": None, "core": None})
+    if os.path.exists(SYSTEM_OPENBLAS):
+        cols += [("debian:" + (core or "own"), {"lib": SYSTEM_OPENBLAS, "core": core}),
+                 ("debian:SkylakeX" if has_avx512() else "debian:sheaf", {"lib": SYSTEM_OPENBLAS, "core": None})]
+    if os.path.exists(SYSTEM_BLIS):
+        cols.append(("blis", {"lib": SYSTEM_BLIS, "core": None}))
+    return cols
 
 
 def openblas_default_core():
@@ -138,39 +162,41 @@ def main():
         return worker(args.worker, shapes[0], args.threads, args.seconds)
 
     core = openblas_default_core()
-    auto = "SkylakeX" if has_avx512() else core  # what sheaf selects (src/tensor/blas.cpp)
     np_py, torch_py = python_with("numpy"), python_with("torch")
-    print(f"# OpenBLAS detects: {core}; numpy: {np_py or 'absent'}; torch: {torch_py or 'absent'}; "
+    print(f"# Debian's OpenBLAS detects: {core}; numpy: {np_py or 'absent'}; torch: {torch_py or 'absent'}; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    cols = [("sheaf", core, 1), ("sheaf", core, 2), ("sheaf", None, 1), ("sheaf", None, 2),
-            ("numpy", None, 1), ("numpy", None, 2),
-            ("torch", None, 1), ("torch", None, 2), ("torch", "SkylakeX", 1), ("torch", "SkylakeX", 2)]
-    label = lambda c: f"{c[0]}:{c[1] or (auto if c[0] == 'sheaf' else 'own')}:{c[2]}t"  # noqa: E731
+    blases = sheaf_blases(args.sheaf, core)
+    cols = [("sheaf", name, t) for name, _ in blases for t in (1, 2)]
+    cols += [("numpy", None, 1), ("numpy", None, 2),
+             ("torch", None, 1), ("torch", None, 2), ("torch", "SkylakeX", 1), ("torch", "SkylakeX", 2)]
+    label = lambda c: f"{c[0]}:{c[1] or 'own'}:{c[2]}t"  # noqa: E731
     print("GFLOP/s (higher is better)")
-    print(f"{'shape m×k×n':>16}  " + "  ".join(f"{label(c):>18}" for c in cols))
+    print(f"{'shape m×k×n':>16}  " + "  ".join(f"{label(c):>22}" for c in cols))
     for shape in shapes:
         row = {c: None for c in cols}
         for _ in range(args.repeats):  # rounds over every column, so that load changes hit all alike
             for c in cols:
-                kind, coretype, threads = c
+                kind, variant, threads = c
                 if kind == "sheaf":
-                    s = sheaf_seconds(args.sheaf, shape, threads, coretype, args.seconds)
+                    s = sheaf_seconds(args.sheaf, shape, threads, dict(blases)[variant], args.seconds)
                 else:
                     py = np_py if kind == "numpy" else torch_py
-                    extra = {"OPENBLAS_CORETYPE": coretype} if coretype else {}
+                    extra = {"OPENBLAS_CORETYPE": variant} if variant else {}
                     s = run_worker(py, kind, shape, threads, args.seconds, extra) if py else None
                 if s:
                     row[c] = max(row[c] or 0.0, flops(shape) / s / 1e9)
-        cells = "  ".join(f"{row[c]:18.1f}" if row[c] else f"{'-':>18}" for c in cols)
+        cells = "  ".join(f"{row[c]:22.1f}" if row[c] else f"{'-':>22}" for c in cols)
         print(f"{'x'.join(map(str, shape)):>16}  {cells}")
         best = lambda kind, pred=lambda c: True: max(  # noqa: E731
             [v for c, v in row.items() if c[0] == kind and v and pred(c)], default=None)
-        sheaf_best = best("sheaf", lambda c: c[1] is None)
-        ratios = [f"{auto}/{core} {sheaf_best / best('sheaf', lambda c: c[1] is not None):.2f}x"]
+        default = blases[0][0]
+        mine = best("sheaf", lambda c: c[1] == default)
+        ratios = [f"/{name} {mine / best('sheaf', lambda c, n=name: c[1] == n):.2f}x" for name, _ in blases[1:]
+                  if best("sheaf", lambda c, n=name: c[1] == n)]
         for peer in ("numpy", "torch"):
             if best(peer):
-                ratios.append(f"sheaf/{peer} {sheaf_best / best(peer):.2f}x")
-        print(f"{'':>16}  best sheaf ({auto}) {sheaf_best:.1f} GFLOP/s; " + ", ".join(ratios))
+                ratios.append(f"/{peer} {mine / best(peer):.2f}x")
+        print(f"{'':>16}  sheaf ({default}) {mine:.1f} GFLOP/s, best of 1t/2t; ratios: " + ", ".join(ratios))
 
 
 if __name__ == "__main__":

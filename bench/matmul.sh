@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/matmul.sh — f32 matmul GFLOP/s of sheaf (OpenBLAS's own core vs SkylakeX, 1 and 2
+# bench/matmul.sh — f32 matmul GFLOP/s of sheaf (on each BLAS it can load, 1 and 2
 # threads) beside NumPy and PyTorch, measured in one run; see bench/README.md.
 #   bench/matmul.sh [path/to/sheaf] [extra matmul.py options]
 set -euo pipefail

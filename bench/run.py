@@ -21,7 +21,9 @@ Benchmark; beside the sheaf binary) runs if it was built. Prints a table per ben
 figure and the ratio of sheaf cpu to each other column (> 1: sheaf faster), and writes the same
 tables with the machine (CPU model, cores, date, versions) to bench/results.md. A missing peer
 prints `-` and the run goes on. Nothing fails on a slow result.
-usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,cnn,gpt] [--out bench/results.md]
+The GPT step also runs in two other styles (gpt-style2, gpt-style3: sheaf only), compared with it, and
+its products' GFLOP (--jit-profile) over its time is compared with the machine's sgemm rate.
+usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,cnn,gpt,gpt-style2,gpt-style3] [--out bench/results.md]
 """
 import argparse
 import datetime
@@ -41,7 +43,12 @@ BENCHES = {
     "mlp": ("mlp_steps.shf", "784-256-10 MLP, Adam, batch 128: train steps per second"),
     "cnn": ("cnn_steps.shf", "CNN (conv 3×3 16, pool, conv 3×3 32, pool, 1568-128-10), Adam, batch 64: train steps per second"),
     "gpt": ("gpt_step.shf", "char GPT (d 256, 4 layers, 4 heads, T 128, B 32), Adam: one train step"),
+    "gpt-style2": ("gpt_step_style2.shf", "the same GPT step in another style (einsum head projections on [D H Hd] weights, "
+                   "== / where mask, explicit mean/var layer-norm, [out probs] attention, get/range embeddings); sheaf only"),
+    "gpt-style3": ("gpt_step_style3.shf", "the same GPT step in a third style (per-head modules mapped and concatenated, "
+                   "additive mask, softmax and GELU written out, one-hot embedding product, loop/recur over layers); sheaf only"),
 }
+STYLE_TWINS = ("gpt-style2", "gpt-style3")  # compared with gpt's sheaf cpu step
 COLUMNS = ["sheaf cpu", "sheaf ref", "torch", "jax", "iree"]
 IREE_CASES = ("xor", "mlp", "gpt")  # the CASES of bench/twins/iree_step.py
 TIMEOUT = 1200
@@ -120,6 +127,30 @@ def measure(name, args, pythons, table):
     if pythons["iree"] and name in IREE_CASES:
         keep_best(table, "iree", results([pythons["iree"], os.path.join(HERE, "twins", "iree_step.py"),
                                           "--sheaf", args.sheaf, name]))
+
+
+def step_gflop(sheaf):
+    """GFLOP of the GPT step's products, from --jit-profile (products of its 7 train-step calls)."""
+    found = {}
+    with tempfile.TemporaryDirectory() as work:
+        shutil.copy(os.path.join(HERE, BENCHES["gpt"][0]), work)
+        out = subprocess.run([sheaf, BENCHES["gpt"][0], "--jit-profile"], cwd=work, capture_output=True, text=True, timeout=TIMEOUT)
+    for line in out.stderr.splitlines():
+        if "sgemm," in line and "GFLOP" in line:  # "... products Xms (N%; K sgemm, G GFLOP, R GFLOP/s) ..."
+            found["gflop"] = float(line.split("sgemm,")[1].split("GFLOP")[0])
+    return found["gflop"] / 7 if "gflop" in found else None
+
+
+def sgemm_rate(sheaf, rounds):
+    """The machine's sgemm rate in GFLOP/s: sheaf's (@ a b) at 4096x256x1024, best of 1 and 2 threads and of the rounds
+    (bench/matmul.py's measurement)."""
+    from matmul import flops, sheaf_blases, sheaf_seconds
+    shape, best = (4096, 256, 1024), 0.0
+    default = sheaf_blases(sheaf, None)[0][1]
+    for _ in range(rounds):
+        for threads in (1, 2):
+            best = max(best, flops(shape) / sheaf_seconds(sheaf, shape, threads, default, 0.4) / 1e9)
+    return best
 
 
 def fmt(cell):
@@ -214,13 +245,28 @@ def main():
                "iree": python_with("numpy") if shutil.which("iree-compile") and shutil.which("iree-benchmark-module") else None}
     head = machine(args.sheaf, pythons)
     print("\n".join(head) + "\n")
-    sections = []
+    sections, tables = [], {}
     for name in args.only.split(","):
-        table = {}
+        table = tables.setdefault(name, {})
         measure(name, args, pythons, table)
         sections.append(render(name, table))
         print(sections[-1])
         sys.stdout.flush()
+    gpt = tables.get("gpt", {}).get("gpt_ms_per_step", {}).get("sheaf cpu")
+    if gpt:
+        lines = ["### gpt step: style twins and the sgemm rate", ""]
+        for name in STYLE_TWINS:
+            twin = tables.get(name, {}).get("gpt_ms_per_step", {}).get("sheaf cpu")
+            if twin:
+                lines.append("- %s: %.1f ms a step, %.2f× gpt_step.shf's %.1f ms (goal: at most 1.15×)" % (name, twin[0], twin[0] / gpt[0], gpt[0]))
+        gflop, rate = step_gflop(args.sheaf), sgemm_rate(args.sheaf, args.rounds)
+        if gflop and rate:
+            achieved = gflop / (gpt[0] / 1000.0)
+            lines.append("- gpt step: %.1f GFLOP of products in %.1f ms = %.1f GFLOP/s, %.0f %% of the machine's sgemm rate "
+                         "(%.1f GFLOP/s: sheaf's `(@ a b)` at 4096x256x1024, best of 1 and 2 threads; goal: at least 60 %%)"
+                         % (gflop, gpt[0], achieved, 100.0 * achieved / rate, rate))
+        sections.append("\n".join(lines) + "\n")
+        print(sections[-1])
     sections.append(dispatch_bench(args.sheaf))
     print(sections[-1])
     notes = ("Best of %d rounds (IREE: one iree-benchmark-module run). torch: best of 1 thread, 1 thread with 2 BLAS "

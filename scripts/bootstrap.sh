@@ -43,9 +43,10 @@ fi
 # iree-run-module check the emitted StableHLO in tests/unit/stablehlo_test.cpp and back
 # `sheaf build -o x.vmfb`; tiktoken with bpe-openai's copy of cl100k_base counts the tokens of
 # `sheaf init-ai`'s output offline, scripts/cl100k.py; tensorboard reads the event files and pypng
-# the plots of tests/cli/metrics.sh).
+# the plots of tests/cli/metrics.sh; scipy-openblas32 is the OpenBLAS the build copies beside the
+# binary, src/tensor/blas.cpp).
 PY=python3
-if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai, tensorboard, png" 2>/dev/null; then
+if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai, tensorboard, png, scipy_openblas32" 2>/dev/null; then
   echo "bootstrap: pip install -r scripts/requirements-test.txt"
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt

@@ -297,9 +297,9 @@ std::string canonical(const std::string& text, const std::string& name) {
   std::map<char, size_t> next;
   std::string out;
   const std::string_view t(text);
-  const size_t at = t.find(" " + name + "(");
+  const std::string called = name + "(";
   for (size_t i = 0; i < t.size();) {
-    if (at != std::string_view::npos && i == at + 1) {  // the name
+    if ((i == 0 || !word(t[i - 1])) && t.compare(i, called.size(), called) == 0) {  // the name (a CPU task names it again)
       i += name.size();
       continue;
     }

@@ -40,7 +40,7 @@ double reduce_identity(Reduce r, DType d);
 std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::string& x);  // acc ⊕ x
 
 // A rendered function (CPU loop function, CUDA kernel) `text` named `name` as the renderers
-// compare them: the name and the comments dropped, the numbers of its buffer, value, accumulator,
+// compare them: the name (wherever it is called or defined: `name(`) and the comments dropped, the numbers of its buffer, value, accumulator,
 // shared-array and column-sum names (p{slot}, v{id}, a{id}, h{id}, k{id}) replaced by their order
 // of first appearance. Functions with the same canonical text compute the same thing from their
 // arguments, whatever step, slots and values they were rendered for (a model's repeated layers),

@@ -456,19 +456,26 @@ class Fuser {
     s_.view[n.out] = std::move(r);
   }
 
+  // Whether operand u's free dims and its contracting dims each merge into one matrix axis.
+  bool merges(int32_t u, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract) {
+    const View& w = view_of(u);
+    const auto rank = static_cast<int64_t>(shape(u).size());
+    return merge_axes(shape(u), w.strides, free_dims(rank, batch, contract)) && merge_axes(shape(u), w.strides, contract);
+  }
+
   bool place_dot(int32_t i, const ir::Node& n) {
     int32_t l = n.in[0], r = n.in[1];
     DType t = g_.type(l).dtype;
     if ((t != DType::F32 && !(o_.gpu && (t == DType::F16 || t == DType::BF16))) || g_.type(n.out).dtype != t || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
         shape_numel(shape(r)) == 0)
       return false;
-    auto layout = dot_layout(shape(l), view_of(l), shape(r), view_of(r), n.attrs.dot);
-    if (!layout) {
-      own_buffer(l);
-      own_buffer(r);
-      layout = dot_layout(shape(l), *s_.view[l], shape(r), *s_.view[r], n.attrs.dot);
-      if (!layout) return false;
-    }
+    const DotDims& d = n.attrs.dot;
+    // An operand whose dims do not merge into matrix axes is copied into a buffer of its own
+    // (canonical_dots put its dims in an order that merges when row-major).
+    if (!merges(l, d.lhs_batch, d.lhs_contract)) own_buffer(l);
+    if (!merges(r, d.rhs_batch, d.rhs_contract)) own_buffer(r);
+    auto layout = dot_layout(shape(l), view_of(l), shape(r), view_of(r), d);
+    if (!layout) return false;
     int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i}, .dot = *layout});
     give_buffer(n.out, st);
     return true;

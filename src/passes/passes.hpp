@@ -26,4 +26,9 @@ void optimize(ir::Graph& g);
 // neither in half precision); not part of optimize — widen_halves.cpp.
 ir::Graph widen_halves(const ir::Graph& g);
 
+// dot_general operands whose free or contracting dims are not adjacent and in order (row-major)
+// transposed into (batch, free, contracting) / (batch, contracting, free) order, for backends that
+// run products as strided matrix products; not part of optimize — canonical_dots.cpp.
+ir::Graph canonical_dots(const ir::Graph& g);
+
 }  // namespace sheaf::passes

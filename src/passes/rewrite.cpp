@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
 
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
@@ -82,6 +84,32 @@ Graph rewrite(const Graph& g, const Visit& visit) {
   for (const Node& n : g.nodes)
     if (n.op != Op::Parameter && !visit(rw, n)) rw.copy(n);
   return rw.finish();
+}
+
+namespace {
+
+// rewrite_with_regions over one graph, with the regions rebuilt so far (original → rebuilt).
+Graph rewrite_deep(const Graph& g, const Visit& visit, std::map<const Graph*, std::shared_ptr<const Graph>>& done) {
+  return rewrite(g, [&](Rewriter& r, const Node& n) {
+    if (visit(r, n)) return true;
+    if (n.attrs.regions.empty()) return false;
+    ir::Attrs a = n.attrs;
+    for (std::shared_ptr<const Graph>& region : a.regions) {
+      auto [it, fresh] = done.try_emplace(region.get());
+      if (fresh) it->second = std::make_shared<const Graph>(rewrite_deep(*region, visit, done));
+      region = it->second;
+    }
+    std::vector<ir::Type> types(g.types.begin() + n.out, g.types.begin() + n.out + n.nout);
+    r.map_results(n, r.add(n.op, r.map(n.in), std::move(a), std::move(types), n.loc));
+    return true;
+  });
+}
+
+}  // namespace
+
+Graph rewrite_with_regions(const Graph& g, const Visit& visit) {
+  std::map<const Graph*, std::shared_ptr<const Graph>> done;
+  return rewrite_deep(g, visit, done);
 }
 
 const Tensor* constant_value(const Graph& g, int32_t v) {

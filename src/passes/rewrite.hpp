@@ -58,6 +58,10 @@ class Rewriter {
 // copied unchanged; when true, `visit` has mapped the node's results itself (or dropped it).
 using Visit = std::function<bool(Rewriter&, const ir::Node&)>;
 ir::Graph rewrite(const ir::Graph& g, const Visit& visit);
+// rewrite(), also inside the regions of while/case nodes, recursively (a region shared by several
+// nodes stays shared; a node whose regions it rebuilt keeps its op, operands and types). For the
+// lowerings a backend applies to a whole program (passes.hpp: widen_halves, canonical_dots).
+ir::Graph rewrite_with_regions(const ir::Graph& g, const Visit& visit);
 
 // The value of a constant node, or nullptr.
 const Tensor* constant_value(const ir::Graph& g, int32_t v);

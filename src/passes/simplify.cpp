@@ -16,6 +16,9 @@
 //   select(c, x, x) → x; select(splat c, x, y) → x or y
 //   dynamic_slice of x's full size → x; with constant starts → slice (starts clamped like the
 //   kernel clamps them); dynamic_update_slice(x, u, ...) with u of x's type → u
+//   take(x, iota n) along an axis of size ≥ n → slice of the first n; scatter-add(x, iota n, u) →
+//   add(x, pad(u) with -0.0) (the kernel adds each update to x's element once); scatter(x, iota n,
+//   u) along an axis of size n → u
 //   reduce over size-1 axes only (or none) → reshape(x), except float sums: the kernel adds each
 //   element to +0.0, so -0.0 would become +0.0
 //   a constant whose every element is its index along one axis (an arange, maybe broadcast, as
@@ -126,6 +129,45 @@ std::optional<int64_t> iota_axis(const Tensor& v) {
   return std::nullopt;
 }
 
+// The length n of `idx` when it is a rank-1 integer iota (0, 1, .., n − 1) and n ≤ `extent`:
+// every index in range, each once, in order.
+std::optional<int64_t> iota_indices(const Graph& g, int32_t idx, int64_t extent) {
+  const Node& p = g.producer(idx);
+  const Type& t = g.type(idx);
+  if (p.op != Op::Iota || t.shape.size() != 1 || !is_int(t.dtype) || t.shape[0] > extent) return std::nullopt;
+  return t.shape[0];
+}
+
+// take(x, iota n) along a → x's first n entries along a (`(get pos (range T))`).
+Simplified simplify_gather(Rewriter& rw, const Node& n, const std::vector<int32_t>& in, const Type& t) {
+  const Shape shape = rw.out().type(in[0]).shape;  // a copy: adding nodes moves the type table
+  const auto axis = static_cast<size_t>(n.attrs.axis);
+  const std::optional<int64_t> len = iota_indices(rw.out(), in[1], shape[axis]);
+  if (!len) return std::nullopt;
+  ir::Attrs a{.starts = std::vector<int64_t>(shape.size(), 0), .limits = shape, .strides = std::vector<int64_t>(shape.size(), 1)};
+  a.limits[axis] = *len;
+  return rw.add(Op::Slice, {in[0]}, std::move(a), {t}, n.loc);
+}
+
+// scatter(x, iota n, u) along a: the first n entries of x along a are updated once each, in
+// order. Add: add(x, u padded to x's shape with -0.0, which adds nothing to any x) — the kernel
+// adds each update to x's element; the gradient of `(get pos (range T))` is then a sum over the
+// batch, not a scatter. Set with n = x's extent: u.
+Simplified simplify_scatter(Rewriter& rw, const Node& n, const std::vector<int32_t>& in, const Type& t) {
+  const auto axis = static_cast<size_t>(n.attrs.axis);
+  const std::optional<int64_t> len = iota_indices(rw.out(), in[1], t.shape[axis]);
+  if (!len || rw.out().type(in[2]).shape.size() != t.shape.size()) return std::nullopt;
+  if (n.attrs.scatter == ScatterMode::Set) return *len == t.shape[axis] ? Simplified(in[2]) : std::nullopt;
+  int32_t u = in[2];
+  if (*len < t.shape[axis]) {
+    ir::Attrs a{.lo = std::vector<int64_t>(t.shape.size(), 0), .hi = std::vector<int64_t>(t.shape.size(), 0)};
+    a.hi[axis] = t.shape[axis] - *len;
+    a.scalar = is_float(t.dtype) ? -0.0 : 0.0;
+    u = rw.add(Op::Pad, {u}, std::move(a), {t}, n.loc);
+  }
+  return rw.add(Op::Binary, {in[0], u}, {.binary = Binary::Add}, {t}, n.loc);
+}
+
 bool is_layout(Op op) { return op == Op::Reshape || op == Op::Transpose; }
 
 // n is a layout op of a widening convert, or a narrowing convert of a layout op: the same two ops
@@ -219,6 +261,8 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
     case Op::DynamicSlice: return simplify_dynamic_slice(rw, n, in, t);
     case Op::DynamicUpdateSlice: return g.type(in[1]) == t ? Simplified(in[1]) : std::nullopt;
     case Op::Reduce: return simplify_reduce(rw, n, in[0], t);
+    case Op::Gather: return simplify_gather(rw, n, in, t);
+    case Op::Scatter: return simplify_scatter(rw, n, in, t);
     default: return std::nullopt;
   }
 }

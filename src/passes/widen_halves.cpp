@@ -17,51 +17,29 @@
 
 namespace sheaf::passes {
 
-namespace {
-
 using ir::Node;
 using ir::Op;
 
-class Widener {
- public:
-  ir::Graph run(const ir::Graph& g) {
-    std::map<int32_t, int32_t> wide;  // new half value → its f32 conversion
-    return rewrite(g, [&](Rewriter& r, const Node& n) {
-      auto widened = [&](int32_t old) {
-        int32_t v = r.map(old);
-        auto [it, fresh] = wide.try_emplace(v, -1);
-        if (fresh) it->second = r.emit(Op::Convert, {v}, {.dtype = DType::F32}, n.loc);
-        return it->second;
-      };
-      auto narrowed = [&](int32_t f32) {
-        r.map_results(n, r.emit(Op::Convert, {f32}, {.dtype = g.type(n.out).dtype}, n.loc));
-        return true;
-      };
-      if (n.op == Op::DotGeneral && is_half(g.type(n.in[0]).dtype))
-        return narrowed(r.emit(Op::DotGeneral, {widened(n.in[0]), widened(n.in[1])}, n.attrs, n.loc));
-      if (n.op == Op::Reduce && is_half(g.type(n.out).dtype))
-        return narrowed(r.emit(Op::Reduce, {widened(n.in[0])}, n.attrs, n.loc));
-      if (n.attrs.regions.empty()) return false;
-      ir::Attrs a = n.attrs;
-      for (std::shared_ptr<const ir::Graph>& region : a.regions) region = widen_region(region);
-      std::vector<ir::Type> types(g.types.begin() + n.out, g.types.begin() + n.out + n.nout);
-      r.map_results(n, r.add(n.op, r.map(n.in), std::move(a), std::move(types), n.loc));
+ir::Graph widen_halves(const ir::Graph& g) {
+  std::map<const ir::Graph*, std::map<int32_t, int32_t>> wide;  // per graph: new half value → its f32 conversion
+  return rewrite_with_regions(g, [&](Rewriter& r, const Node& n) {
+    const ir::Graph& src = r.src();
+    auto widened = [&](int32_t old) {
+      int32_t v = r.map(old);
+      auto [it, fresh] = wide[&src].try_emplace(v, -1);
+      if (fresh) it->second = r.emit(Op::Convert, {v}, {.dtype = DType::F32}, n.loc);
+      return it->second;
+    };
+    auto narrowed = [&](int32_t f32) {
+      r.map_results(n, r.emit(Op::Convert, {f32}, {.dtype = src.type(n.out).dtype}, n.loc));
       return true;
-    });
-  }
-
- private:
-  std::map<const ir::Graph*, std::shared_ptr<const ir::Graph>> regions_;  // original → widened
-
-  std::shared_ptr<const ir::Graph> widen_region(const std::shared_ptr<const ir::Graph>& region) {
-    auto [it, fresh] = regions_.try_emplace(region.get());
-    if (fresh) it->second = std::make_shared<const ir::Graph>(run(*region));
-    return it->second;
-  }
-};
-
-}  // namespace
-
-ir::Graph widen_halves(const ir::Graph& g) { return Widener().run(g); }
+    };
+    if (n.op == Op::DotGeneral && is_half(src.type(n.in[0]).dtype))
+      return narrowed(r.emit(Op::DotGeneral, {widened(n.in[0]), widened(n.in[1])}, n.attrs, n.loc));
+    if (n.op == Op::Reduce && is_half(src.type(n.out).dtype))
+      return narrowed(r.emit(Op::Reduce, {widened(n.in[0])}, n.attrs, n.loc));
+    return false;
+  });
+}
 
 }  // namespace sheaf::passes

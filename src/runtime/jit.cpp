@@ -279,7 +279,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     if (profile) stats_.flatten_s += std::chrono::duration<double>(t1 - t0).count();
     std::vector<Tensor> results;
     if (exe->gpu) results = exe->gpu->run(inputs_, stats_.gpu);
-    else results = exe->native ? exe->native->run(inputs_) : ref::run(exe->graph, exe->plan, inputs_);
+    else results = exe->native ? exe->native->run(inputs_, profile ? &stats_.cpu : nullptr) : ref::run(exe->graph, exe->plan, inputs_);
     auto t2 = profile || in.obs ? Clock::now() : Clock::time_point{};
     double run_s = std::chrono::duration<double>(t2 - t1).count();
     if (profile) stats_.call_s += run_s;
@@ -320,6 +320,19 @@ void Jit::report(std::ostream& os) const {
     os << fmt::format("  cpu backend: {} built ({:.1f}ms fusion+codegen, {:.1f}ms C++ compiler), {} loaded from {} ({:.1f}ms), {} on the reference executor\n",
                       s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);
   if (device != Device::Cuda) os << fmt::format("  f32 products: {}\n", blas_description());
+  if (device == Device::Cpu) {
+    const auto& tc = cpu::toolchain();
+    os << fmt::format("  generated code: {} {}\n", tc ? tc->identity : "no compiler", cpu::compile_flags());
+  }
+  if (const cpu::RunProfile& c = s.cpu; c.calls) {
+    const double loops = std::max(0.0, c.entry_s - c.product_s - c.host_s);
+    auto share = [&](double x) { return c.entry_s > 0 ? 100.0 * x / c.entry_s : 0.0; };
+    os << fmt::format("  cpu time in {} compiled calls: {:.1f}ms = products {:.1f}ms ({:.0f}%; {} sgemm, {:.2f} GFLOP, {:.1f} GFLOP/s)"
+                      " + loops and copies {:.1f}ms ({:.0f}%) + host steps {:.1f}ms ({:.0f}%; {}); dispatch around them {:.1f}ms\n",
+                      c.calls, c.entry_s * 1e3, c.product_s * 1e3, share(c.product_s), c.products, c.product_flops / 1e9,
+                      c.product_s > 0 ? c.product_flops / c.product_s / 1e9 : 0.0, loops * 1e3, share(loops), c.host_s * 1e3,
+                      share(c.host_s), c.host_steps, std::max(0.0, total - c.entry_s) * 1e3);
+  }
   if (device == Device::Cuda && gpu) {
     os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
                       "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",

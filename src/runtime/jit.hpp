@@ -50,6 +50,7 @@ struct JitStats {
   uint64_t built = 0, loaded = 0, ref_runs = 0;   // CPU backend: compiled now, from __sheaf__, on ref instead
   double prepare_s = 0, compile_s = 0, load_s = 0;  // fusion + rendering, the C++ compiler, cache checks + dlopen
   std::vector<std::string> fallback_reasons;  // "f: reason" (first occurrence per function and reason)
+  cpu::RunProfile cpu;     // CPU backend: where its calls' time went (with `profile`)
   cuda::ProgramStats gpu;  // CUDA backend: what its programs did
   uint64_t gpu_built = 0;
   double gpu_build_s = 0;

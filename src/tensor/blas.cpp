@@ -1,8 +1,12 @@
-// tensor/blas.cpp — OpenBLAS loading and the portable matrix-product kernel.
-// OpenBLAS picks its kernels when it is loaded, from OPENBLAS_CORETYPE or its own CPU detection.
-// Debian's 0.3.21 misdetects recent CPUs (Zen 5, Emerald Rapids) and falls back to a generic
-// kernel two to five times slower, so on CPUs with AVX-512 F/BW/DQ/VL we ask for SkylakeX unless
-// the user chose a core; that is why OpenBLAS is loaded with dlopen here rather than linked.
+// tensor/blas.cpp — loading the BLAS and the portable matrix-product kernel.
+// The library is opened with dlopen on the first product, the first that loads of: $SHEAF_BLAS
+// (a path), the OpenBLAS the build ships beside the binary (libscipy_openblas.so: PyPI's
+// scipy-openblas32, a recent DYNAMIC_ARCH OpenBLAS whose symbols carry a `scipy_` prefix; in the
+// install tree under lib/sheaf), then the system's libopenblas.so.0 (Debian's). OpenBLAS picks its
+// kernels when it is loaded, from OPENBLAS_CORETYPE or its own CPU detection; Debian's 0.3.21
+// misdetects recent CPUs (Zen 5, Emerald Rapids) and falls back to a generic kernel two to five
+// times slower, so for any library but the shipped one we ask for SkylakeX on CPUs with AVX-512
+// F/BW/DQ/VL and Haswell on CPUs with AVX2 and FMA, unless the user chose a core.
 #include "tensor/blas.hpp"
 
 #include <dlfcn.h>
@@ -12,6 +16,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -35,10 +40,14 @@ struct OpenBlas {
   int threads = 1;                      // the count OpenBLAS has now
 };
 
-bool cpu_has_avx512() {
+// The core to ask an OpenBLAS that may not know this CPU for (nullptr: its own detection).
+const char* wanted_core() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return nullptr;
 }
 
 // Threads for OpenBLAS: SHEAF_NUM_THREADS, else whatever OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
@@ -54,24 +63,70 @@ int wanted_threads() {
   return -1;
 }
 
+// A library to try: its path (or soname) and where it comes from.
+struct Candidate {
+  std::string path, origin;
+};
+
+constexpr const char* kShippedBlas = "libscipy_openblas.so";
+
+std::vector<Candidate> candidates() {
+  std::vector<Candidate> c;
+  if (const char* p = std::getenv("SHEAF_BLAS"); p && *p) c.push_back({p, "$SHEAF_BLAS"});
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    c.push_back({(exe.parent_path() / kShippedBlas).string(), "beside the binary"});
+    c.push_back({(exe.parent_path().parent_path() / "lib" / "sheaf" / kShippedBlas).string(), "lib/sheaf"});
+  }
+  c.push_back({"libopenblas.so.0", "system"});
+  c.push_back({"libopenblas.so", "system"});
+  return c;
+}
+
+// dlopen of one candidate, or nullptr. The shipped OpenBLAS knows recent CPUs; for any other the
+// core is chosen (wanted_core) unless the user did.
+void* open_candidate(const Candidate& c) {
+  if (c.path.find('/') != std::string::npos && !std::filesystem::exists(c.path)) return nullptr;
+  const bool shipped = std::filesystem::path(c.path).filename() == kShippedBlas;
+  const char* core = !shipped && !std::getenv("OPENBLAS_CORETYPE") ? wanted_core() : nullptr;
+  if (core) setenv("OPENBLAS_CORETYPE", core, 1);
+  void* h = dlopen(c.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (core) unsetenv("OPENBLAS_CORETYPE");  // read during dlopen; children see the user's env
+  return h;
+}
+
+// A symbol of OpenBLAS's API, plain or with the `scipy_` prefix of the PyPI build.
+template <typename F>
+F symbol(void* h, const std::string& name) {
+  void* p = dlsym(h, name.c_str());
+  if (!p) p = dlsym(h, ("scipy_" + name).c_str());
+  return reinterpret_cast<F>(p);
+}
+
 OpenBlas load_openblas() {
   OpenBlas lib;
-  const bool choose_core = std::getenv("OPENBLAS_CORETYPE") == nullptr && cpu_has_avx512();
-  if (choose_core) setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-  void* h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-  if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
-  if (choose_core) unsetenv("OPENBLAS_CORETYPE");  // read during dlopen; children see the user's env
-  if (h) lib.sgemm = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
+  void* h = nullptr;
+  Candidate from;
+  for (const Candidate& c : candidates()) {
+    if (!(h = open_candidate(c))) continue;
+    if ((lib.sgemm = symbol<SgemmFn>(h, "cblas_sgemm"))) {
+      from = c;
+      break;
+    }
+    dlclose(h);
+    h = nullptr;
+  }
   if (!lib.sgemm) {
     fmt::print(stderr,
                "sheaf: note: OpenBLAS (libopenblas.so.0) could not be loaded; matrix products use a slower "
                "portable kernel\n");
     return lib;
   }
-  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
-  auto get_threads = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_num_threads"));
-  auto config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
-  auto corename = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
+  auto set_threads = symbol<void (*)(int)>(h, "openblas_set_num_threads");
+  auto get_threads = symbol<int (*)()>(h, "openblas_get_num_threads");
+  auto config = symbol<const char* (*)()>(h, "openblas_get_config");
+  auto corename = symbol<const char* (*)()>(h, "openblas_get_corename");
   lib.set_threads = set_threads;
   if (const int wanted = wanted_threads(); set_threads && wanted != 0) {
     if (wanted < 0) lib.adaptive.emplace(default_threads());
@@ -84,7 +139,8 @@ OpenBlas load_openblas() {
     version = c.substr(0, sp);
   }
   lib.threads = get_threads ? get_threads() : 1;
-  lib.description = fmt::format("{} {}, {} thread{}{}", version, corename ? corename() : "?", lib.threads,
+  const std::string name = std::filesystem::path(from.path).filename().string();
+  lib.description = fmt::format("{} {} ({}, {}), {} thread{}{}", version, corename ? corename() : "?", name, from.origin, lib.threads,
                                 lib.threads == 1 ? "" : "s",
                                 lib.adaptive && lib.threads > 1 ? " (fewer while other processes keep its cores busy)" : "");
   return lib;
@@ -198,5 +254,11 @@ void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
 }
 
 std::string blas_description() { return openblas().description; }
+
+int blas_threads() {
+  OpenBlas& lib = openblas();
+  adapt_threads(lib);
+  return lib.threads;
+}
 
 }  // namespace sheaf

@@ -30,4 +30,8 @@ void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float
 // What f32 products run on: "OpenBLAS 0.3.21 SkylakeX, 1 thread" or "portable kernel".
 std::string blas_description();
 
+// The threads the next product gets (SHEAF_NUM_THREADS, or adapted to the load; 1 on the
+// portable kernel): also the parts a generated loop splits into (backend/cpu/parallel.hpp).
+int blas_threads();
+
 }  // namespace sheaf

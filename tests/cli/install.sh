@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # tests/cli/install.sh — `make install` (cmake --install): the stripped binary (≤ 8 MB, no shared
 # libraries beyond libc, libstdc++, libm, libgcc_s and OpenSSL's libcrypto, which signs compiled
-# artifacts: linked statically it would add 4.5 MB), the MPI shim and the TensorBoard library
-# where the binary finds them, the prelude modules and the docs; the installed binary runs
-# programs, reports its build in --version, writes a TensorBoard file with the installed library
-# and runs a 2-rank job with the installed shim.
+# artifacts: linked statically it would add 4.5 MB), the MPI shim, the TensorBoard library and the
+# shipped OpenBLAS where the binary finds them, the prelude modules and the docs; the installed
+# binary runs programs, reports its build in --version, writes a TensorBoard file with the
+# installed library and runs a 2-rank job with the installed shim.
 # Usage: install.sh path/to/build/sheaf — runs every check, then exits 1 if any failed.
 set -u
 
@@ -26,6 +26,14 @@ else
   [[ $size -le 8388608 ]] || fail "the stripped binary has $size bytes (goal: at most 8 MiB)"
   extra=$(ldd "$SHEAF" | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib64/ld-linux|libc\.so|libstdc\+\+\.so|libm\.so|libgcc_s\.so|libcrypto\.so)')
   [[ -z $extra ]] || fail "unexpected run-time libraries: $extra"
+fi
+
+# the OpenBLAS the build ships (scipy-openblas32, when it was installed) goes to lib/sheaf, where
+# the installed binary finds it
+if [[ -f $(dirname "$1")/libscipy_openblas.so ]]; then
+  [[ -f $PREFIX/lib/sheaf/libscipy_openblas.so ]] || fail 'installed lib/sheaf/libscipy_openblas.so'
+  (cd "$TMP" && "$SHEAF" -c '(defn f [a] (@ a a)) (f (ones [40 40]))' --jit-profile >"$TMP/out" 2>"$TMP/err" </dev/null)
+  stderr_has '(libscipy_openblas.so, lib/sheaf)' 'the installed binary runs its products on the installed OpenBLAS'
 fi
 
 run --version

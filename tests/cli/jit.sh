@@ -37,6 +37,28 @@ stderr_has 'Dispatch profile (' '--jit-profile header'
 stderr_has 'executables: 5 hits, 2 misses' 'one trace of step, reused'
 stderr_has "interpreted noisy: calls 'print', which has effects" 'effect fallback reason'
 stderr_has 'f32 products: ' '--jit-profile says what f32 products run on'
+stderr_has 'generated code: ' '--jit-profile says how the generated C++ is compiled'
+stderr_has 'cpu time in 6 compiled calls: ' '--jit-profile splits the compiled calls'"'"' time into products, loops and host steps'
+# the generated code uses the host's vector ISA, spelled out (toolchain.hpp: isa_flags)
+if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
+  stderr_has '-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512cd -mprefer-vector-width=512' 'AVX-512 hosts: 512-bit vectors'
+elif grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+  stderr_has '-mavx2 -mfma -mf16c' 'AVX2 hosts: AVX2 and FMA'
+fi
+# the BLAS: the OpenBLAS the build ships beside the binary first (src/tensor/blas.cpp), $SHEAF_BLAS
+# before it; a library that is not there is skipped
+if [[ -f "$(dirname "$SHEAF")/libscipy_openblas.so" ]]; then
+  stderr_has '(libscipy_openblas.so, beside the binary)' 'the shipped OpenBLAS is used'
+  (cd "$TMP" && SHEAF_BLAS=/nonexistent/libblas.so "$SHEAF" profile.shf --jit-profile >"$TMP/out" 2>"$TMP/err" </dev/null)
+  stderr_has '(libscipy_openblas.so, beside the binary)' 'a $SHEAF_BLAS that is not there is skipped'
+fi
+if [[ -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0 ]]; then
+  (cd "$TMP" && SHEAF_BLAS=/usr/lib/x86_64-linux-gnu/libopenblas.so.0 "$SHEAF" profile.shf --jit-profile >"$TMP/out" 2>"$TMP/err" </dev/null)
+  stderr_has '(libopenblas.so.0, $SHEAF_BLAS)' '$SHEAF_BLAS comes first'
+  if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then
+    stderr_has 'SkylakeX (libopenblas.so.0' 'an OpenBLAS other than the shipped one gets the SkylakeX core on AVX-512'
+  fi
+fi
 # BLAS threads: SHEAF_NUM_THREADS (a fixed count), else one per core this process may use (its
 # affinity mask, which `nproc` counts, when no cgroup quota caps it), shared among the ranks on
 # the machine, and fewer while other processes keep those cores busy

@@ -497,6 +497,51 @@ TEST(Simplify, ReductionsOverNothingExceptFloatSums) {
   expect_same_results(g, out, {{neg_zero, Tensor(DType::I32, {2, 1})}});
 }
 
+TEST(Simplify, TakeAndScatterOverAnIotaAreASliceAndAnAdd) {
+  // (get pos (range T)) and its gradient: take(x, iota) reads x's first rows in order; a scatter
+  // over every row of x, each once, adds each update to its row (the kernel's x + u).
+  Graph g;
+  Type t{DType::F32, {4, 3}};
+  int32_t x = param(g, t), u = param(g, t), s = param(g, {DType::F32, {2, 3}});
+  int32_t all = g.add(Op::Iota, {}, {.dtype = DType::I32, .axis = 0}, {Type{DType::I32, {4}}});
+  int32_t two = g.add(Op::Iota, {}, {.dtype = DType::I32, .axis = 0}, {Type{DType::I32, {2}}});
+  int32_t first = g.emit(Op::Gather, {x, two}, {.axis = 0});                               // slice of 2 rows
+  int32_t added = g.emit(Op::Scatter, {x, all, u}, {.scatter = ScatterMode::Add, .axis = 0});
+  int32_t set = g.emit(Op::Scatter, {x, all, u}, {.scatter = ScatterMode::Set, .axis = 0});
+  int32_t part = g.emit(Op::Scatter, {x, two, s}, {.scatter = ScatterMode::Add, .axis = 0});  // rows 2, 3 add -0.0
+  int32_t part_set = g.emit(Op::Scatter, {x, two, s}, {.scatter = ScatterMode::Set, .axis = 0});  // stays
+  g.results = {first, added, set, part, part_set};
+  Graph out = run_checked(simplify, g);
+  EXPECT_EQ(count(out, Op::Gather), 0u);
+  EXPECT_EQ(count(out, Op::Scatter), 1u);
+  EXPECT_EQ(count(out, Op::Slice), 1u);
+  EXPECT_EQ(count(out, Op::Pad), 1u);
+  EXPECT_EQ(count(out, Op::Binary), 2u);
+}
+
+TEST(CanonicalDots, OperandsWhoseDimsCannotMergeAreTransposed) {
+  // "bhtk,hkd->btd": the left operand contracts h and k, not adjacent in [b h t k]; "bhtk,btd->hkd":
+  // its free dims h, k are not adjacent. "btd,dn->btn" merges as it is and stays.
+  Graph g;
+  int32_t ctx = param(g, {DType::F32, {2, 3, 4, 5}}), w = param(g, {DType::F32, {3, 5, 6}});
+  int32_t dy = param(g, {DType::F32, {2, 4, 6}}), m = param(g, {DType::F32, {6, 7}});
+  int32_t out = g.emit(Op::DotGeneral, {ctx, w}, {.dot = {.lhs_contract = {1, 3}, .rhs_contract = {0, 1}}});
+  int32_t dw = g.emit(Op::DotGeneral, {ctx, dy}, {.dot = {.lhs_contract = {0, 2}, .rhs_contract = {0, 1}}});
+  int32_t plain = g.emit(Op::DotGeneral, {dy, m}, {.dot = {.lhs_contract = {2}, .rhs_contract = {0}}});
+  g.results = {out, dw, plain};
+  Graph c = canonical_dots(g);
+  expect_same_results(g, c);
+  EXPECT_EQ(ir::print(c),
+            "func @main(%0: f32[2x3x4x5], %1: f32[3x5x6], %2: f32[2x4x6], %3: f32[6x7]) {\n"
+            "  %4 = transpose(%0) {dims=[0, 2, 1, 3]} : f32[2x4x3x5]\n"
+            "  %5 = dot_general(%4, %1) {batch=[]x[] contract=[2, 3]x[0, 1]} : f32[2x4x6]\n"
+            "  %6 = transpose(%0) {dims=[1, 3, 0, 2]} : f32[3x5x2x4]\n"
+            "  %7 = dot_general(%6, %2) {batch=[]x[] contract=[2, 3]x[0, 1]} : f32[3x5x6]\n"
+            "  %8 = dot_general(%2, %3) {batch=[]x[] contract=[2]x[0]} : f32[2x4x7]\n"
+            "  return %5, %7, %8\n"
+            "}\n");
+}
+
 // ---- common subexpressions ----
 
 TEST(Cse, MergesEqualNodesAndConstants) {

@@ -2,11 +2,14 @@
 #include "backend/cpu/program.hpp"
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <new>
 
+#include "backend/cpu/parallel.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 #include "passes/passes.hpp"
@@ -68,7 +71,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(passes::widen_halves(g));
+  p.graph = std::make_shared<const ir::Graph>(passes::canonical_dots(passes::widen_halves(g)));
   add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;
@@ -76,9 +79,42 @@ Prepared prepare(const ir::Graph& g) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
            int64_t b_cs, float* c) {
   gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, n, 1});
+}
+
+// rt->parallel: a loop's outermost range in as many parts as the products get threads.
+void run_parallel(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { parallel_for(fn, args, n, blas_threads()); }
+
+thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run)
+
+void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+                 int64_t b_cs, float* c) {
+  const auto t0 = Clock::now();
+  sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
+  profiling->product_s += since(t0);
+  profiling->product_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  ++profiling->products;
+}
+
+// Once per process: glibc malloc keeps freed memory instead of handing it back to the kernel.
+// The interpreter runs on a thread of its own, whose secondary malloc arena returns the pages of
+// every large freed block (a step's results, host-step outputs) and faults in fresh zeroed ones
+// on the next call: 5-7 % of a GPT step went to clearing pages (bench/gpt_step_style3.shf,
+// `perf`). Fixed thresholds (32 MiB for mmap, 1 GiB for trimming) turn that off; a steady
+// training loop then reuses the same pages.
+void keep_freed_memory() {
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
 }
 
 std::byte* allocate_arena(int64_t bytes) {
@@ -90,7 +126,8 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
-  rt_ = Runtime{sgemm, host_step, this};
+  keep_freed_memory();
+  rt_ = Runtime{sgemm, host_step, this, run_parallel};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
@@ -117,7 +154,12 @@ Program::~Program() {
 }
 
 void Program::host_step(void* self, int32_t unit, int32_t step, void** buffers) {
+  const auto t0 = Clock::now();
   static_cast<Program*>(self)->run_host_step(unit, step, buffers);
+  if (profiling) {
+    profiling->host_s += since(t0);
+    ++profiling->host_steps;
+  }
 }
 
 // The node's operands as tensors over the buffers (no copy), its results from the reference
@@ -159,7 +201,7 @@ Tensor Program::result_buffer(size_t position, const ir::Type& t) {
                       spare_.take(position, [&] { return Tensor::empty(t.dtype, t.shape).storage(); }, bytes >= kRecycleBytes));
 }
 
-std::vector<Tensor> Program::run(std::span<const Tensor> args) {
+std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profile) {
   const MemoryPlan& m = p_.memory();
   buffers_ = table_;
   held_.clear();
@@ -172,7 +214,18 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args) {
     results[i] = result_buffer(i, g_.type(r));
     buffers_[m.slot[r]] = results[i].mutable_bytes();
   }
-  lib_.entry(&rt_, buffers_.data());
+  if (profile) {
+    profiling = profile;
+    Runtime timed = rt_;
+    timed.sgemm = sgemm_timed;
+    const auto t0 = Clock::now();
+    lib_.entry(&timed, buffers_.data());
+    profile->entry_s += since(t0);
+    ++profile->calls;
+    profiling = nullptr;
+  } else {
+    lib_.entry(&rt_, buffers_.data());
+  }
   for (size_t i = 0; i < g_.results.size(); ++i) {
     int32_t r = g_.results[i];
     if (first_[i] != i) {

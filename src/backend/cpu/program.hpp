@@ -29,6 +29,14 @@ struct Prepared {
 };
 Prepared prepare(const ir::Graph& g);
 
+// Where a compiled call's time went (--jit-profile): its products (rt->sgemm calls, timed; their
+// FLOPs 2·m·n·k), host steps (timed) and the whole generated entry (so the fused loops, copies and
+// inline small products are entry − products − host steps).
+struct RunProfile {
+  uint64_t calls = 0, products = 0, host_steps = 0;
+  double entry_s = 0, product_s = 0, product_flops = 0, host_s = 0;
+};
+
 class Program {
  public:
   Program(Prepared p, Loaded lib);
@@ -37,7 +45,8 @@ class Program {
   Program& operator=(const Program&) = delete;
 
   // Results in the graph's result order; `args` in parameter order (those of the graph prepared).
-  std::vector<Tensor> run(std::span<const Tensor> args);
+  // With `profile`, the call's time is added to it.
+  std::vector<Tensor> run(std::span<const Tensor> args, RunProfile* profile = nullptr);
 
   const Prepared& prepared() const { return p_; }
 

@@ -59,6 +59,7 @@ struct sheaf_rt {
   void (*sgemm)(const float*, i64, i64, i64, i64, const float*, i64, i64, i64, float*);
   void (*host)(void*, i32, i32, void**);
   void* self;
+  void (*parallel)(void (*)(void* const*, i64, i64), void* const*, i64);
 };
 )";
 
@@ -130,20 +131,26 @@ class Renderer {
   const View& at(int32_t v, size_t reader) const { return fusion::read_view(s_, v, static_cast<int32_t>(reader)); }
 
   // The loop nest of a Loop/Copy step as a function named `name` (`prototype` then `body`), and
-  // the arguments of its call from the entry.
+  // the arguments of its call from the entry. A parallel one (kParallelPoints) takes its outermost
+  // range first, (lo, hi, buffers..), and `task` is its overload (args, lo, hi) that rt->parallel
+  // runs over [0, outer) with the buffers in an array.
   struct LoopFunction {
     std::string name, prototype, body, args;
+    std::string task;  // parallel: the task's definition
+    int64_t outer = 0;  // parallel: the outermost loop's size
   };
 
   // Adds f to `out` unless a function with the same code is there already; returns its call.
   std::string place(const LoopFunction& f, UnitCode& out) {
-    std::string text = f.prototype + " {\n" + f.body + "}\n";
+    std::string text = f.prototype + " {\n" + f.body + "}\n" + f.task;
     auto [it, fresh] = shared_.try_emplace(loop_code::canonical(text, f.name), f.name);
     if (fresh) {
       out.prototypes += f.prototype + ";\n";
+      if (!f.task.empty()) out.prototypes += f.task.substr(0, f.task.find(" {")) + ";\n";
       out.functions.push_back(std::move(text));
     }
-    return fmt::format("  {}({});\n", it->second, f.args);
+    if (f.task.empty()) return fmt::format("  {}({});\n", it->second, f.args);
+    return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel({}, a, {}); }}\n", f.args, it->second, f.outer);
   }
   LoopFunction loop_function(size_t index, const Step& st) {
     // Reductions over trailing dims keep scalar accumulators a{v}; otherwise the outputs start
@@ -162,22 +169,29 @@ class Renderer {
     const Nest& nest = body.nest;
     const size_t depth = nest.sizes.size();
     size_t outer = body.scalar_acc ? outer_of(nest) : depth;
+    // The outermost loop keeps its points (each writes elements no other index writes) and the
+    // reductions, if any, accumulate in scalars: its range may run in parts.
+    const bool parallel = depth > 0 && !nest.reduced[0] && nest.sizes[0] > 1 && (body.scalar_acc || body.reductions.empty()) &&
+                          shape_numel(st.space) >= kParallelPoints;
 
     // Buffers are restrict-qualified parameters (GCC honours restrict there, not on locals).
-    std::string params, args;
+    std::string params = parallel ? "i64 lo, i64 hi" : "", args, unpack;
     for (size_t i = 0; i < body.buffers.size(); ++i) {
       int32_t buffer = body.buffers[i];
       const char* t = ctype(type(buffer).dtype);
       const char* c = body.written[i] ? "" : "const ";
       params += fmt::format("{}{}{}* __restrict__ {}", params.empty() ? "" : ", ", c, t, pointer(buffer));
-      args += fmt::format("{}({}{}*)b[{}]", args.empty() ? "" : ", ", c, t, m_.slot[buffer]);
+      args += parallel ? fmt::format("{}b[{}]", args.empty() ? "" : ", ", m_.slot[buffer])
+                       : fmt::format("{}({}{}*)b[{}]", args.empty() ? "" : ", ", c, t, m_.slot[buffer]);
+      unpack += fmt::format(", ({}{}*)a[{}]", c, t, i);
     }
 
     std::string code;
     int indent = 2;
     auto line = [&](const std::string& text) { code += fmt::format("{:{}}{}\n", "", indent, text); };
     auto open = [&](size_t k) {
-      line(fmt::format("for (i64 i{} = 0; i{} < {}; ++i{}) {{", k, k, nest.sizes[k], k));
+      if (k == 0 && parallel) line("for (i64 i0 = lo; i0 < hi; ++i0) {");
+      else line(fmt::format("for (i64 i{} = 0; i{} < {}; ++i{}) {{", k, k, nest.sizes[k], k));
       indent += 2;
     };
     auto close = [&] {
@@ -205,7 +219,15 @@ class Renderer {
     // noinline: each nest keeps its own restrict scope (GCC 12 mis-vectorised an accumulation
     // once two nests over one buffer were inlined into the entry).
     const std::string name = fmt::format("{}s{}", prefix_, index);
-    return {name, fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}({})", name, params), code, args};
+    LoopFunction f{name, fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}({})", name, params), code, args};
+    if (parallel) {  // a nest of one loop splits at multiples of kLanes (its vector loop's lanes stay as on one thread)
+      const int64_t block = depth == 1 ? kLanes : 1, n = nest.sizes[0];
+      const std::string range = block == 1 ? "lo, hi" : fmt::format("lo * {0}, hi * {0} < {1} ? hi * {0} : {1}", block, n);
+      f.task = fmt::format("__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{ {0}({1}{2}); }}\n",
+                           name, range, unpack);
+      f.outer = (n + block - 1) / block;
+    }
+    return f;
   }
 
   // An Update step's copy of x into the result, unless the result is x's own buffer (a loop
@@ -298,6 +320,11 @@ class Renderer {
       if (l.arena_offset[k] >= 0) c += fmt::format("    if (cur[{0}] != out[{0}]) __builtin_memcpy(out[{0}], cur[{0}], {1});\n", k, bytes(k));
     return c + "  }\n";
   }
+
+  // A parallel nest of one loop runs in parts of whole blocks of kLanes points: 64 bytes of the
+  // narrowest element with a vector path, so that every point takes the same lane (or the scalar
+  // tail) as on one thread — vector math (libmvec) and scalar math may round differently.
+  static constexpr int64_t kLanes = 32;
 
   // Products of at most kInlineDotMacs multiply-adds are rendered as loops (the compiler sees
   // every size; a library call would cost more than the arithmetic); larger ones call rt->sgemm.

@@ -6,7 +6,9 @@
 // `b` is the pointer table of MemoryPlan slots (parameters, constants, arena buffers, results
 // filled by the host before the call; Host steps fill their outputs' slots). Loop and Copy steps
 // become loop nests (adjacent dims merge when every access allows it; reductions over trailing
-// dims keep scalar accumulators, vectorised with `omp simd`), one function per step, except that
+// dims keep scalar accumulators, vectorised with `omp simd`), one function per step (a large
+// nest over kept outer points as a range function s<i>(lo, hi, buffers..) and its task
+// s<i>(args, lo, hi), run in parts by rt->parallel: kParallelPoints), except that
 // steps whose functions have the same code up to their slot and value numbers (a model's repeated
 // layers; loop_code::canonical) call one function; Dot steps call rt->sgemm per
 // batch, Host steps call rt->host with their unit and step index. A While step runs its regions'
@@ -26,7 +28,7 @@
 
 namespace sheaf::cpu {
 
-inline constexpr int kAbiVersion = 2;
+inline constexpr int kAbiVersion = 3;
 
 // Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
 struct Runtime {
@@ -35,7 +37,14 @@ struct Runtime {
                 int64_t b_rs, int64_t b_cs, float* c);
   void (*host)(void* self, int32_t unit, int32_t step, void** buffers);
   void* self;
+  // fn(args, lo, hi) over parts of [0, n), at once on the loop threads (parallel.hpp).
+  void (*parallel)(void (*fn)(void* const* args, int64_t lo, int64_t hi), void* const* args, int64_t n);
 };
+
+// Loop nests of at least this many points whose outermost loop keeps its points (not a reduced
+// dim) run their outermost range in parts on the loop threads (rt->parallel); smaller ones, and
+// those whose outputs accumulate in place, run on the calling thread.
+inline constexpr int64_t kParallelPoints = 32768;
 
 // A While step of a unit: its region units and its second set of carried buffers.
 struct LoopBuffers {

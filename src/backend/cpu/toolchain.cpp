@@ -115,10 +115,22 @@ const std::optional<Toolchain>& toolchain() {
   return tc;
 }
 
+std::string isa_flags() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
+    return "-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512cd -mprefer-vector-width=512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    return "-mavx2 -mfma -mf16c";
+  return "";
+}
+
 const std::string& compile_flags() {
   static const std::string flags = [] {
     const char* env = std::getenv("SHEAF_CXXFLAGS");
-    return std::string(env && *env ? env : kCompileFlags);
+    if (env && *env) return std::string(env);
+    const std::string isa = isa_flags();
+    return isa.empty() ? std::string(kCompileFlags) : std::string(kCompileFlags) + " " + isa;
   }();
   return flags;
 }

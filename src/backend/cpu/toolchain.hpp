@@ -15,8 +15,14 @@
 namespace sheaf::cpu {
 
 inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fopenmp-simd -fPIC -shared";
-// $SHEAF_CXXFLAGS when set (then part of the cache key, like the CPU), else kCompileFlags.
+// $SHEAF_CXXFLAGS when set (then part of the cache key, like the CPU), else kCompileFlags and
+// isa_flags().
 const std::string& compile_flags();
+// The vector ISA of this CPU (cpuid) spelled out, so that the generated loops use the host's
+// vector width even where the compiler does not know the CPU by name (-march=native then falls
+// back to a generic or older model): AVX-512 F/BW/DQ/VL/CD with 512-bit vectors preferred, else
+// AVX2 with FMA and F16C, else nothing.
+std::string isa_flags();
 inline constexpr const char* kLinkFlags = "-lmvec";  // glibc's vector math (expf, tanhf, ... on 16 lanes)
 
 struct Toolchain {
