@@ -226,10 +226,12 @@ Value b_range(Interp& in, const CallArgs& a) {
     if (a.size() == 3) step = arg_int(a, 2);
   }
   if (step == 0) throw SheafError(fmt::format("{}: step must not be zero", a.name), a.site);
-  int64_t n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0) : (start > stop ? (start - stop - step - 1) / -step : 0);
+  __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;  // exact for any i64 bounds
+  __int128 stride = step > 0 ? step : -__int128{step};
+  int64_t n = span > 0 ? static_cast<int64_t>((span + stride - 1) / stride) : 0;
   in.check_elements(n, a.site);
   Tensor t(DType::I32, {n});
-  for (int64_t i = 0; i < n; ++i) t.set(i, static_cast<double>(start + i * step));
+  for (int64_t i = 0; i < n; ++i) t.set(i, static_cast<double>(start + __int128{i} * step));
   return Value::tensor(std::move(t));
 }
 
