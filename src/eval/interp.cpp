@@ -2,12 +2,15 @@
 #include "eval/interp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <iostream>
 #include <sstream>
 
 #include "base/stack.hpp"
+#include "builtins/format.hpp"
 #include "builtins/registry.hpp"
 #include "obs/session.hpp"
 #include "reader/reader.hpp"
@@ -53,6 +56,8 @@ Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
 Interp::~Interp() = default;
 
 void Interp::check_elements(int64_t n, SrcLoc loc) const {
+  if (n == std::numeric_limits<int64_t>::max())  // shape_numel saturates
+    throw SheafError(fmt::format("cannot create more than 2^63 elements (limit {})", limits_.max_elements), loc);
   if (n > limits_.max_elements)
     throw SheafError(fmt::format("cannot create {} elements (limit {})", n, limits_.max_elements), loc);
 }
@@ -99,11 +104,19 @@ Value Interp::run_file(const std::string& path) {
 }
 
 Value Interp::eval_toplevel(const Value& form) {
-  Value expanded = expand(form);
-  auto env = std::make_shared<Env>();
-  Value v = eval(expanded, env);
-  if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", form.loc());
-  return v;
+  try {
+    Value expanded = expand(form);
+    auto env = std::make_shared<Env>();
+    Value v = eval(expanded, env);
+    if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", form.loc());
+    return v;
+  } catch (const SheafError&) {
+    throw;
+  } catch (const obs::GuardBreach&) {  // its report is printed as it is
+    throw;
+  } catch (const std::exception& e) {  // out of memory outside a builtin, a filesystem error, ...: this form
+    throw foreign_error(e, form.loc());
+  }
 }
 
 const Interp::Global* Interp::global(int id) const {
@@ -332,6 +345,12 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
         e.loc = site;
       }
       throw;
+    } catch (const TraceAbort&) {
+      throw;
+    } catch (const obs::GuardBreach&) {
+      throw;
+    } catch (const std::exception& e) {  // std::bad_alloc, a filesystem error, ...: named here
+      throw foreign_error(e, site, d.name);
     }
   }
   if (f.is(Kind::Fn)) return call_fn(f, args, site);
