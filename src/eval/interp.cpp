@@ -386,7 +386,8 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
                                  n == 1 ? "" : "s", p.describe(), args.size(), args.empty() ? "" : ": ", describe_args(args)),
                      site);
   }
-  if (jit && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
+  // A macro takes forms, never tensors: not a call to compile (nor to walk its forms for them).
+  if (jit && !fn.is_macro && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
     if (std::optional<Value> r = jit->call(*this, fv, args, site)) return *r;
   auto env = std::make_shared<Env>(fn.env);
   env->vars.reserve(n + 1);
