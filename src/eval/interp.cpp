@@ -5,8 +5,8 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "base/stack.hpp"
@@ -71,8 +71,12 @@ static bool mentions_guard(const Value& form) {
 }
 
 Value Interp::run_text(std::string_view text, const std::string& path, bool bundled) {
-  uint32_t file = sources::add(path, std::string(text), bundled);
-  std::vector<Value> forms = read_all(text, file);
+  return run_source(sources::add(path, std::string(text), bundled));
+}
+
+// Reads the registered text in place (a 20 MB string literal is not copied once more).
+Value Interp::run_source(uint32_t file) {
+  std::vector<Value> forms = read_all(sources::text(file), file);
   // A program with guard forms keeps the backtrace of recent calls from its first form on.
   if (!obs || !obs->keeps_backtrace())
     for (const Value& f : forms)
@@ -90,11 +94,12 @@ Value Interp::run_file(const std::string& path) {
   if (!in) throw SheafError("cannot open file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
+  std::string text = std::move(ss).str();  // the buffer itself, not a copy
   std::string saved = current_dir;
   current_dir = std::filesystem::absolute(path).parent_path().string();
   loaded_paths_.insert(std::filesystem::weakly_canonical(path).string());
   try {
-    Value v = run_text(ss.str(), path);
+    Value v = run_source(sources::add(path, std::move(text)));
     current_dir = saved;
     return v;
   } catch (...) {
@@ -417,6 +422,17 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
   }
 }
 
+// The one-byte strings, shared: a string split into its characters costs a Value (32 bytes) a
+// character, not a string object each. Never destroyed (values may outlive static destructors).
+static const Value& one_byte_string(unsigned char c) {
+  static const auto* table = [] {
+    auto* t = new std::array<Value, 256>;
+    for (size_t i = 0; i < t->size(); ++i) (*t)[i] = Value::string(std::string(1, static_cast<char>(i)));
+    return t;
+  }();
+  return (*table)[c];
+}
+
 std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who) {
   if (v.is_list()) return v.as_list().items;
   if (v.is(Kind::Tensor)) {
@@ -428,17 +444,13 @@ std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who
     return rows;
   }
   if (v.is(Kind::Str)) {
-    std::vector<Value> chars;
     const std::string& s = v.as_str();
+    std::vector<Value> chars;
+    chars.reserve(code_point_count(s));
     for (size_t i = 0; i < s.size();) {
-      size_t len = 1;
-      unsigned char c = static_cast<unsigned char>(s[i]);
-      if (c >= 0xF0) len = 4;
-      else if (c >= 0xE0) len = 3;
-      else if (c >= 0xC0) len = 2;
-      len = std::min(len, s.size() - i);
-      chars.push_back(Value::string(s.substr(i, len)));
-      i += len;
+      std::string_view c = code_point_at(s, i);
+      chars.push_back(c.size() == 1 ? one_byte_string(static_cast<unsigned char>(c[0])) : Value::string(std::string(c)));
+      i += c.size();
     }
     return chars;
   }

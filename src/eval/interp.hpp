@@ -124,6 +124,7 @@ class Interp {
   std::set<std::string> loaded_paths_;
   std::vector<std::string> loaded_module_names_;
 
+  Value run_source(uint32_t file);
   Value eval_call(const ListObj& l, const EnvPtr& env);
   Value call_unobserved(const Value& f, std::span<const Value> args, SrcLoc site);
   Value eval_vector(const ListObj& l, const EnvPtr& env);
