@@ -66,6 +66,9 @@ status_is 0 'printing, comparing and freeing a 6M-deep list'
 limited unlimited -c '(print (zeros [4611686018427387904 0])) (str (zeros [0 4611686018427387904 3]))'
 status_is 0 'printing f32[2^62x0]'
 stdout_is $'[]\n[]' 'printing f32[2^62x0]'
+limited unlimited -c '(print (shape (sort (zeros [4611686018427387904 0])))) (print (shape (sort (zeros [0 4611686018427387904]) :axis 0)))'
+status_is 0 'sorting f32[2^62x0]'
+stdout_is $'[4611686018427387904, 0]\n[0, 4611686018427387904]' 'sorting f32[2^62x0]'
 
 # ---- A string costs about its bytes: 20 MB through the string builtins under 200 MB ----
 # peak_kb ARGS...: the peak resident memory of `sheaf ARGS` in KB (its output discarded).
