@@ -2,6 +2,7 @@
 #include "base/error.hpp"
 
 #include <algorithm>
+#include <new>
 
 namespace sheaf {
 
@@ -28,6 +29,12 @@ std::string render_error(const SheafError& e, bool color) {
   for (const auto& n : e.notes) s += fmt::format(" = {}\n", n);
   if (!e.hint.empty()) s += fmt::format(" = hint: {}\n", e.hint);
   return s;
+}
+
+SheafError foreign_error(const std::exception& e, SrcLoc loc, std::string_view who) {
+  if (const auto* own = dynamic_cast<const SheafError*>(&e)) return *own;
+  std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory" : e.what();
+  return SheafError(who.empty() ? what : fmt::format("{}: {}", who, what), loc);
 }
 
 // Optimal-string-alignment distance: insertions, deletions, substitutions and transpositions

@@ -31,6 +31,11 @@ template <typename... A>
   throw SheafError(fmt::format(f, std::forward<A>(a)...), loc);
 }
 
+// The diagnostic for any exception reaching a boundary (a builtin call, a top-level form, the
+// command line, the REPL): a SheafError as it is; another exception's text, or "out of memory"
+// for std::bad_alloc, at `loc` and prefixed by `who` ("zeros: out of memory") when given.
+SheafError foreign_error(const std::exception& e, SrcLoc loc = {}, std::string_view who = {});
+
 // Full diagnostic text (ends with a newline). `color` adds ANSI red/bold.
 std::string render_error(const SheafError& e, bool color);
 

@@ -37,6 +37,11 @@ bool bundled(uint32_t file) {
   return file != 0 && file <= files().size() && files()[file - 1].bundled;
 }
 
+std::string_view text(uint32_t file) {
+  std::lock_guard g(lock());
+  return file == 0 || file > files().size() ? std::string_view() : std::string_view(files()[file - 1].text);
+}
+
 std::string_view line_text(uint32_t file, uint32_t line) {
   std::lock_guard g(lock());
   if (file == 0 || file > files().size() || line == 0) return {};

@@ -22,6 +22,8 @@ namespace sources {
 uint32_t add(std::string path, std::string text, bool bundled = false);
 const std::string& path(uint32_t file);
 bool bundled(uint32_t file);
+// The whole text of a registered file (valid for the life of the process).
+std::string_view text(uint32_t file);
 // The text of one line (without newline); empty when unknown.
 std::string_view line_text(uint32_t file, uint32_t line);
 // "file:line:col" (or "file:line" when the column is unknown).

@@ -28,16 +28,6 @@ struct Spec {
   bool numeric() const { return sign || align == '=' || (type && type != 's'); }
 };
 
-size_t utf8_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead >> 5) == 0x6) return 2;
-  if ((lead >> 4) == 0xE) return 3;
-  if ((lead >> 3) == 0x1E) return 4;
-  return 1;  // stray byte: its own code point
-}
-
-size_t code_points(std::string_view s) { return code_point_offsets(s).size() - 1; }
-
 bool is_align(char c) { return c == '<' || c == '>' || c == '^' || c == '='; }
 
 size_t parse_count(std::string_view spec, size_t& i, std::string_view who, SrcLoc site) {
@@ -92,7 +82,7 @@ std::string pad(std::string_view sign, std::string_view body, const Spec& s, boo
     fill = "0";
     if (!s.align && numeric) align = '=';
   }
-  size_t n = code_points(sign) + code_points(body);
+  size_t n = code_point_count(sign) + code_point_count(body);
   if (s.width <= n) return std::string(sign) + std::string(body);
   size_t total = s.width - n, left = 0;
   if (align == '>') left = total;
@@ -184,12 +174,25 @@ std::string describe(const Value& v) {
 
 }  // namespace
 
+size_t utf8_length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if ((lead >> 5) == 0x6) return 2;
+  if ((lead >> 4) == 0xE) return 3;
+  if ((lead >> 3) == 0x1E) return 4;
+  return 1;  // stray byte: its own code point
+}
+
 std::vector<size_t> code_point_offsets(std::string_view s) {
   std::vector<size_t> off;
-  for (size_t i = 0; i < s.size(); i += std::min(utf8_length(static_cast<unsigned char>(s[i])), s.size() - i))
-    off.push_back(i);
+  for (size_t i = 0; i < s.size(); i += code_point_at(s, i).size()) off.push_back(i);
   off.push_back(s.size());
   return off;
+}
+
+size_t code_point_count(std::string_view s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); i += code_point_at(s, i).size()) ++n;
+  return n;
 }
 
 bool is_format_string(std::string_view s) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "builtins/args.hpp"
+#include "builtins/format.hpp"
 #include "builtins/registry.hpp"
 #include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
@@ -24,7 +25,7 @@ int64_t seq_count(const CallArgs& a, size_t i) {
   const Value& v = a[i];
   if (v.is_list()) return static_cast<int64_t>(v.as_list().items.size());
   if (v.is(Kind::Dict)) return static_cast<int64_t>(v.as_dict().entries.size());
-  if (v.is(Kind::Str)) return static_cast<int64_t>(seq_elements(v, a.site, a.name).size());
+  if (v.is(Kind::Str)) return static_cast<int64_t>(code_point_count(v.as_str()));
   if (v.is(Kind::Tensor) && v.as_tensor().rank() > 0) return v.as_tensor().shape()[0];
   if (v.is_nil()) return 0;
   if (v.is(Kind::Handle)) return v.as<HandleObj>().length();
@@ -37,6 +38,13 @@ Value nth_or_nil(const CallArgs& a, int64_t i) {
     int64_t n = a[0].as_tensor().dim(0);
     if (i < 0) i += n;
     return i < 0 || i >= n ? Value() : row_value(a[0].as_tensor(), i);
+  }
+  if (a[0].is(Kind::Str)) {  // one character, without splitting the whole string
+    std::string_view s = a[0].as_str();
+    if (i < 0) i += static_cast<int64_t>(code_point_count(s));
+    size_t at = 0;
+    for (int64_t k = 0; k < i && at < s.size(); ++k) at += code_point_at(s, at).size();
+    return i < 0 || at >= s.size() ? Value() : Value::string(std::string(code_point_at(s, at)));
   }
   std::vector<Value> e = elems(a, 0);
   if (i < 0) i += static_cast<int64_t>(e.size());
@@ -114,6 +122,12 @@ Value b_chars(Interp&, const CallArgs& a) {
 }
 
 Value b_index_of(Interp&, const CallArgs& a) {
+  if (a[0].is(Kind::Str)) {  // a character of the string, found without splitting it
+    std::string_view s = a[0].as_str();
+    if (!a[1].is(Kind::Str) || code_point_count(a[1].as_str()) != 1) return Value::integer(-1);
+    size_t at = s.find(a[1].as_str());
+    return Value::integer(at == std::string_view::npos ? -1 : static_cast<int64_t>(code_point_count(s.substr(0, at))));
+  }
   std::vector<Value> e = elems(a, 0);
   for (size_t i = 0; i < e.size(); ++i)
     if (equal(e[i], a[1]) && e[i].kind() == a[1].kind()) return Value::integer(static_cast<int64_t>(i));
@@ -226,10 +240,12 @@ Value b_range(Interp& in, const CallArgs& a) {
     if (a.size() == 3) step = arg_int(a, 2);
   }
   if (step == 0) throw SheafError(fmt::format("{}: step must not be zero", a.name), a.site);
-  int64_t n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0) : (start > stop ? (start - stop - step - 1) / -step : 0);
+  __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;  // exact for any i64 bounds
+  __int128 stride = step > 0 ? step : -__int128{step};
+  int64_t n = span > 0 ? static_cast<int64_t>((span + stride - 1) / stride) : 0;
   in.check_elements(n, a.site);
   Tensor t(DType::I32, {n});
-  for (int64_t i = 0; i < n; ++i) t.set(i, static_cast<double>(start + i * step));
+  for (int64_t i = 0; i < n; ++i) t.set(i, static_cast<double>(start + __int128{i} * step));
   return Value::tensor(std::move(t));
 }
 

@@ -54,10 +54,46 @@ Num num_arg(const CallArgs& a, size_t i) {
 
 namespace {
 
-// Host scalars: int ⊕ int stays int (64-bit, wrapping), anything with a float is f32; the
+[[noreturn]] void overflow(const CallArgs& a) {
+  throw SheafError(fmt::format("integer overflow in {}", a.name), a.site,
+                   "host integers are 64-bit and never wrap; convert to float first for an approximate result");
+}
+
+// x ** y for y >= 0 by squaring; false when a product leaves i64.
+bool int_pow(int64_t x, int64_t y, int64_t& r) {
+  r = 1;
+  for (int64_t base = x, e = y; e > 0;) {
+    if ((e & 1) && __builtin_mul_overflow(r, base, &r)) return false;
+    e >>= 1;
+    if (e > 0 && __builtin_mul_overflow(base, base, &base)) return false;
+  }
+  return true;
+}
+
+// int ⊕ int on host integers: exact, or "integer overflow in <builtin>" (SPEC §2.3). Tensors
+// keep their dtype's wrapping (an i32 tensor wraps as in NumPy).
+int64_t int_binary(Binary op, int64_t x, int64_t y, const CallArgs& a) {
+  int64_t r = 0;
+  bool over = false;
+  switch (op) {
+    case Binary::Add: over = __builtin_add_overflow(x, y, &r); break;
+    case Binary::Sub: over = __builtin_sub_overflow(x, y, &r); break;
+    case Binary::Mul: over = __builtin_mul_overflow(x, y, &r); break;
+    case Binary::Pow: over = !int_pow(x, y, r); break;
+    case Binary::FloorDiv:  // the one quotient outside i64: INT64_MIN // -1
+      over = x == std::numeric_limits<int64_t>::min() && y == -1;
+      if (!over) r = apply_binary<int64_t>(op, x, y);
+      break;
+    default: r = apply_binary<int64_t>(op, x, y);
+  }
+  if (over) overflow(a);
+  return r;
+}
+
+// Host scalars: int ⊕ int stays int (64-bit, checked), anything with a float is f32; the
 // per-element semantics are those of the tensor primitive (apply_binary), so both paths agree.
-Num scalar_binary(Binary op, Num x, Num y) {
-  if (x.is_int && y.is_int) return Num{true, apply_binary<int64_t>(op, x.i, y.i), 0};
+Num scalar_binary(Binary op, Num x, Num y, const CallArgs& a) {
+  if (x.is_int && y.is_int) return Num{true, int_binary(op, x.i, y.i, a), 0};
   return Num{false, 0, apply_binary<float>(op, static_cast<float>(x.d()), static_cast<float>(y.d()))};
 }
 
@@ -66,11 +102,15 @@ Num scalar_binary(Binary op, Num x, Num y) {
 Value arith(const CallArgs& a, Binary op) {
   if (any_tensor(a)) return elementwise_fold(a, op, 0);
   Num acc = num_arg(a, 0);
-  for (size_t i = 1; i < a.size(); ++i) acc = scalar_binary(op, acc, num_arg(a, i));
+  for (size_t i = 1; i < a.size(); ++i) acc = scalar_binary(op, acc, num_arg(a, i), a);
   return acc.value();
 }
 
-Value negate(Num x) { return x.is_int ? Value::integer(apply_binary<int64_t>(Binary::Sub, 0, x.i)) : Value::real(-x.f); }
+Value negate(Num x, const CallArgs& a) {
+  if (!x.is_int) return Value::real(-x.f);
+  if (x.i == std::numeric_limits<int64_t>::min()) overflow(a);
+  return Value::integer(-x.i);
+}
 
 // (f x 1) for inc/dec.
 Value with_one(const CallArgs& a, Binary op) {
@@ -83,7 +123,7 @@ Value b_mul(Interp&, const CallArgs& a) { return a.size() == 0 ? Value::integer(
 Value b_sub(Interp&, const CallArgs& a) {
   if (a.size() > 1) return arith(a, Binary::Sub);
   if (any_tensor(a)) return Value::tensor(unary(Unary::Neg, a[0].as_tensor()));
-  return negate(num_arg(a, 0));
+  return negate(num_arg(a, 0), a);
 }
 Value b_inc(Interp&, const CallArgs& a) { return with_one(a, Binary::Add); }
 Value b_dec(Interp&, const CallArgs& a) { return with_one(a, Binary::Sub); }
@@ -144,11 +184,11 @@ float f_floor(float x) { return std::floor(x); }
 Value b_abs(Interp&, const CallArgs& a) {
   if (any_tensor(a)) return Value::tensor(unary(Unary::Abs, a[0].as_tensor()));
   Num x = num_arg(a, 0);
-  return x.is_int ? (x.i < 0 ? negate(x) : Value::integer(x.i)) : Value::real(std::fabs(x.f));
+  return x.is_int ? (x.i < 0 ? negate(x, a) : Value::integer(x.i)) : Value::real(std::fabs(x.f));
 }
 Value b_neg(Interp&, const CallArgs& a) {
   if (any_tensor(a)) return Value::tensor(unary(Unary::Neg, a[0].as_tensor()));
-  return negate(num_arg(a, 0));
+  return negate(num_arg(a, 0), a);
 }
 
 // (ash v shift): v·2^shift for shift ≥ 0, ⌊v / 2^−shift⌋ otherwise. Integer tensors (and traced
@@ -173,7 +213,13 @@ Value b_ash(Interp&, const CallArgs& a) {
     return Value::tensor(weak ? r.as_weak() : r);
   }
   int64_t v = arg_int(a, 0), s = arg_int(a, 1);
-  if (s >= 0) return Value::integer(s >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(v) << s));
+  if (s >= 0) {  // v·2^s, exact or an overflow error
+    if (v == 0) return Value::integer(0);
+    if (s >= 64) overflow(a);
+    int64_t r = static_cast<int64_t>(static_cast<uint64_t>(v) << s);
+    if ((r >> s) != v) overflow(a);
+    return Value::integer(r);
+  }
   return Value::integer(s <= -64 ? (v < 0 ? -1 : 0) : v >> (-s));  // arithmetic shift = floor division
 }
 
@@ -221,8 +267,10 @@ Value b_int(Interp&, const CallArgs& a) {
   if (v.is(Kind::Tensor) && v.as_tensor().dtype() == DType::Bool) return Value::integer(v.as_tensor().get(0) != 0);
   Num x = num_arg(a, 0);
   if (x.is_int) return Value::integer(x.i);
-  if (!std::isfinite(x.f)) throw SheafError("int: cannot convert " + format_float(x.f) + " to an integer", a.site);
-  return Value::integer(static_cast<int64_t>(std::trunc(x.f)));
+  float t = std::trunc(x.f);  // i64 holds [-2^63, 2^63)
+  if (!std::isfinite(x.f) || t < -9.223372036854775808e18f || t >= 9.223372036854775808e18f)
+    throw SheafError("int: cannot convert " + format_float(x.f) + " to a 64-bit integer", a.site);
+  return Value::integer(static_cast<int64_t>(t));
 }
 
 Value b_float(Interp&, const CallArgs& a) {

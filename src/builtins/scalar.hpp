@@ -1,6 +1,6 @@
 // builtins/scalar.hpp — host-scalar numerics shared by math and comparison builtins.
-// SPEC §2.3: int ⊕ int → int (64-bit, wrapping), anything with a float → f32; `/` always
-// floats. A rank-0 tensor is accepted wherever a number is.
+// SPEC §2.3: int ⊕ int → int (64-bit; a result outside i64 is an error, never wrapped),
+// anything with a float → f32; `/` always floats. A rank-0 tensor is accepted wherever a number is.
 #pragma once
 #include <optional>
 

@@ -21,12 +21,18 @@ namespace {
 
 struct Text {
   std::string_view s;
-  std::vector<size_t> off;  // code point starts, then s.size()
-  explicit Text(std::string_view v) : s(v), off(code_point_offsets(v)) {}
-  size_t size() const { return off.size() - 1; }
-  std::string_view at(size_t i) const { return s.substr(off[i], off[i + 1] - off[i]); }
-  std::string_view range(size_t b, size_t e) const { return s.substr(off[b], off[e] - off[b]); }
+  // Code point starts, then s.size(); empty for ASCII text, whose code point i is byte i (no
+  // index of 8 bytes a character for the common case).
+  std::vector<size_t> off;
+  explicit Text(std::string_view v) : s(v) {
+    if (!std::all_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) off = code_point_offsets(v);
+  }
+  size_t size() const { return off.empty() ? s.size() : off.size() - 1; }
+  size_t offset(size_t i) const { return off.empty() ? i : off[i]; }
+  std::string_view at(size_t i) const { return range(i, i + 1); }
+  std::string_view range(size_t b, size_t e) const { return s.substr(offset(b), offset(e) - offset(b)); }
   size_t index_of_byte(size_t byte) const {
+    if (off.empty()) return byte;
     return static_cast<size_t>(std::lower_bound(off.begin(), off.end(), byte) - off.begin());
   }
   char32_t cp(size_t i) const {
@@ -177,20 +183,25 @@ Value m_splitlines(const MethodCall& m) {
 
 Value m_join(const MethodCall& m) {
   const Value& coll = m.a[2];
+  std::string out;
+  if (coll.is(Kind::Str)) {  // its characters, without a string object for each
+    Text t(coll.as_str());
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (i) out += m.s;
+      out += t.at(i);
+    }
+    return Value::string(std::move(out));
+  }
   std::vector<Value> items;
   if (coll.is_list()) {
     items = coll.as_list().items;
   } else if (coll.is(Kind::Tensor) && coll.as_tensor().rank() > 0) {
     for (int64_t i = 0; i < coll.as_tensor().shape()[0]; ++i) items.push_back(row_value(coll.as_tensor(), i));
-  } else if (coll.is(Kind::Str)) {
-    Text t(coll.as_str());
-    for (size_t i = 0; i < t.size(); ++i) items.push_back(Value::string(std::string(t.at(i))));
   } else {
     type_error(m.a, 2, "a list, tensor or string");
   }
-  std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? m.s : "") + print_value(items[i], true);
-  return Value::string(out);
+  return Value::string(std::move(out));
 }
 
 Value m_format(const MethodCall& m) {
@@ -267,7 +278,7 @@ Value m_find(const MethodCall& m) {
   if (!w) return Value::integer(-1);
   size_t hit = t.range(w->begin, w->end).find(sub.s);
   if (hit == std::string::npos) return Value::integer(-1);
-  return Value::integer(static_cast<int64_t>(t.index_of_byte(t.off[w->begin] + hit)));
+  return Value::integer(static_cast<int64_t>(t.index_of_byte(t.offset(w->begin) + hit)));
 }
 
 Value m_count(const MethodCall& m) {
@@ -334,8 +345,8 @@ Value b_str_call(Interp&, const CallArgs& a) {
 
 Value b_str(Interp&, const CallArgs& a) {
   std::string s;
-  for (const Value& v : a.args) s += print_value(v, true);
-  return Value::string(s);
+  for (const Value& v : a.args) print_value_to(s, v, true);
+  return Value::string(std::move(s));
 }
 
 Value b_print(Interp& in, const CallArgs& a) {
@@ -350,7 +361,10 @@ Value b_print(Interp& in, const CallArgs& a) {
   if (!p.empty() && p[0].is(Kind::Str) && is_format_string(p[0].as_str())) {
     s = format_string(p[0].as_str(), std::span(p).subspan(1), "print", a.site);
   } else {
-    for (size_t i = 0; i < p.size(); ++i) s += (i ? " " : "") + print_value(p[i], true);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (i) s += ' ';
+      print_value_to(s, p[i], true);
+    }
   }
   ProgressBar::before_output();
   in.out() << s << end;

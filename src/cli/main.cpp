@@ -79,6 +79,15 @@ std::unique_ptr<obs::Session> observability(const Cli& cli, bool color) {
   return std::make_unique<obs::Session>(std::move(o), std::cerr);
 }
 
+// The current directory, which -c and the REPL resolve `use` and __sheaf__/ against; an error
+// when it cannot be read (deleted while the shell stayed in it).
+std::filesystem::path working_directory() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::current_path(ec);
+  if (ec) throw SheafError("cannot read the current directory (" + ec.message() + "); was it deleted?");
+  return p;
+}
+
 bool prints_final(const Value& v) {
   if (v.is_nil()) return false;
   if (v.is_list() && !v.as_list().items.empty()) {
@@ -119,7 +128,7 @@ int run_program(Cli& cli) {
     }
     in.jit->device = cli.device == "ref" ? Device::Ref : cli.device == "cuda" ? Device::Cuda : Device::Cpu;
     // __sheaf__/ beside the entry file; -c and the REPL use the current directory (SPEC §7.9).
-    std::filesystem::path base = cli.file.empty() || cli.has_expr ? std::filesystem::current_path()
+    std::filesystem::path base = cli.file.empty() || cli.has_expr ? working_directory()
                                                                   : std::filesystem::absolute(cli.file).parent_path();
     in.jit->cache_beside(base.string());
   }
@@ -133,8 +142,8 @@ int run_program(Cli& cli) {
   } profile_at_exit{in, cli.jit_profile};
   try {
     Value v;
+    if (cli.has_expr || cli.file.empty()) in.current_dir = working_directory().string();
     if (cli.has_expr) {
-      in.current_dir = std::filesystem::current_path().string();
       v = in.run_text(cli.expr, "<eval>");
     } else if (!cli.file.empty()) {
       std::filesystem::path p(cli.file);
@@ -153,6 +162,10 @@ int run_program(Cli& cli) {
   } catch (const obs::GuardBreach& b) {
     std::cout.flush();
     std::cerr << b.what();
+    return 1;
+  } catch (const std::exception& e) {  // raised outside any form (reading the file, ...)
+    std::cout.flush();
+    std::cerr << render_error(foreign_error(e), color);
     return 1;
   }
 }
@@ -188,7 +201,13 @@ int run(Cli& cli) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
-  int status = run_program(cli);
+  int status = 1;
+  try {
+    status = run_program(cli);
+  } catch (const std::exception& e) {  // setting up (the cache folder, the device): no form yet
+    std::cout.flush();
+    std::cerr << render_error(foreign_error(e), false);
+  }
   if (status != 0 && dist::world_size() > 1) {
     std::cerr << fmt::format("error: {} failed (exit status {}); ending the job\n", dist::where(), status);
     dist::abort_job(status);

@@ -464,9 +464,9 @@ void evaluate(Interp& in, const std::string& text, bool color) {
   } catch (const obs::GuardBreach& b) {  // the report; the session goes on
     std::cout.flush();
     std::cerr << b.what() << std::flush;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // out of memory, ...: reported, and the session goes on
     std::cout.flush();
-    std::cerr << "error: " << e.what() << "\n" << std::flush;
+    std::cerr << render_error(foreign_error(e), color) << std::flush;
   }
   g_evaluating = false;
 }
@@ -477,7 +477,13 @@ std::optional<bool> run_command(Interp& in, const std::string& line) {
   size_t sp = line.find_first_of(" \t");
   const Command* c = line.starts_with(':') ? find_command(line.substr(0, sp)) : nullptr;
   if (!c) return std::nullopt;
-  bool go_on = c->fn(in, sp == std::string::npos ? "" : trim(line.substr(sp)));
+  bool go_on = true;
+  try {
+    go_on = c->fn(in, sp == std::string::npos ? "" : trim(line.substr(sp)));
+  } catch (const std::exception& e) {  // a command that fails leaves the session as it was
+    std::cout.flush();
+    std::cerr << render_error(foreign_error(e), false) << std::flush;
+  }
   std::cout.flush();
   return go_on;
 }

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "base/error.hpp"
+#include "base/stack.hpp"
 #include "eval/interp.hpp"
 #include "obs/session.hpp"
 
@@ -15,25 +16,54 @@ bool head_named(const ListObj& l, std::string_view name) {
   return l.kind == ListKind::Paren && !l.items.empty() && l.items[0].is(Kind::Symbol) && l.items[0].as_str() == name;
 }
 
-void collect(const Value& v, std::unordered_set<const Obj*>& seen) {
-  if (!v.raw() || !seen.insert(v.raw()).second) return;
+// Adds the nodes of an argument form to the expansion's set (a node already there was walked
+// with everything below it: a chain of macros passing their forms on walks each node once).
+void collect(const Value& v, Interp::Expansion& e) {
+  if (!v.raw() || !e.arg_nodes.insert(v.raw()).second) return;
+  if (stack_exhausted()) throw SheafError("a macro argument is nested too deeply", v.loc());
+  e.keep.push_back(v.shared());
   if (v.is_list())
-    for (const Value& x : v.as_list().items) collect(x, seen);
+    for (const Value& x : v.as_list().items) collect(x, e);
 }
 
-// Gives every node the macro built (not one of its argument forms) the call-site location.
-Value relocate(const Value& v, const std::unordered_set<const Obj*>& args, SrcLoc site) {
-  if (v.raw() && args.count(v.raw())) return v;
-  if (v.is(Kind::Symbol)) return Value::symbol_id(v.symbol(), site);
-  if (!v.is_list()) return v;
-  const ListObj& l = v.as_list();
-  std::vector<Value> items;
-  items.reserve(l.items.size());
-  for (const Value& x : l.items) items.push_back(relocate(x, args, site));
-  Value r = Value::list(std::move(items), l.kind, site);
-  if (l.suffix) const_cast<ListObj&>(r.as_list()).suffix = l.suffix;
-  return r;
-}
+// Builds the relocated copy of one macro's result within the expansion's budget
+// (Limits::max_expansion_forms): a macro whose expansion grows without end (each step doubling
+// its form, or an unbounded recursion of small steps) stops with an error naming it, long
+// before memory runs out.
+struct Relocation {
+  Interp::Expansion& e;
+  uint64_t limit;
+  const std::string& macro;
+  SrcLoc site;
+
+  void charge(uint64_t forms) {
+    if (forms > e.left)
+      throw SheafError(fmt::format("macro expansion built more than {} forms (expanding '{}'): does the macro grow its "
+                                   "output without end?",
+                                   limit, macro),
+                       site);
+    e.left -= forms;
+  }
+
+  // Gives every node the macro built (not one of its argument forms) the call-site location.
+  Value relocate(const Value& v) {
+    if (v.raw() && e.arg_nodes.count(v.raw())) return v;
+    if (v.is(Kind::Symbol)) {
+      charge(1);
+      return Value::symbol_id(v.symbol(), site);
+    }
+    if (!v.is_list()) return v;
+    const ListObj& l = v.as_list();
+    charge(1 + l.items.size());  // the list and each of its elements
+    if (stack_exhausted()) throw SheafError(fmt::format("macro '{}' returned a form nested too deeply", macro), site);
+    std::vector<Value> items;
+    items.reserve(l.items.size());
+    for (const Value& x : l.items) items.push_back(relocate(x));
+    Value r = Value::list(std::move(items), l.kind, site);
+    if (l.suffix) const_cast<ListObj&>(r.as_list()).suffix = l.suffix;
+    return r;
+  }
+};
 
 // (-> x f (g a)) → (g (f x) a);  (->> x (g a)) → (g a x)
 Value thread(const ListObj& l, bool last) {
@@ -95,6 +125,17 @@ Value Interp::expand(const Value& form) {
   if (!form.is_list()) return form;
   const ListObj& l = form.as_list();
   DepthGuard guard(*this, l.loc);
+  // One Expansion serves everything the outermost call expands (a top-level form, or a form
+  // whose macro was defined after it was read); it is emptied when that call returns.
+  struct Outermost {
+    Interp& in;
+    explicit Outermost(Interp& i) : in(i) {
+      if (in.expanding_++ == 0) in.expansion_.left = in.limits_.max_expansion_forms;
+    }
+    ~Outermost() {
+      if (--in.expanding_ == 0) in.expansion_ = {};
+    }
+  } outermost(*this);
   if (l.kind == ListKind::Paren && !l.items.empty() && l.items[0].is(Kind::Symbol)) {
     const std::string& name = l.items[0].as_str();
     if (name == "quote") return form;
@@ -111,9 +152,9 @@ Value Interp::expand(const Value& form) {
     if (it != globals_.end() && it->second.type == Global::Type::Macro) {
       std::vector<Value> args(l.items.begin() + 1, l.items.end());
       Value result = call_fn(it->second.value, args, l.loc, /*allow_macro=*/true);
-      std::unordered_set<const Obj*> arg_nodes;
-      for (const Value& a : args) collect(a, arg_nodes);
-      return expand(relocate(result, arg_nodes, l.loc));
+      for (const Value& a : args) collect(a, expansion_);
+      Value relocated = Relocation{expansion_, limits_.max_expansion_forms, name, l.loc}.relocate(result);
+      return expand(relocated);
     }
   }
   std::vector<Value> items;

@@ -2,13 +2,16 @@
 #include "eval/interp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "base/stack.hpp"
 #include "builtins/dtype_suffix.hpp"
+#include "builtins/format.hpp"
 #include "builtins/registry.hpp"
 #include "eval/typed_params.hpp"
 #include "obs/session.hpp"
@@ -58,6 +61,8 @@ Interp::~Interp() {
 }
 
 void Interp::check_elements(int64_t n, SrcLoc loc) const {
+  if (n == std::numeric_limits<int64_t>::max())  // shape_numel saturates
+    throw SheafError(fmt::format("cannot create more than 2^63 elements (limit {})", limits_.max_elements), loc);
   if (n > limits_.max_elements)
     throw SheafError(fmt::format("cannot create {} elements (limit {})", n, limits_.max_elements), loc);
 }
@@ -71,8 +76,12 @@ static bool mentions_guard(const Value& form) {
 }
 
 Value Interp::run_text(std::string_view text, const std::string& path, bool bundled) {
-  uint32_t file = sources::add(path, std::string(text), bundled);
-  std::vector<Value> forms = read_all(text, file);
+  return run_source(sources::add(path, std::string(text), bundled));
+}
+
+// Reads the registered text in place (a 20 MB string literal is not copied once more).
+Value Interp::run_source(uint32_t file) {
+  std::vector<Value> forms = read_all(sources::text(file), file);
   // A program with guard forms keeps the backtrace of recent calls from its first form on.
   if (!obs || !obs->keeps_backtrace())
     for (const Value& f : forms)
@@ -90,11 +99,12 @@ Value Interp::run_file(const std::string& path) {
   if (!in) throw SheafError("cannot open file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
+  std::string text = std::move(ss).str();  // the buffer itself, not a copy
   std::string saved = current_dir;
   current_dir = std::filesystem::absolute(path).parent_path().string();
   loaded_paths_.insert(std::filesystem::weakly_canonical(path).string());
   try {
-    Value v = run_text(ss.str(), path);
+    Value v = run_source(sources::add(path, std::move(text)));
     current_dir = saved;
     return v;
   } catch (...) {
@@ -104,11 +114,19 @@ Value Interp::run_file(const std::string& path) {
 }
 
 Value Interp::eval_toplevel(const Value& form) {
-  Value expanded = expand(form);
-  auto env = std::make_shared<Env>(module_env_);
-  Value v = eval(expanded, env);
-  if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", form.loc());
-  return v;
+  try {
+    Value expanded = expand(form);
+    auto env = std::make_shared<Env>(module_env_);
+    Value v = eval(expanded, env);
+    if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", form.loc());
+    return v;
+  } catch (const SheafError&) {
+    throw;
+  } catch (const obs::GuardBreach&) {  // its report is printed as it is
+    throw;
+  } catch (const std::exception& e) {  // out of memory outside a builtin, a filesystem error, ...: this form
+    throw foreign_error(e, form.loc());
+  }
 }
 
 const Interp::Global* Interp::global(int id) const {
@@ -361,6 +379,12 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
         e.loc = site;
       }
       throw;
+    } catch (const TraceAbort&) {
+      throw;
+    } catch (const obs::GuardBreach&) {
+      throw;
+    } catch (const std::exception& e) {  // std::bad_alloc, a filesystem error, ...: named here
+      throw foreign_error(e, site, d.name);
     }
   }
   if (f.is(Kind::Fn)) return call_fn(f, args, site);
@@ -397,7 +421,8 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
                      site);
   }
   if (std::any_of(p.patterns.begin(), p.patterns.end(), is_typed_param)) check_typed_args(*this, fn.name, p, args, site);
-  if (jit && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
+  // A macro takes forms, never tensors: not a call to compile (nor to walk its forms for them).
+  if (jit && !fn.is_macro && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
     if (std::optional<Value> r = jit->call(*this, fv, args, site)) return *r;
   auto env = std::make_shared<Env>(fn.env);
   env->vars.reserve(n + 1);
@@ -427,6 +452,17 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
   }
 }
 
+// The one-byte strings, shared: a string split into its characters costs a Value (32 bytes) a
+// character, not a string object each. Never destroyed (values may outlive static destructors).
+static const Value& one_byte_string(unsigned char c) {
+  static const auto* table = [] {
+    auto* t = new std::array<Value, 256>;
+    for (size_t i = 0; i < t->size(); ++i) (*t)[i] = Value::string(std::string(1, static_cast<char>(i)));
+    return t;
+  }();
+  return (*table)[c];
+}
+
 std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who) {
   if (v.is_list()) return v.as_list().items;
   if (v.is(Kind::Tensor)) {
@@ -438,17 +474,13 @@ std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who
     return rows;
   }
   if (v.is(Kind::Str)) {
-    std::vector<Value> chars;
     const std::string& s = v.as_str();
+    std::vector<Value> chars;
+    chars.reserve(code_point_count(s));
     for (size_t i = 0; i < s.size();) {
-      size_t len = 1;
-      unsigned char c = static_cast<unsigned char>(s[i]);
-      if (c >= 0xF0) len = 4;
-      else if (c >= 0xE0) len = 3;
-      else if (c >= 0xC0) len = 2;
-      len = std::min(len, s.size() - i);
-      chars.push_back(Value::string(s.substr(i, len)));
-      i += len;
+      std::string_view c = code_point_at(s, i);
+      chars.push_back(c.size() == 1 ? one_byte_string(static_cast<unsigned char>(c[0])) : Value::string(std::string(c)));
+      i += c.size();
     }
     return chars;
   }

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/error.hpp"
@@ -34,6 +35,7 @@ struct Limits {
   size_t max_depth = 20000;  // nested evaluation depth (runs on a large stack, see cli/main)
   uint64_t max_steps = 0;    // 0 = unlimited; the fuzzer bounds evaluation with this
   int64_t max_elements = int64_t{1} << 31;  // largest tensor or list a builtin may create
+  uint64_t max_expansion_forms = 1000000;   // forms macros may build while one form is expanded
 };
 
 class Interp {
@@ -110,12 +112,23 @@ class Interp {
   // Set asynchronously (Ctrl-C in the REPL); the evaluation stops with "Interrupted".
   std::atomic<bool> interrupt{false};
 
+  // The outermost macro expansion in progress (eval/expander.cpp): the forms its macros may
+  // still build (Limits::max_expansion_forms), and the nodes of every macro's argument forms,
+  // which keep their own locations (held, so no node built later can take one's address).
+  struct Expansion {
+    uint64_t left = 0;
+    std::unordered_set<const Obj*> arg_nodes;
+    std::vector<std::shared_ptr<Obj>> keep;
+  };
+
  private:
   friend struct DepthGuard;
   std::ostream& out_;
   Limits limits_;
   size_t depth_ = 0;
   uint64_t steps_ = 0;
+  int expanding_ = 0;     // nesting of expand() calls
+  Expansion expansion_;  // of the outermost one
   std::unordered_map<int, Global> globals_;
   std::unordered_map<int, Value> builtins_;
   std::vector<const SpecialForm*> special_;
@@ -131,6 +144,7 @@ class Interp {
   // the first time a name is not found).
   const std::unordered_map<int, std::string>& autoload_index() const;
 
+  Value run_source(uint32_t file);
   Value eval_call(const ListObj& l, const EnvPtr& env);
   Value call_unobserved(const Value& f, std::span<const Value> args, SrcLoc site);
   Value eval_vector(const ListObj& l, const EnvPtr& env);

@@ -64,6 +64,18 @@ float parse_float(std::string_view s) {
   return neg ? -v : v;
 }
 
+// Optional '-' and decimal digits, as an i64; a literal outside the i64 range is an error (it
+// would otherwise lose digits silently: write 1e39 for the float).
+int64_t integer_literal(std::string_view text, SrcLoc loc) {
+  int64_t v = 0;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size())
+    throw SheafError(fmt::format("integer literal out of range: {} does not fit in 64 bits", text), loc,
+                     "integers are 64-bit (-9223372036854775808 to 9223372036854775807); a float is written with a point "
+                     "or an exponent (1e39)");
+  return v;
+}
+
 class Reader {
  public:
   Reader(std::string_view t, uint32_t f, ReaderOptions o) : text_(t), file_(f), opts_(o) {}
@@ -246,23 +258,13 @@ Value classify_atom(std::string_view a, SrcLoc loc) {
     std::string_view lhs = a.substr(0, colon), rhs = a.substr(colon + 1);
     auto int_like = [](std::string_view s) { return all_digits(s[0] == '-' ? s.substr(1) : s); };
     if (int_like(lhs) && (rhs.empty() || int_like(rhs))) {
-      int64_t s = 0, e = 0;
-      auto r1 = std::from_chars(lhs.data(), lhs.data() + lhs.size(), s);
-      if (r1.ec == std::errc()) {
-        if (rhs.empty()) return Value::slice(s, std::nullopt);
-        auto r2 = std::from_chars(rhs.data(), rhs.data() + rhs.size(), e);
-        if (r2.ec == std::errc()) return Value::slice(s, e);
-      }
+      int64_t s = integer_literal(lhs, loc);
+      if (rhs.empty()) return Value::slice(s, std::nullopt);
+      return Value::slice(s, integer_literal(rhs, loc));
     }
   }
   std::string_view digits = (a[0] == '+' || a[0] == '-') ? a.substr(1) : a;
-  if (all_digits(digits)) {
-    int64_t v = 0;
-    std::string_view parse = a[0] == '+' ? a.substr(1) : a;
-    auto r = std::from_chars(parse.data(), parse.data() + parse.size(), v);
-    if (r.ec == std::errc() && r.ptr == parse.data() + parse.size()) return Value::integer(v);
-    return Value::real(parse_float(a));  // too big for i64: a float
-  }
+  if (all_digits(digits)) return Value::integer(integer_literal(a[0] == '+' ? a.substr(1) : a, loc));
   if (float_syntax(a)) return Value::real(parse_float(a));
   std::string l = lower(digits);
   if (l == "inf" || l == "infinity" || l == "nan") {

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <set>
+#include <variant>
 
 #include "eval/interp.hpp"
 #include "tensor/random.hpp"
@@ -86,33 +87,49 @@ class Serializer {
     }
   }
 
-  void constant(const Value& v) {
-    switch (v.kind()) {
-      case Kind::Tensor: {
-        const Tensor& t = v.as_tensor();
-        tag('X');
-        tag(static_cast<char>(t.dtype()));
-        size(t.shape().size());
-        for (int64_t d : t.shape()) size(static_cast<uint64_t>(d));
-        if (!t.is_symbolic()) out.append(reinterpret_cast<const char*>(t.bytes()), t.nbytes());
-        return;
+  // A `def` constant may be data nested millions deep: walked with an explicit stack (a key of
+  // a dict entry, or a value), in the order a recursive walk would write.
+  void constant(const Value& root) {
+    std::vector<std::variant<const Value*, const std::string*>> todo{&root};
+    while (!todo.empty()) {
+      auto next = todo.back();
+      todo.pop_back();
+      if (const std::string** key = std::get_if<const std::string*>(&next)) {
+        text('K', **key);
+        continue;
       }
-      case Kind::Dict:
-        tag('D');
-        size(v.as_dict().entries.size());
-        for (const auto& [k, x] : v.as_dict().entries) {
-          text('K', k);
-          constant(x);
+      const Value& v = *std::get<const Value*>(next);
+      switch (v.kind()) {
+        case Kind::Tensor: {
+          const Tensor& t = v.as_tensor();
+          tag('X');
+          tag(static_cast<char>(t.dtype()));
+          size(t.shape().size());
+          for (int64_t d : t.shape()) size(static_cast<uint64_t>(d));
+          if (!t.is_symbolic()) out.append(reinterpret_cast<const char*>(t.bytes()), t.nbytes());
+          break;
         }
-        return;
-      case Kind::List:
-        tag('L');
-        size(v.as_list().items.size());
-        for (const Value& x : v.as_list().items) constant(x);
-        return;
-      case Kind::Fn: function(v.as<FnObj>()); return;
-      case Kind::Builtin: text('S', std::string(v.as<BuiltinObj>().def->name)); return;
-      default: form(v); return;
+        case Kind::Dict: {
+          const auto& entries = v.as_dict().entries;
+          tag('D');
+          size(entries.size());
+          for (size_t i = entries.size(); i-- > 0;) {
+            todo.emplace_back(&entries[i].second);
+            todo.emplace_back(&entries[i].first);
+          }
+          break;
+        }
+        case Kind::List: {
+          const auto& items = v.as_list().items;
+          tag('L');
+          size(items.size());
+          for (size_t i = items.size(); i-- > 0;) todo.emplace_back(&items[i]);
+          break;
+        }
+        case Kind::Fn: function(v.as<FnObj>()); break;
+        case Kind::Builtin: text('S', std::string(v.as<BuiltinObj>().def->name)); break;
+        default: form(v); break;
+      }
     }
   }
 };

@@ -77,12 +77,31 @@ Tensor Tensor::of_type(DType dtype, Shape shape) {
   return t;
 }
 
+// "6.4 GB (6400000000 bytes) for f32[40000x40000]": what an allocation that failed asked for.
+static std::string request(DType dtype, const Shape& shape, int64_t n) {
+  size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  return fmt::format("{:.1f} GB ({} bytes) for {}", static_cast<double>(bytes) / 1e9, bytes, type_str(dtype, shape));
+}
+
+// Host storage for dtype[shape], or a SheafError naming the type and the bytes asked for: a
+// negative dimension, an element count past 64 bits or past the limit, or memory the system
+// refuses (a cap such as `ulimit -v`). Interp::call prefixes the builtin's name and reports the
+// call's location: "zeros: cannot allocate 6.4 GB (6400000000 bytes) for f32[40000x40000]: ...".
 Tensor Tensor::empty(DType dtype, Shape shape) {
-  int64_t n = shape_numel(shape);
-  if (n < 0 || n > g_max_elements)
-    throw SheafError(fmt::format("cannot allocate a tensor of {} elements (limit {})", n, g_max_elements.load()));
+  for (int64_t d : shape)
+    if (d < 0) throw SheafError(fmt::format("cannot allocate {}: negative dimension {}", type_str(dtype, shape), d));
+  int64_t n = shape_numel(shape);  // saturated: more than 2^63 - 1
+  if (n == std::numeric_limits<int64_t>::max())
+    throw SheafError(fmt::format("cannot allocate {}: its element count does not fit in 64 bits", type_str(dtype, shape)));
+  if (n > g_max_elements)
+    throw SheafError(fmt::format("cannot allocate {}: {} elements, more than the limit of {}", request(dtype, shape, n), n,
+                                 g_max_elements.load()));
   Tensor t = of_type(dtype, std::move(shape));
-  t.data_ = allocate(t.nbytes());
+  try {
+    t.data_ = allocate(t.nbytes());
+  } catch (const std::bad_alloc&) {
+    throw SheafError(fmt::format("cannot allocate {}: out of memory", request(dtype, t.shape_, n)));
+  }
   return t;
 }
 

@@ -207,6 +207,7 @@ std::string print_tensor(const Tensor& t) {
     if (t.dtype() == DType::Bool) return v != 0 ? "true" : "false";
     return std::to_string(static_cast<int64_t>(v));
   }
+  if (t.numel() == 0) return "[]";  // whatever the dims: f32[2^62x0] must not walk 2^62 rows
   bool summary = t.numel() > kThreshold;
   std::vector<int64_t> shown;
   collect_shown(t.shape(), summary, 0, 0, shown);
@@ -217,7 +218,6 @@ std::string print_tensor(const Tensor& t) {
     f = [&t](int64_t i) { return std::string(t.get(i) != 0 ? "true" : "false"); };
   else
     f = int_format(t, shown);
-  if (t.numel() == 0) return "[]";
   Layout layout{t.shape(), f, summary};
   return layout.rec(0, 0, " ", kLineWidth);
 }

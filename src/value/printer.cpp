@@ -59,8 +59,8 @@ static std::string quote_string(const std::string& s) {
   return out + q;
 }
 
-// Appends the printed form of v to out (linear in the size of the output, whatever the nesting).
-static void print_to(std::string& out, const Value& v, bool top) {
+// Appends the printed form of a value that holds no elements (all but lists and dicts).
+static void print_atom(std::string& out, const Value& v, bool top) {
   switch (v.kind()) {
     case Kind::Nil: out += "nil"; return;
     case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
@@ -83,46 +83,72 @@ static void print_to(std::string& out, const Value& v, bool top) {
     case Kind::Builtin: out += "<fn:" + std::string(v.as<BuiltinObj>().def->name) + ">"; return;
     case Kind::Recur: out += "<recur>"; return;
     case Kind::Handle: out += v.as<HandleObj>().describe(); return;
-    case Kind::Dict: {
-      out += "{";
-      bool first = true;
-      for (const auto& [k, x] : v.as_dict().entries) {
-        out += first ? ":" : ", :";
-        first = false;
-        out += k;
-        out += " ";
-        print_to(out, x, false);
-      }
-      out += "}";
-      return;
+    case Kind::List:
+    case Kind::Dict: return;  // print_value_to writes these
+  }
+}
+
+// A list or dict being printed: `next` is the index of its next element.
+struct Open {
+  const Value* v;
+  size_t next = 0;
+  size_t size() const { return v->is(Kind::Dict) ? v->as_dict().entries.size() : v->as_list().items.size(); }
+};
+
+// What comes before element i: the separator, and a dict entry's key. Dicts print as
+// {:a 1, :b 2}, dict forms in code as {:a 1, :b 2} from their flat items, lists as [1, 2] and
+// tuples as (1, 2) or (1,).
+static const Value& element(std::string& out, const Value& v, size_t i) {
+  if (v.is(Kind::Dict)) {
+    const auto& [k, x] = v.as_dict().entries[i];
+    out += i == 0 ? ":" : ", :";
+    out += k;
+    out += " ";
+    return x;
+  }
+  const ListObj& l = v.as_list();
+  if (l.kind == ListKind::Brace) out += i == 0 ? "" : (i % 2 ? " " : ", ");
+  else if (i) out += ", ";
+  return l.items[i];
+}
+
+static const char* opener(const Value& v) {
+  if (v.is(Kind::Dict) || v.as_list().kind == ListKind::Brace) return "{";
+  return v.as_list().kind == ListKind::Tuple ? "(" : "[";
+}
+
+static const char* closer(const Value& v) {
+  if (v.is(Kind::Dict) || v.as_list().kind == ListKind::Brace) return "}";
+  if (v.as_list().kind != ListKind::Tuple) return "]";
+  return v.as_list().items.size() == 1 ? ",)" : ")";
+}
+
+// Linear in the size of the output; the nesting of lists and dicts lives on an explicit stack
+// (a 12M-deep list prints like a long one).
+void print_value_to(std::string& out, const Value& v, bool top) {
+  if (!v.is_list() && !v.is(Kind::Dict)) return print_atom(out, v, top);
+  std::vector<Open> stack{{&v}};
+  out += opener(v);
+  while (!stack.empty()) {
+    Open& o = stack.back();
+    if (o.next == o.size()) {
+      out += closer(*o.v);
+      stack.pop_back();
+      continue;
     }
-    case Kind::List: {
-      const auto& l = v.as_list();
-      if (l.kind == ListKind::Brace) {  // a dict form inside code (from quasiquote)
-        out += "{";
-        for (size_t i = 0; i < l.items.size(); ++i) {
-          out += i == 0 ? "" : (i % 2 ? " " : ", ");
-          print_to(out, l.items[i], false);
-        }
-        out += "}";
-        return;
-      }
-      bool tuple = l.kind == ListKind::Tuple;
-      out += tuple ? "(" : "[";
-      for (size_t i = 0; i < l.items.size(); ++i) {
-        if (i) out += ", ";
-        print_to(out, l.items[i], false);
-      }
-      if (tuple && l.items.size() == 1) out += ",";
-      out += tuple ? ")" : "]";
-      return;
+    const Value& x = element(out, *o.v, o.next++);
+    if (x.is_list() || x.is(Kind::Dict)) {
+      out += opener(x);
+      stack.push_back({&x});  // `o` is not used past this point
+    } else {
+      print_atom(out, x, false);
     }
   }
 }
 
 std::string print_value(const Value& v, bool top) {
   std::string out;
-  print_to(out, v, top);
+  print_value_to(out, v, top);
   return out;
 }
 

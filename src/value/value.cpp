@@ -54,6 +54,54 @@ const std::string& name(int id) {
 }
 }  // namespace symbols
 
+// Destruction without recursion on the depth of the data. When a list or dict dies, each
+// element that is the last reference to another list or dict is moved to the thread's pending
+// list instead of dying inside this destructor; the outermost destructor on the thread drains
+// that list in a loop (each drained container adds its own such elements). Depth costs heap,
+// not stack. A shared element (use_count > 1) only loses a reference here.
+struct Teardown {
+  using Pending = std::vector<std::shared_ptr<Obj>>;
+  static inline thread_local Pending* pending = nullptr;
+
+  static void adopt(Value& v, Pending& out) noexcept {
+    if ((v.kind_ != Kind::List && v.kind_ != Kind::Dict) || v.obj_.use_count() != 1) return;
+    try {
+      out.push_back(std::move(v.obj_));  // unchanged when the list cannot grow: v dies in place
+    } catch (...) {
+    }
+  }
+
+  // `elements(adopt_into)` hands the dying container's elements to adopt.
+  template <typename F>
+  static void release(F&& elements) noexcept {
+    if (pending) {
+      elements(*pending);
+      return;
+    }
+    Pending local;
+    pending = &local;
+    elements(local);
+    while (!local.empty()) {
+      std::shared_ptr<Obj> next = std::move(local.back());
+      local.pop_back();
+      next.reset();  // its destructor appends its own container elements to `local`
+    }
+    pending = nullptr;
+  }
+};
+
+ListObj::~ListObj() {
+  Teardown::release([this](Teardown::Pending& out) {
+    for (Value& v : items) Teardown::adopt(v, out);
+  });
+}
+
+DictObj::~DictObj() {
+  Teardown::release([this](Teardown::Pending& out) {
+    for (auto& e : entries) Teardown::adopt(e.second, out);
+  });
+}
+
 Value Value::string(std::string s) {
   return object(Kind::Str, std::make_shared<StrObj>(std::move(s)));
 }
@@ -153,40 +201,64 @@ static bool tensor_equal(const Tensor& a, const Tensor& b) {
   return true;
 }
 
-bool equal(const Value& a, const Value& b) {
+// Equality of everything but the elements of two lists or dicts, which `equal` compares next.
+enum class Shallow { Differ, Same, SameIfElements };
+static Shallow shallow_equal(const Value& a, const Value& b) {
+  auto same = [](bool e) { return e ? Shallow::Same : Shallow::Differ; };
   if (a.is_number() && b.is_number()) {
-    if (a.is(Kind::Int) && b.is(Kind::Int)) return a.as_int() == b.as_int();
-    return a.as_double() == b.as_double();
+    if (a.is(Kind::Int) && b.is(Kind::Int)) return same(a.as_int() == b.as_int());
+    return same(a.as_double() == b.as_double());
   }
-  if (a.is(Kind::Tensor) && b.is(Kind::Tensor)) return tensor_equal(a.as_tensor(), b.as_tensor());
+  if (a.is(Kind::Tensor) && b.is(Kind::Tensor)) return same(tensor_equal(a.as_tensor(), b.as_tensor()));
   // A rank-0 tensor and a host scalar are interchangeable (SPEC §2.1).
-  if (a.is(Kind::Tensor) && b.is_number())
-    return a.as_tensor().rank() == 0 && a.as_tensor().get(0) == b.as_double();
-  if (b.is(Kind::Tensor) && a.is_number()) return equal(b, a);
-  if (a.kind() != b.kind()) return false;
+  if (a.is(Kind::Tensor) && b.is_number()) return same(a.as_tensor().rank() == 0 && a.as_tensor().get(0) == b.as_double());
+  if (b.is(Kind::Tensor) && a.is_number()) return shallow_equal(b, a);
+  if (a.kind() != b.kind()) return Shallow::Differ;
   switch (a.kind()) {
-    case Kind::Nil: return true;
-    case Kind::Bool: return a.as_bool() == b.as_bool();
+    case Kind::Nil: return Shallow::Same;
+    case Kind::Bool: return same(a.as_bool() == b.as_bool());
     case Kind::Str:
-    case Kind::Keyword: return a.as_str() == b.as_str();
-    case Kind::Symbol: return a.symbol() == b.symbol();
-    case Kind::List: {
-      const auto &x = a.as_list().items, &y = b.as_list().items;
-      if (x.size() != y.size()) return false;
-      for (size_t i = 0; i < x.size(); ++i)
-        if (!equal(x[i], y[i])) return false;
-      return true;
-    }
+    case Kind::Keyword: return same(a.as_str() == b.as_str());
+    case Kind::Symbol: return same(a.symbol() == b.symbol());
+    case Kind::List:
+      return a.as_list().items.size() == b.as_list().items.size() ? Shallow::SameIfElements : Shallow::Differ;
     case Kind::Dict: {
       const auto &x = a.as_dict().entries, &y = b.as_dict().entries;
-      if (x.size() != y.size()) return false;
+      if (x.size() != y.size()) return Shallow::Differ;
       for (size_t i = 0; i < x.size(); ++i)
-        if (x[i].first != y[i].first || !equal(x[i].second, y[i].second)) return false;
-      return true;
+        if (x[i].first != y[i].first) return Shallow::Differ;
+      return Shallow::SameIfElements;
     }
-    case Kind::Slice: return a.as_slice().start == b.as_slice().start && a.as_slice().end == b.as_slice().end;
-    default: return a.raw() == b.raw();
+    case Kind::Slice: return same(a.as_slice().start == b.as_slice().start && a.as_slice().end == b.as_slice().end);
+    default: return same(a.raw() == b.raw());
   }
+}
+
+// Pairs still to compare live on an explicit stack: nesting depth costs heap, not stack (and
+// two values without elements cost no allocation).
+bool equal(const Value& a, const Value& b) {
+  using Pairs = std::vector<std::pair<const Value*, const Value*>>;
+  auto push_elements = [](const Value& x, const Value& y, Pairs& todo) {
+    if (x.is_list()) {
+      const auto &xs = x.as_list().items, &ys = y.as_list().items;
+      for (size_t i = xs.size(); i-- > 0;) todo.emplace_back(&xs[i], &ys[i]);
+    } else {
+      const auto &xs = x.as_dict().entries, &ys = y.as_dict().entries;
+      for (size_t i = xs.size(); i-- > 0;) todo.emplace_back(&xs[i].second, &ys[i].second);
+    }
+  };
+  Shallow top = shallow_equal(a, b);
+  if (top != Shallow::SameIfElements) return top == Shallow::Same;
+  Pairs todo;
+  push_elements(a, b, todo);
+  while (!todo.empty()) {
+    auto [x, y] = todo.back();
+    todo.pop_back();
+    Shallow s = shallow_equal(*x, *y);
+    if (s == Shallow::Differ) return false;
+    if (s == Shallow::SameIfElements) push_elements(*x, *y, todo);
+  }
+  return true;
 }
 
 }  // namespace sheaf

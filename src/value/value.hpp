@@ -72,6 +72,7 @@ class Value {
   SrcLoc loc() const;
 
  private:
+  friend struct Teardown;
   explicit Value(Kind k) : kind_(k), i_(0) {}
   Kind kind_ = Kind::Nil;
   union {
@@ -93,7 +94,10 @@ struct SymObj : Obj {
   SymObj(int i, SrcLoc l) : id(i), loc(l) {}
 };
 
+// Lists and dicts release their elements without recursing on the depth of the data: a chain
+// of 25M nested lists is destroyed in a loop (value.cpp, Teardown), not in 25M nested frames.
 struct ListObj : Obj {
+  ~ListObj() override;
   std::vector<Value> items;
   ListKind kind = ListKind::Paren;
   SrcLoc loc;
@@ -102,6 +106,7 @@ struct ListObj : Obj {
 
 // Dict: keys are names (keyword and string keys coincide, SPEC §2.6), sorted by code point.
 struct DictObj : Obj {
+  ~DictObj() override;
   std::vector<std::pair<std::string, Value>> entries;  // sorted, unique keys
   const Value* find(std::string_view key) const;
 };

@@ -36,6 +36,15 @@ stderr_has ' --> <eval>:1:8' "location of the unexpected ')'"
 run -c $'1\n2\n(+ 1\n   2'
 status_is 1 'unclosed list on line 3'
 grep -qE 'line 3|<eval>:3:' "$TMP/err" || fail "unclosed list on line 3: stderr does not name line 3"
+# An integer literal outside i64 is an error at its position, not a float that lost digits.
+reader_error '123456789012345678901234567890123456789' 'integer literal out of range: 123456789012345678901234567890123456789'
+reader_error '9223372036854775808' 'integer literal out of range'
+reader_error '-9223372036854775809' 'integer literal out of range'
+reader_error '(h 0:99999999999999999999)' 'integer literal out of range: 99999999999999999999'
+run -c '(+ 1 9223372036854775808)'
+stderr_has ' --> <eval>:1:6' 'location of an out-of-range integer literal'
+run -c '[-9223372036854775808 9223372036854775807 1e39 1.0]'
+status_is 0 'i64 extremes and floats still read'
 # A reader error in a file reports the file name.
 printf '(def a 1)\n(+ a\n' >"$TMP/unclosed.shf"
 run unclosed.shf

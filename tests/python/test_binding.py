@@ -8,6 +8,8 @@ import io
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -43,6 +45,8 @@ MODEL = """\
 (defn depth [n] (if (= n 0) 0 (+ 1 (depth (- n 1)))))
 (defn spin [n] (loop [i 0] (if (< i n) (recur (+ i 1)) i)))
 (defn checked-log [x] (guard :no-nan (log x)))
+(defn nest [n] (reduce (fn [acc _] [acc]) nil (range n)))
+(defn grid [n] (zeros [n n]))
 (defn a_b [] "exact")
 (defn a-b [] "kebab")
 
@@ -278,6 +282,35 @@ class Binding(unittest.TestCase):
         with self.assertRaisesRegex(sheaf.SheafError, "Maximum recursion depth exceeded"):
             self.m.depth(10**6)
         self.assertEqual(self.m.depth(3), 3)
+
+    def run_python(self, code):
+        """Runs `code` in a fresh interpreter with `m` loaded: a crash fails the test, not the run."""
+        code = f"import resource, sheaf, sys\nm = sheaf.load({self.path!r})\n" + textwrap.dedent(code)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.splitlines()
+
+    def test_deep_result_is_an_error_not_a_crash(self):
+        out = self.run_python("""\
+            print(m.nest(3))
+            try:
+                m.nest(10**6)  # converted up to the limit, then freed on this thread's small stack
+            except ValueError as e:
+                print(e)
+            print(m.nest(2))
+            """)
+        self.assertEqual(out, ["[[[None]]]", "result nested deeper than 500 levels", "[[None]]"])
+
+    def test_out_of_memory_in_a_call_is_sheaf_error(self):
+        out = self.run_python("""\
+            resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, resource.RLIM_INFINITY))
+            try:
+                m.grid(40000)
+            except sheaf.SheafError as e:
+                print(str(e).splitlines()[0])
+            print(m.inc(1))
+            """)
+        self.assertEqual(out, ["error: zeros: cannot allocate 6.4 GB (6400000000 bytes) for f32[40000x40000]: out of memory", "2"])
 
     def test_ctrl_c_stops_a_call(self):
         timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))

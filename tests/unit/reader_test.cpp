@@ -75,12 +75,18 @@ TEST(Reader, Integers) {
   EXPECT_EQ(min.as_int(), INT64_MIN);
 }
 
-TEST(Reader, HugeIntegersBecomeFloats) {
-  EXPECT_EQ(read_float("9223372036854775808"), 9223372036854775808.0f);
-  EXPECT_EQ(read_float("-99999999999999999999"), -1e20f);
-  EXPECT_EQ(read_float("123456789012345678901234567890"), 1.2345679e29f);
-  float overflow = read_float(std::string(50, '9'));  // beyond f32 range
-  EXPECT_TRUE(std::isinf(overflow) && overflow > 0);
+TEST(Reader, IntegersOutsideI64AreErrors) {
+  for (std::string text : {std::string("9223372036854775808"), std::string("-9223372036854775809"),
+                           std::string("123456789012345678901234567890123456789"), std::string(50, '9')}) {
+    SheafError e = read_error("(+ 1 " + text + ")");
+    EXPECT_EQ(std::string(e.what()), "integer literal out of range: " + text + " does not fit in 64 bits");
+    EXPECT_EQ(e.loc.line, 1u);
+    EXPECT_EQ(e.loc.col, 6u);
+    EXPECT_EQ(e.loc.len, text.size());
+  }
+  EXPECT_STREQ(read_error("0:99999999999999999999").what(), "integer literal out of range: 99999999999999999999 does not fit in 64 bits");
+  EXPECT_EQ(read_float("9223372036854775808.0"), 9223372036854775808.0f);  // as a float: a point or an exponent
+  EXPECT_EQ(read_float("1e39"), INFINITY);
 }
 
 TEST(Reader, Floats) {

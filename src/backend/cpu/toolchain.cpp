@@ -2,6 +2,7 @@
 // scratch directory (io/scratch_dir.hpp), dlopen.
 #include "backend/cpu/toolchain.hpp"
 
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -115,12 +116,23 @@ const std::optional<Toolchain>& toolchain() {
   return tc;
 }
 
+namespace {
+
+// F16C is CPUID leaf 1, ECX bit 29; read directly because clang's
+// __builtin_cpu_supports does not know the name "f16c".
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
+}  // namespace
+
 std::string isa_flags() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
     return "-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512cd -mprefer-vector-width=512";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c())
     return "-mavx2 -mfma -mf16c";
   return "";
 }
