@@ -9,9 +9,10 @@
 //     with equal dims and operands that differ only along their last contracting dims, becomes
 //     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections).
 // A group's operands are concatenated in the order of their value ids, so that two groups over
-// the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group is merged only when
-// each product does at least kFlopsPerCopied flops (2·m·n·k) per element it copies into a
-// concatenation — the copies then cost far less than the products they widen — and, for
+// the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group of k products is
+// merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
+// into a concatenation — the loop that renders a concatenation reads all k operands for each
+// element it writes, so the copies then cost far less than the products they widen — and, for
 // a shared operand, only products that do not read each other's results. The nodes are then
 // reordered: a merged product runs as soon as all its operands are ready, and what read the old
 // products waits for it. Sums of products add in another order (float reassociation); the
@@ -76,6 +77,12 @@ double flops_per_element(const Graph& g, const Node& n, int side) {
   return flops / static_cast<double>(std::max<int64_t>(1, shape_numel(g.type(n.in[static_cast<size_t>(side)]).shape)));
 }
 
+// Whether concatenating operand `side` of the products `dots` pays (the file comment).
+bool pays(const Graph& g, const std::vector<int32_t>& dots, int side) {
+  const double need = kFlopsPerCopied * static_cast<double>(dots.size());
+  return std::all_of(dots.begin(), dots.end(), [&](int32_t d) { return flops_per_element(g, g.nodes[static_cast<size_t>(d)], side) >= need; });
+}
+
 // What products must share to merge: the kind, dims and dtypes, and the operand shapes with the
 // concatenated axes left out (`axis[side]` < 0: that operand is not concatenated; `shared`: its value).
 std::vector<int64_t> merge_key(const Graph& g, const Node& n, int kind, const int64_t axis[2], int32_t shared) {
@@ -128,7 +135,7 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       leaves.push_back(value);
     }
     for (auto& [key, dots] : by_key) {
-      if (dots.size() < 2) continue;
+      if (dots.size() < 2 || !pays(g, dots, 0) || !pays(g, dots, 1)) continue;
       std::sort(dots.begin(), dots.end(), [&](int32_t a, int32_t b) { return g.nodes[static_cast<size_t>(a)].in < g.nodes[static_cast<size_t>(b)].in; });
       grp.parts.push_back(dots);
     }
@@ -181,7 +188,7 @@ void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>&
     for (auto& [key, dots] : by_key) {
       if (dots.size() < 2) continue;
       std::vector<int32_t> keep = independent(g, dots);
-      if (keep.size() < 2) continue;
+      if (keep.size() < 2 || !pays(g, keep, vary)) continue;
       std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
         return g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)] < g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)];
       });
