@@ -31,4 +31,9 @@ ir::Graph widen_halves(const ir::Graph& g);
 // run products as strided matrix products; not part of optimize — canonical_dots.cpp.
 ir::Graph canonical_dots(const ir::Graph& g);
 
+// Products that share an operand, or whose results are only summed, as one product over
+// concatenated operands (slices of it for the shared case), for backends that run products as
+// BLAS calls; sums add in another order; not part of optimize — merge_dots.cpp.
+ir::Graph merge_dots(const ir::Graph& g);
+
 }  // namespace sheaf::passes

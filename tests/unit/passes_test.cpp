@@ -542,6 +542,85 @@ TEST(CanonicalDots, OperandsWhoseDimsCannotMergeAreTransposed) {
             "}\n");
 }
 
+// ---- merged products ----
+
+// Both graphs on the same normal inputs: results within `tol` (relative to the largest magnitude
+// of each result) — for rewrites that only reassociate sums.
+void expect_close_results(const Graph& before, const Graph& after, double tol = 1e-5) {
+  ASSERT_NO_THROW(ir::verify(after)) << ir::print(after);
+  std::mt19937 rng(99);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<Tensor> args;
+  for (int32_t p : before.params) {
+    Tensor x(before.type(p).dtype, before.type(p).shape);
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, normal(rng));
+    args.push_back(x);
+  }
+  std::vector<Tensor> x = ref::run(before, args), y = ref::run(after, args);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t r = 0; r < x.size(); ++r) {
+    ASSERT_EQ(type_str(x[r]), type_str(y[r])) << "result " << r;
+    double scale = 0;
+    for (int64_t i = 0; i < x[r].numel(); ++i) scale = std::max(scale, std::abs(x[r].get(i)));
+    for (int64_t i = 0; i < x[r].numel(); ++i)
+      ASSERT_NEAR(x[r].get(i), y[r].get(i), tol * scale) << "result " << r << " element " << i;
+  }
+}
+
+TEST(MergeDots, ProductsSharingAnOperandBecomeOneWiderProduct) {
+  // Per-head projections dot(x, w1), dot(x, w2) of a [2 64 8] x (128 rows: merged) become one product
+  // over concat(w1, w2) and two slices; the product over w3, which reads dot(x, w1), stays, and so do
+  // the products of a [2 8] y (2 rows: too few to pay for the copy) and of a [2 48 8] z (96 rows:
+  // 192 flops per copied element, enough for one product, not for a concatenation of two read
+  // element by element from both). The first product's reader
+  // moves after the merged product, whose second weight is computed later.
+  Graph g;
+  int32_t x = param(g, {DType::F32, {2, 64, 8}}), w1 = param(g, {DType::F32, {8, 4}}), u = param(g, {DType::F32, {8, 6}});
+  int32_t y = param(g, {DType::F32, {2, 8}}), z = param(g, {DType::F32, {2, 48, 8}});
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {0}};
+  int32_t p1 = g.emit(Op::DotGeneral, {x, w1}, {.dot = dims});
+  int32_t early = un(g, Unary::Neg, p1);
+  int32_t w2 = un(g, Unary::Exp, u);
+  int32_t p2 = g.emit(Op::DotGeneral, {x, w2}, {.dot = dims});
+  int32_t col = g.emit(Op::Reduce, {p1}, {.reduce = Reduce::Sum, .dims = {0}});
+  int32_t w3 = g.emit(Op::Slice, {col}, {.starts = {0, 0}, .limits = {8, 4}, .strides = {1, 1}});
+  int32_t p3 = g.emit(Op::DotGeneral, {x, w3}, {.dot = dims});
+  const DotDims small{.lhs_contract = {1}, .rhs_contract = {0}};
+  int32_t s1 = g.emit(Op::DotGeneral, {y, w1}, {.dot = small}), s2 = g.emit(Op::DotGeneral, {y, w2}, {.dot = small});
+  int32_t z1 = g.emit(Op::DotGeneral, {z, w1}, {.dot = dims}), z2 = g.emit(Op::DotGeneral, {z, w2}, {.dot = dims});
+  g.results = {early, p2, p3, s1, s2, z1, z2};
+  Graph out = merge_dots(g);
+  expect_close_results(g, out);
+  EXPECT_EQ(count(out, Op::DotGeneral), 6u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 1u);
+  EXPECT_EQ(count(out, Op::Slice), 3u);
+  bool found = false;
+  for (const ir::Node& n : out.nodes)
+    if (n.op == Op::DotGeneral && out.type(n.out).shape == Shape{2, 64, 10}) found = out.producer(n.in[1]).op == Op::Concatenate;
+  EXPECT_TRUE(found) << ir::print(out);
+}
+
+TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
+  // dX = dot(dy1, w1) + c + dot(dy2, w2) + dot(dy3, w3) (the input gradient of per-head projections,
+  // contracting the head columns): one product over concat(dy1..3) and concat(w1..3), plus c. A
+  // product that something else reads too (d4) stays.
+  Graph g;
+  std::vector<int32_t> terms;
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {1}};
+  for (int64_t cols : {4, 4, 8, 4}) {
+    int32_t dy = param(g, {DType::F32, {2, 128, cols}}), w = param(g, {DType::F32, {256, cols}});
+    terms.push_back(g.emit(Op::DotGeneral, {dy, w}, {.dot = dims}));
+  }
+  int32_t c = param(g, {DType::F32, {2, 128, 256}});
+  int32_t sum = bin(g, Binary::Add, bin(g, Binary::Add, bin(g, Binary::Add, terms[0], c), terms[1]), terms[2]);
+  g.results = {bin(g, Binary::Add, sum, terms[3]), terms[3]};
+  Graph out = eliminate_dead_code(merge_dots(g));
+  expect_close_results(g, out);
+  EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 2u);
+  EXPECT_EQ(count(out, Op::Binary), 2u);
+}
+
 // ---- common subexpressions ----
 
 TEST(Cse, MergesEqualNodesAndConstants) {

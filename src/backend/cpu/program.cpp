@@ -71,7 +71,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(passes::canonical_dots(passes::widen_halves(g)));
+  p.graph = std::make_shared<const ir::Graph>(passes::canonical_dots(passes::merge_dots(passes::widen_halves(g))));
   add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;

@@ -1,0 +1,364 @@
+// passes/merge_dots.cpp — products merged into fewer, wider ones, for backends that run products
+// as BLAS calls (the CPU backend: sgemm reaches a fraction of its rate on products 64 columns
+// wide, and reads the shared operand again for each).
+//   Shared operand: dot(X, W1) .. dot(X, Wk) with equal dims whose other operands differ only
+//     along their last free dim become one dot(X, concat(W1 .. Wk)) and a slice of it per old
+//     product (the q, k, v projections of attention heads written one by one, and their weight
+//     gradients dot(X, dY1) .. dot(X, dYk)); the same with X on the right.
+//   Sum of products: dot(A1, B1) + .. + dot(Ak, Bk), each product read only by the additions,
+//     with equal dims and operands that differ only along their last contracting dims, becomes
+//     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections).
+// A group's operands are concatenated in the order of their value ids, so that two groups over
+// the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group of k products is
+// merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
+// into a concatenation — the loop that renders a concatenation reads all k operands for each
+// element it writes, so the copies then cost far less than the products they widen — and, for
+// a shared operand, only products that do not read each other's results. The nodes are then
+// reordered: a merged product runs as soon as all its operands are ready, and what read the old
+// products waits for it. Sums of products add in another order (float reassociation); the
+// rest is exact. Regions of while/case are merged too. Not part of optimize (passes.hpp).
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <utility>
+
+#include "passes/passes.hpp"
+#include "passes/rewrite.hpp"
+#include "tensor/dot.hpp"
+#include "tensor/shape.hpp"
+
+namespace sheaf::passes {
+
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::Op;
+
+constexpr double kFlopsPerCopied = 128;  // 2·(the other operand's free size): ≥ 64 rows or columns
+
+// Products merged into one: parts[i] are dot nodes, in the order their operands concatenate.
+// Shared operand: one part, `side` the operand they share (0 lhs, 1 rhs). Sum: the additions of the
+// tree (its root last), one merged product per part, and the tree's other leaves (`rest`, values).
+struct Group {
+  bool sum = false;
+  int side = 0;
+  std::vector<std::vector<int32_t>> parts;
+  std::vector<int32_t> adds;
+  std::vector<int32_t> rest;
+
+  std::vector<int32_t> nodes() const {
+    std::vector<int32_t> r = adds;
+    for (const auto& p : parts) r.insert(r.end(), p.begin(), p.end());
+    return r;
+  }
+};
+
+bool is_f32_dot(const Graph& g, const Node& n) { return n.op == Op::DotGeneral && g.type(n.out).dtype == DType::F32; }
+
+bool is_float_add(const Graph& g, const Node& n) {
+  return n.op == Op::Binary && n.attrs.binary == Binary::Add && is_float(g.type(n.out).dtype);
+}
+
+// The dims of operand `side` of dot n that are neither batch nor contracting.
+std::vector<int64_t> free_of(const Graph& g, const Node& n, int side) {
+  const DotDims& d = n.attrs.dot;
+  return free_dims(static_cast<int64_t>(g.type(n.in[static_cast<size_t>(side)]).shape.size()), side ? d.rhs_batch : d.lhs_batch,
+                   side ? d.rhs_contract : d.lhs_contract);
+}
+
+// Multiply-adds ×2 of dot n per element of its operand `side`.
+double flops_per_element(const Graph& g, const Node& n, int side) {
+  int64_t k = 1;
+  for (int64_t d : n.attrs.dot.lhs_contract) k *= g.type(n.in[0]).shape[static_cast<size_t>(d)];
+  const double flops = 2.0 * static_cast<double>(shape_numel(g.type(n.out).shape)) * static_cast<double>(k);
+  return flops / static_cast<double>(std::max<int64_t>(1, shape_numel(g.type(n.in[static_cast<size_t>(side)]).shape)));
+}
+
+// Whether concatenating operand `side` of the products `dots` pays (the file comment).
+bool pays(const Graph& g, const std::vector<int32_t>& dots, int side) {
+  const double need = kFlopsPerCopied * static_cast<double>(dots.size());
+  return std::all_of(dots.begin(), dots.end(), [&](int32_t d) { return flops_per_element(g, g.nodes[static_cast<size_t>(d)], side) >= need; });
+}
+
+// What products must share to merge: the kind, dims and dtypes, and the operand shapes with the
+// concatenated axes left out (`axis[side]` < 0: that operand is not concatenated; `shared`: its value).
+std::vector<int64_t> merge_key(const Graph& g, const Node& n, int kind, const int64_t axis[2], int32_t shared) {
+  std::vector<int64_t> k{kind, shared};
+  const DotDims& d = n.attrs.dot;
+  for (const auto* v : {&d.lhs_batch, &d.rhs_batch, &d.lhs_contract, &d.rhs_contract}) {
+    k.push_back(static_cast<int64_t>(v->size()));
+    k.insert(k.end(), v->begin(), v->end());
+  }
+  for (int side = 0; side < 2; ++side) {
+    const Shape& s = g.type(n.in[static_cast<size_t>(side)]).shape;
+    k.push_back(static_cast<int64_t>(s.size()));
+    for (size_t i = 0; i < s.size(); ++i) k.push_back(static_cast<int64_t>(i) == axis[side] ? -1 : s[i]);
+  }
+  return k;
+}
+
+// Sums of products: every tree of float additions whose inner additions are read only by the
+// tree, its products (read only by the tree) grouped by merge_key along the last contracting dims.
+void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, std::vector<Group>& out) {
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& root = g.nodes[i];
+    if (!is_float_add(g, root) || claimed[i]) continue;
+    Group grp;
+    grp.sum = true;
+    std::map<std::vector<int64_t>, std::vector<int32_t>> by_key;
+    std::vector<std::pair<int32_t, int32_t>> stack{{static_cast<int32_t>(i), -1}};  // (node, -1) or (-1, leaf value)
+    std::vector<int32_t> leaves;
+    while (!stack.empty()) {
+      auto [node, value] = stack.back();
+      stack.pop_back();
+      if (node >= 0) {
+        grp.adds.push_back(node);
+        const Node& a = g.nodes[static_cast<size_t>(node)];
+        for (auto it = a.in.rbegin(); it != a.in.rend(); ++it) {
+          const int32_t p = g.def[static_cast<size_t>(*it)];
+          if (rd.sole(*it) == node && is_float_add(g, g.nodes[static_cast<size_t>(p)])) stack.push_back({p, -1});
+          else stack.push_back({-1, *it});
+        }
+        continue;
+      }
+      const int32_t p = g.def[static_cast<size_t>(value)];
+      const Node& n = g.nodes[static_cast<size_t>(p)];
+      const int32_t reader = rd.sole(value);
+      if (is_f32_dot(g, n) && reader >= 0 && !claimed[static_cast<size_t>(p)] && !n.attrs.dot.lhs_contract.empty() &&
+          flops_per_element(g, n, 0) >= kFlopsPerCopied && flops_per_element(g, n, 1) >= kFlopsPerCopied) {
+        const int64_t axis[2] = {n.attrs.dot.lhs_contract.back(), n.attrs.dot.rhs_contract.back()};
+        by_key[merge_key(g, n, 0, axis, -1)].push_back(p);
+      }
+      leaves.push_back(value);
+    }
+    for (auto& [key, dots] : by_key) {
+      if (dots.size() < 2 || !pays(g, dots, 0) || !pays(g, dots, 1)) continue;
+      std::sort(dots.begin(), dots.end(), [&](int32_t a, int32_t b) { return g.nodes[static_cast<size_t>(a)].in < g.nodes[static_cast<size_t>(b)].in; });
+      grp.parts.push_back(dots);
+    }
+    std::reverse(grp.adds.begin(), grp.adds.end());  // the root last
+    for (int32_t a : grp.adds) claimed[static_cast<size_t>(a)] = true;  // inner additions are no roots
+    if (grp.parts.empty()) continue;
+    std::vector<bool> merged(g.nodes.size(), false);
+    for (const auto& part : grp.parts)
+      for (int32_t d : part) claimed[static_cast<size_t>(d)] = merged[static_cast<size_t>(d)] = true;
+    for (int32_t v : leaves)
+      if (!merged[static_cast<size_t>(g.def[static_cast<size_t>(v)])]) grp.rest.push_back(v);
+    out.push_back(std::move(grp));
+  }
+}
+
+// `dots` (sorted by node index) less those that read, through any path, the result of an earlier one.
+std::vector<int32_t> independent(const Graph& g, const std::vector<int32_t>& dots) {
+  std::vector<char> tainted(g.types.size(), 0);
+  std::vector<int32_t> keep;
+  size_t next = 0;
+  for (auto i = static_cast<size_t>(dots.front()); i <= static_cast<size_t>(dots.back()); ++i) {
+    const Node& n = g.nodes[i];
+    bool reads = std::any_of(n.in.begin(), n.in.end(), [&](int32_t v) { return tainted[static_cast<size_t>(v)] != 0; });
+    bool member = next < dots.size() && static_cast<size_t>(dots[next]) == i;
+    if (member) {
+      ++next;
+      if (!reads) keep.push_back(static_cast<int32_t>(i));
+    }
+    if (reads || member)
+      for (int32_t r = 0; r < n.nout; ++r) tainted[static_cast<size_t>(n.out + r)] = 1;
+  }
+  return keep;
+}
+
+// Products sharing an operand (lhs first, then rhs among the rest), the other operand concatenated
+// along its last free dim.
+void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>& out) {
+  for (int side = 0; side < 2; ++side) {
+    const int vary = 1 - side;
+    std::map<std::vector<int64_t>, std::vector<int32_t>> by_key;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (!is_f32_dot(g, n) || claimed[i] || flops_per_element(g, n, vary) < kFlopsPerCopied) continue;
+      const std::vector<int64_t> f = free_of(g, n, vary);
+      if (f.empty()) continue;
+      int64_t axis[2] = {-1, -1};
+      axis[vary] = f.back();
+      by_key[merge_key(g, n, 1 + side, axis, n.in[static_cast<size_t>(side)])].push_back(static_cast<int32_t>(i));
+    }
+    for (auto& [key, dots] : by_key) {
+      if (dots.size() < 2) continue;
+      std::vector<int32_t> keep = independent(g, dots);
+      if (keep.size() < 2 || !pays(g, keep, vary)) continue;
+      std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
+        return g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)] < g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)];
+      });
+      for (int32_t d : keep) claimed[static_cast<size_t>(d)] = true;
+      out.push_back(Group{.sum = false, .side = side, .parts = {keep}});
+    }
+  }
+}
+
+// The nodes of g (parameters aside) in units — a group's nodes together (unit = -1 - group
+// index), any other node alone (its index) — ordered so that each unit follows the units it reads,
+// at the place of its first node when it can be (a priority queue on the first node's index).
+// nullopt when the groups read each other in a cycle; `stuck` is then a group that could not run.
+std::optional<std::vector<int32_t>> schedule(const Graph& g, const std::vector<Group>& groups, size_t& stuck) {
+  const size_t n = g.nodes.size();
+  std::vector<int32_t> unit_of(n);
+  for (size_t i = 0; i < n; ++i) unit_of[i] = static_cast<int32_t>(groups.size() + i);
+  std::vector<int32_t> first(groups.size() + n);
+  for (size_t i = 0; i < n; ++i) first[groups.size() + i] = static_cast<int32_t>(i);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    first[gi] = static_cast<int32_t>(n);
+    for (int32_t node : groups[gi].nodes()) {
+      unit_of[static_cast<size_t>(node)] = static_cast<int32_t>(gi);
+      first[gi] = std::min(first[gi], node);
+    }
+  }
+  std::vector<std::vector<int32_t>> next(first.size());
+  std::vector<int32_t> waiting(first.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = g.nodes[i];
+    if (node.op == Op::Parameter) continue;
+    for (int32_t v : node.in) {
+      const int32_t from = unit_of[static_cast<size_t>(g.def[static_cast<size_t>(v)])], to = unit_of[i];
+      if (from == to || g.producer(v).op == Op::Parameter) continue;
+      next[static_cast<size_t>(from)].push_back(to);
+      ++waiting[static_cast<size_t>(to)];
+    }
+  }
+  using Entry = std::pair<int32_t, int32_t>;  // (first node, unit)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  std::vector<char> live(first.size(), 0);
+  for (size_t i = 0; i < n; ++i)
+    if (g.nodes[i].op != Op::Parameter) live[static_cast<size_t>(unit_of[i])] = 1;
+  size_t count = 0;
+  for (size_t u = 0; u < first.size(); ++u)
+    if (live[u]) {
+      ++count;
+      if (waiting[u] == 0) ready.push({first[u], static_cast<int32_t>(u)});
+    }
+  std::vector<int32_t> order;
+  while (!ready.empty()) {
+    const int32_t u = ready.top().second;
+    ready.pop();
+    order.push_back(u < static_cast<int32_t>(groups.size()) ? -1 - u : u - static_cast<int32_t>(groups.size()));
+    for (int32_t t : next[static_cast<size_t>(u)])
+      if (--waiting[static_cast<size_t>(t)] == 0) ready.push({first[static_cast<size_t>(t)], t});
+  }
+  if (order.size() == count) return order;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    if (waiting[gi] > 0) {
+      stuck = gi;
+      break;
+    }
+  return std::nullopt;
+}
+
+Graph merge(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done);
+
+class Emitter {
+ public:
+  Emitter(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done) : g_(g), r_(g), done_(done) {}
+
+  void node(const Node& n) {
+    if (n.attrs.regions.empty()) {
+      r_.copy(n);
+      return;
+    }
+    ir::Attrs a = n.attrs;
+    for (std::shared_ptr<const Graph>& region : a.regions) {
+      auto [it, fresh] = done_.try_emplace(region.get());
+      if (fresh) it->second = std::make_shared<const Graph>(merge(*region, done_));
+      region = it->second;
+    }
+    std::vector<ir::Type> types(g_.types.begin() + n.out, g_.types.begin() + n.out + n.nout);
+    r_.map_results(n, r_.add(n.op, r_.map(n.in), std::move(a), std::move(types), n.loc));
+  }
+
+  void group(const Group& grp) {
+    if (!grp.sum) {
+      shared(grp.parts[0], grp.side);
+      return;
+    }
+    const Node& root = g_.nodes[static_cast<size_t>(grp.adds.back())];
+    std::vector<int32_t> terms;
+    for (const auto& part : grp.parts) {
+      const Node& n0 = g_.nodes[static_cast<size_t>(part[0])];
+      const int32_t lhs = concat(part, 0, n0.attrs.dot.lhs_contract.back(), n0.loc);
+      const int32_t rhs = concat(part, 1, n0.attrs.dot.rhs_contract.back(), n0.loc);
+      terms.push_back(r_.emit(Op::DotGeneral, {lhs, rhs}, {.dot = n0.attrs.dot}, n0.loc));
+    }
+    for (int32_t v : grp.rest) terms.push_back(r_.map(v));
+    int32_t total = terms[0];
+    for (size_t i = 1; i < terms.size(); ++i) total = r_.add(Op::Binary, {total, terms[i]}, root.attrs, {g_.type(root.out)}, root.loc);
+    r_.map_results(root, total);
+  }
+
+  Graph finish() { return r_.finish(); }
+
+ private:
+  const Graph& g_;
+  Rewriter r_;
+  std::map<const Graph*, std::shared_ptr<const Graph>>& done_;
+  std::map<std::pair<std::vector<int32_t>, int64_t>, int32_t> concats_;  // (new operands, axis) → concatenation
+
+  // Operand `side` of the dots, concatenated along `axis` (one node for equal operands and axis).
+  int32_t concat(const std::vector<int32_t>& dots, int side, int64_t axis, SrcLoc loc) {
+    std::vector<int32_t> in;
+    for (int32_t d : dots) in.push_back(r_.map(g_.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(side)]));
+    auto [it, fresh] = concats_.try_emplace({in, axis}, -1);
+    if (fresh) it->second = r_.emit(Op::Concatenate, in, {.axis = axis}, loc);
+    return it->second;
+  }
+
+  // One product over the shared operand and the others concatenated; each old product a slice of it.
+  void shared(const std::vector<int32_t>& dots, int side) {
+    const Node& n0 = g_.nodes[static_cast<size_t>(dots[0])];
+    const int vary = 1 - side;
+    const std::vector<int64_t> f = free_of(g_, n0, vary);
+    const int64_t axis = f.back();
+    const int32_t cat = concat(dots, vary, axis, n0.loc);
+    const int32_t x = r_.map(n0.in[static_cast<size_t>(side)]);
+    const int32_t merged = r_.emit(Op::DotGeneral, side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);
+    const Shape& out = r_.out().type(merged).shape;
+    const auto dim = static_cast<size_t>(vary == 1 ? out.size() - 1 : n0.attrs.dot.lhs_batch.size() + f.size() - 1);
+    int64_t at = 0;
+    for (int32_t d : dots) {
+      const Node& n = g_.nodes[static_cast<size_t>(d)];
+      ir::Attrs a{.starts = std::vector<int64_t>(out.size(), 0), .limits = out, .strides = std::vector<int64_t>(out.size(), 1)};
+      a.starts[dim] = at;
+      at += g_.type(n.in[static_cast<size_t>(vary)]).shape[static_cast<size_t>(axis)];
+      a.limits[dim] = at;
+      r_.map_results(n, r_.emit(Op::Slice, {merged}, std::move(a), n.loc));
+    }
+  }
+};
+
+Graph merge(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done) {
+  std::vector<Group> groups;
+  {
+    const Readers rd(g);
+    std::vector<bool> claimed(g.nodes.size(), false);
+    find_sums(g, rd, claimed, groups);
+    find_shared(g, claimed, groups);
+  }
+  std::optional<std::vector<int32_t>> order;
+  size_t stuck = 0;
+  while (!(order = schedule(g, groups, stuck))) groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(stuck));
+  Emitter e(g, done);
+  for (int32_t u : *order) {
+    if (u < 0) e.group(groups[static_cast<size_t>(-1 - u)]);
+    else e.node(g.nodes[static_cast<size_t>(u)]);
+  }
+  return e.finish();
+}
+
+}  // namespace
+
+ir::Graph merge_dots(const ir::Graph& g) {
+  std::map<const Graph*, std::shared_ptr<const Graph>> done;
+  return merge(g, done);
+}
+
+}  // namespace sheaf::passes
