@@ -1,18 +1,24 @@
 # Makefile — front door. `make demo` and `make test` install dependencies, configure and build.
 #   make demo       bootstrap + build + run the demo training job
-#   make test       bootstrap + build + every test (ctest) + 90 s of fuzzing over all fuzz targets
+#   make test       bootstrap + build + every test (ctest; python.wheel tests the wheel in fresh venvs
+#                   with NumPy 2 and Debian's 1.24, scripts/test_wheel.sh) + 90 s of fuzzing
 #   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
 #   make fuzz       every libFuzzer target (tests/fuzz/fuzz_*.cpp) for FUZZ_SECONDS in total (default 90;
 #                   eval gets a third); FUZZ_TARGETS="npy idx" picks targets
 #   make fuzz-long  the same for an hour (FUZZ_SECONDS=3600), e.g. before a release
 #   make bench      installs the peers (PyTorch, JAX, IREE), runs bench/run.py → bench/results.md
 #   make docs       regenerates docs/reference.md from the builtin table (a test fails when it is stale)
-#   make install    installs bin/sheaf, lib/sheaf/libsheaf_mpi.so, share/sheaf/lib/*.shf, share/doc/sheaf (PREFIX=/usr/local)
+#   make install    installs bin/sheaf, lib/sheaf/libsheaf_mpi.so, share/sheaf/lib/*.shf, share/doc/sheaf and the
+#                   Python module in lib/python3.X/site-packages (dist-packages for Debian's Python) (PREFIX=/usr/local)
+#   pip install .   the `sheaf` command and `import sheaf` into a Python environment (pyproject.toml, docs/python.md)
 #   make bench-obs  builds build-noobs/ (-DSHEAF_OBSERVABILITY=OFF), runs bench/obs_overhead.py → bench/obs_results.md
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 90
 CMAKE_FLAGS ?= -G Ninja -DSHEAF_WERROR=ON
+# ccache keys on paths relative to the repository: build/ and the wheels' build-wheel-*/ share objects,
+# and so do clones in other folders.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all bootstrap build test test-asan fuzz fuzz-long demo bench bench-obs docs install clean
 
@@ -61,4 +67,4 @@ bench-obs: build
 	python3 bench/obs_overhead.py --on build/sheaf --off build-noobs/sheaf --out bench/obs_results.md
 
 clean:
-	rm -rf build build-asan build-fuzz build-noobs
+	rm -rf build build-asan build-fuzz build-noobs build-wheel-*

@@ -22,7 +22,7 @@ APT_PACKAGES=(
   dataset-fashion-mnist                            # IDX loading test (tests/cli/io_interop.sh)
   fortunes                                         # text corpus of examples/gpt (tests/cli/gpt.sh)
   python3 python3-pip
-  pybind11-dev python3-dev python3-numpy           # Python binding (python/, tests/python) for /usr/bin/python3
+  python3-dev python3-numpy python3-venv          # Python binding (python/, tests/python, scripts/test_wheel.sh)
 )
 
 SUDO=""
@@ -44,9 +44,11 @@ fi
 # `sheaf build -o x.vmfb`; tiktoken with bpe-openai's copy of cl100k_base counts the tokens of
 # `sheaf init-ai`'s output offline, scripts/cl100k.py; tensorboard reads the event files and pypng
 # the plots of tests/cli/metrics.sh; scipy-openblas32 is the OpenBLAS the build copies beside the
-# binary, src/tensor/blas.cpp).
+# binary, src/tensor/blas.cpp; pybind11, pinned in requirements-wheel.txt, builds the Python binding
+# in build/).
 PY=python3
-if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai, tensorboard, png, scipy_openblas32" 2>/dev/null; then
+if ! $PY -c "import numpy, safetensors, iree.compiler, iree.runtime, tiktoken, bpe_openai, tensorboard, png, scipy_openblas32, pybind11
+assert pybind11.version_info >= (2, 13)" 2>/dev/null; then
   echo "bootstrap: pip install -r scripts/requirements-test.txt"
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt

@@ -4,12 +4,14 @@
 # artifacts: linked statically it would add 4.5 MB), the MPI shim, the TensorBoard library and the
 # shipped OpenBLAS where the binary finds them, the prelude modules and the docs; the installed
 # binary runs programs, reports its build in --version, writes a TensorBoard file with the
-# installed library and runs a 2-rank job with the installed shim.
+# installed library and runs a 2-rank job with the installed shim. A build with the Python binding
+# installs the module where its Python looks under that prefix, and it imports and runs.
 # Usage: install.sh path/to/build/sheaf — runs every check, then exits 1 if any failed.
 set -u
 
 [[ $# -ge 1 && -x $1 ]] || { echo "usage: $0 path/to/sheaf" >&2; exit 2; }
 SHEAF=$(realpath "$1")
+CACHE=$(dirname "$SHEAF")/CMakeCache.txt
 source "$(dirname "$0")/lib/harness.sh"
 PREFIX=$TMP/prefix
 STATUS=0
@@ -47,6 +49,29 @@ stdout_is '[0.5 1.5]' 'the installed binary computes'
 run -c '(tensorboard "tb" 1 {:loss 0.5})'
 status_is 0 'the installed binary writes a TensorBoard record'
 ls "$TMP"/tb/events.out.tfevents.* >/dev/null 2>&1 || fail 'an event file with the installed libsheaf_tensorboard.so'
+
+# The Python module: in one of the Python's package folders (those under its prefix, or under
+# /usr/local for Debian's) moved to PREFIX; with PYTHONPATH there it imports and computes.
+modules=$(find "$PREFIX" -name 'sheaf*.so')
+if grep -q '^SHEAF_PYTHON:BOOL=ON' "$CACHE"; then
+  py=$(sed -n 's/^Python_EXECUTABLE:[A-Z]*=//p' "$CACHE")
+  dirs=$("$py" - "$PREFIX" <<'EOF'
+import sys
+for p in sys.path:
+    for base in (sys.prefix, "/usr/local"):
+        if p.startswith(base + "/lib/") and p.endswith("-packages"):
+            print(sys.argv[1] + p[len(base):])
+EOF
+)
+  [[ -n $modules ]] && grep -qxF "$(dirname "$modules")" <<<"$dirs" ||
+    fail "the Python module '$modules' is not in a package folder of $py under the prefix: $dirs"
+  printf '(defn double [x] (* x 2.0))\n' >"$TMP/double.shf"
+  out=$(cd "$TMP" && PYTHONPATH=$(dirname "$modules") "$py" -c \
+    'import numpy as np, sheaf; print(sheaf.load("double.shf").double(np.arange(3, dtype=np.float32)).tolist())' 2>&1)
+  [[ $out == '[0.0, 2.0, 4.0]' ]] || fail "the installed Python module imports and runs: $out"
+else
+  [[ -z $modules ]] || fail "a build without the Python binding installed $modules"
+fi
 
 MPIRUN=(mpirun --oversubscribe)
 [[ $(id -u) == 0 ]] && MPIRUN+=(--allow-run-as-root)

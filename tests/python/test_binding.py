@@ -2,6 +2,7 @@
 # tests/python/test_binding.py — the Python binding (`import sheaf`, docs/python.md), run by ctest
 # as python.binding with Debian's /usr/bin/python3 and PYTHONPATH=build/python:
 #   PYTHONPATH=build/python /usr/bin/python3 tests/python/test_binding.py
+# and by scripts/test_wheel.sh in venvs where the wheel is installed (NumPy 2 and NumPy 1.24).
 # Programs are written to a temporary directory (their __sheaf__/ JIT cache goes there too).
 import contextlib
 import io
@@ -211,6 +212,11 @@ class Binding(unittest.TestCase):
             (np.array([True, False]), np.bool_),
             (np.arange(3, dtype=np.uint8), np.int32),
             (np.arange(3, dtype=np.float16), np.float16),
+            (np.arange(3, dtype=">f4"), np.float32),  # byte-swapped: a native copy
+            (np.arange(3, dtype=np.int8), np.int32),
+            (np.arange(3, dtype=np.int16), np.int32),
+            (np.arange(3, dtype=np.uint16), np.int32),
+            (np.arange(3, dtype=np.uint64), np.int32),
         ]
         for x, want in cases:
             r = self.m.ident(x)
