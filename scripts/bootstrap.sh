@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   cmake ninja-build g++ ccache pkg-config          # build
+  lld                                              # linker that folds identical functions (binary size)
   clang libclang-rt-14-dev                         # libFuzzer target
   libgtest-dev libgmock-dev googletest             # unit tests
   llvm-14-tools                                    # FileCheck + lit for IR tests
