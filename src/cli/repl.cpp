@@ -27,8 +27,9 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/interrupt.hpp"
+#include "cli/interrupts.hpp"
 #include "eval/interp.hpp"
-#include "io/scratch_dir.hpp"
 #include "obs/session.hpp"
 #include "reader/reader.hpp"
 #include "value/printer.hpp"
@@ -45,7 +46,6 @@ namespace {
 Interp* g_interp = nullptr;             // for the completion callbacks and interrupts
 int g_wake[2] = {-1, -1};              // SIGINT handler → read_key
 std::atomic<bool> g_evaluating{false};  // an input is being evaluated
-std::atomic<int> g_eval_interrupts{0};  // Ctrl-C presses during this evaluation
 bool g_cancelled = false;               // read_key saw Ctrl-C (REPL thread only)
 
 extern "C" void on_sigint(int) {
@@ -53,11 +53,8 @@ extern "C" void on_sigint(int) {
   if (!g_evaluating) {
     char c = 1;
     if (write(g_wake[1], &c, 1) < 0) {}
-  } else if (g_eval_interrupts.fetch_add(1) == 0) {
-    if (Interp* in = g_interp) in->interrupt.store(true);  // the evaluation stops with "Interrupted"
   } else {
-    remove_scratch_dir_now();  // _exit skips the atexit removal
-    _exit(130);
+    press_interrupt(g_interp);  // the evaluation stops with "Interrupted" (cli/interrupts.hpp)
   }
   errno = saved;
 }
@@ -452,7 +449,7 @@ class LineInput {
 // The loop.
 
 void evaluate(Interp& in, const std::string& text, bool color) {
-  g_eval_interrupts = 0;
+  forget_interrupt_presses();
   in.interrupt = false;
   g_evaluating = true;
   try {
@@ -464,6 +461,9 @@ void evaluate(Interp& in, const std::string& text, bool color) {
   } catch (const obs::GuardBreach& b) {  // the report; the session goes on
     std::cout.flush();
     std::cerr << b.what() << std::flush;
+  } catch (const Interrupted& stop) {
+    std::cout.flush();
+    std::cerr << render_error(SheafError(stop.what(), stop.loc), color) << std::flush;
   } catch (const std::exception& e) {  // out of memory, ...: reported, and the session goes on
     std::cout.flush();
     std::cerr << render_error(foreign_error(e), color) << std::flush;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "base/interrupt.hpp"
 #include "base/stack.hpp"
 #include "builtins/dtype_suffix.hpp"
 #include "builtins/format.hpp"
@@ -31,10 +32,10 @@ DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
     --in.depth_;
     throw SheafError("Maximum recursion depth exceeded (" + std::to_string(in.limits_.max_depth) + " nested calls)", loc);
   }
-  if (in.interrupt.load(std::memory_order_relaxed)) {
+  if (in.interrupt.load(std::memory_order_relaxed)) {  // Ctrl-C (base/interrupt.hpp)
     in.interrupt = false;
     --in.depth_;
-    throw SheafError("Interrupted", loc);
+    throw Interrupted(loc);
   }
   if (in.limits_.max_steps && ++in.steps_ > in.limits_.max_steps) {
     --in.depth_;
@@ -123,6 +124,8 @@ Value Interp::eval_toplevel(const Value& form) {
   } catch (const SheafError&) {
     throw;
   } catch (const obs::GuardBreach&) {  // its report is printed as it is
+    throw;
+  } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {  // out of memory outside a builtin, a filesystem error, ...: this form
     throw foreign_error(e, form.loc());
@@ -382,6 +385,8 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
     } catch (const TraceAbort&) {
       throw;
     } catch (const obs::GuardBreach&) {
+      throw;
+    } catch (const Interrupted&) {
       throw;
     } catch (const std::exception& e) {  // std::bad_alloc, a filesystem error, ...: named here
       throw foreign_error(e, site, d.name);
