@@ -22,6 +22,7 @@
 #include "tensor/layout.hpp"
 #include "trace/tracer.hpp"
 #include "value/handle.hpp"
+#include "value/missing_key.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 
@@ -372,6 +373,7 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
     try {
       return d.fn(*this, CallArgs{args, site, d.name});
     } catch (SheafError& e) {
+      note_missing_key(e, args);  // a nil argument from a lookup that found nothing says so
       if (!e.loc.valid()) {  // raised by a kernel, not by a nested call: name the builtin
         std::string msg = e.what();
         if (msg.rfind(std::string(d.name) + ":", 0) != 0) {
