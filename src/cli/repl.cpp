@@ -24,10 +24,12 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
+#include "base/source.hpp"
 #include "cli/interrupts.hpp"
 #include "eval/interp.hpp"
 #include "obs/session.hpp"
@@ -195,7 +197,13 @@ bool help_global(Interp& in, const std::string& name) {
   std::string origin = g->module.empty() ? "" : ", module " + g->module;
   if (const FnObj* fn = as_fn(g->value)) {
     std::cout << fn_signature(name, *fn) << "\n";
-    if (!fn->doc.empty()) std::cout << "  " << fn->doc << "\n";
+    // its doc string, else the comment above its definition (how lib/*.shf describes functions)
+    std::string doc = fn->doc.empty() ? sources::comment_above(fn->loc) : fn->doc;
+    for (size_t at = 0; at < doc.size();) {
+      size_t nl = std::min(doc.find('\n', at), doc.size());
+      std::cout << "  " << std::string_view(doc).substr(at, nl - at) << "\n";
+      at = nl + 1;
+    }
     std::cout << "  (" << (fn->is_macro ? "macro" : "function") << origin << ")\n";
   } else {
     std::cout << name << " : " << describe_value(g->value) << "\n";

@@ -180,6 +180,15 @@ grep -qF '(map f seq ...)' <<<"$out" || piped_fail ":help map"
 grep -qxF 'error: Unknown function: nope' "$TMP/err" || piped_fail "error on stderr"
 grep -qF ' --> <repl>:1' "$TMP/err" || piped_fail "error location on stderr"
 
+# :help on a function of nn or optim before its module is loaded: signature, the comment above
+# its definition (lib/*.shf describe functions that way) and the module.
+out=$(printf ':help layer-norm\n:help adam-step\n' | HOME="$TMP/home" "$SHEAF" 2>"$TMP/err")
+grep -qF '(layer-norm x p & axis)' <<<"$out" || piped_fail ":help layer-norm signature"
+grep -qxF '  variance taken along `axis` (default -1); p holds :gamma and :beta.' <<<"$out" || piped_fail ":help layer-norm doc"
+grep -qxF '  (function, module nn)' <<<"$out" || piped_fail ":help layer-norm module"
+grep -qF 'p'"'"' = p − lr·m̂/(√v̂ + eps). Returns [p'"'"' m'"'"' v'"'"' t'"'"'].' <<<"$out" || piped_fail ":help adam-step doc"
+grep -qxF '  (function, module optim)' <<<"$out" || piped_fail ":help adam-step module"
+
 out=$(printf '(+ 2 3)\n' | HOME="$TMP/home" "$SHEAF" 2>"$TMP/err")
 grep -qxF 'sheaf> => 5' <<<"$out" && [[ $(tail -n1 <<<"$out") == *"Bye!" ]] ||
   piped_fail "end of input without :quit"
