@@ -68,6 +68,9 @@ int finish_interrupted_program(Interp& in, const Interrupted& stop, bool color) 
   } catch (const obs::GuardBreach& b) {
     std::cout.flush();
     std::cerr << b.what();
+  } catch (const std::exception& e) {  // out of memory, ...: still a diagnostic, still 130
+    std::cout.flush();
+    std::cerr << render_error(foreign_error(e, stop.loc), color);
   }
   return 130;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/cli/interrupt.sh SHEAF — Ctrl-C in a program (SPEC §10.1 on-interrupt, cli/interrupts.hpp):
 # SIGINT stops a running compiled loop or interpreted loop at its next safe point; the function
-# given to (on-interrupt f) runs, then the program ends with status 130. A second SIGINT ends it
-# at once, also while the handler runs. (The REPL's Ctrl-C is tested by repl.sh.)
+# given to (on-interrupt f) runs (its error, if any, is reported), then the program ends with status
+# 130. A second SIGINT ends it at once, also while the handler runs. (The REPL's Ctrl-C is tested by repl.sh.)
 set -u
 [[ $# -ge 1 && -x $1 ]] || { echo "usage: $0 path/to/sheaf" >&2; exit 2; }
 SHEAF=$(realpath "$1")
@@ -19,6 +19,11 @@ cat >"$TMP/compiled.shf" <<'SHF'
 (print "not reached")
 SHF
 cat >"$TMP/interpreted.shf" <<'SHF'
+(io "append" "log.jsonl" {:at "running"})
+(loop [i 0] (recur (inc i)))
+SHF
+cat >"$TMP/failing.shf" <<'SHF'
+(on-interrupt (fn [] (+ (get {:step 1} :stpe) 1)))
 (io "append" "log.jsonl" {:at "running"})
 (loop [i 0] (recur (inc i)))
 SHF
@@ -77,6 +82,13 @@ kill -INT "$PID"
 finish
 status_is 130 'interpreted loop without on-interrupt'
 stderr_has 'interpreted.shf:2:' 'the interrupt names the loop'
+
+start failing.shf
+running running || fail 'failing: the program starts'
+kill -INT "$PID"
+finish
+status_is 130 'an on-interrupt function that fails'
+stderr_has 'failing.shf:1:' 'its error is reported'
 
 start stubborn.shf
 running running || fail 'stubborn: the program starts'
