@@ -1,8 +1,10 @@
 // base/source.cpp — the process-wide registry of source texts behind SrcLoc.
 #include "base/source.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
+#include <vector>
 
 namespace sheaf::sources {
 namespace {
@@ -61,6 +63,22 @@ std::string describe(const SrcLoc& loc) {
   std::string s = path(loc.file);
   if (loc.line) s += ":" + std::to_string(loc.line);
   if (loc.col) s += ":" + std::to_string(loc.col);
+  return s;
+}
+
+std::string comment_above(const SrcLoc& loc) {
+  std::vector<std::string_view> lines;  // bottom up
+  for (uint32_t l = loc.line; l > 1; --l) {
+    std::string_view t = line_text(loc.file, l - 1);
+    size_t at = t.find_first_not_of(" \t");
+    if (at == std::string_view::npos || t[at] != ';') break;
+    t.remove_prefix(at);
+    t.remove_prefix(std::min(t.find_first_not_of(';'), t.size()));
+    if (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    lines.push_back(t);
+  }
+  std::string s;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) s += (s.empty() ? "" : "\n") + std::string(*it);
   return s;
 }
 

@@ -28,6 +28,9 @@ std::string_view text(uint32_t file);
 std::string_view line_text(uint32_t file, uint32_t line);
 // "file:line:col" (or "file:line" when the column is unknown).
 std::string describe(const SrcLoc& loc);
+// The `;;` comment lines right above `loc`'s line (a definition's description), without the
+// semicolons and one space, joined by newlines; empty when the line above is not a comment.
+std::string comment_above(const SrcLoc& loc);
 }  // namespace sources
 
 }  // namespace sheaf

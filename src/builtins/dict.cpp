@@ -9,6 +9,7 @@
 #include "eval/interp.hpp"
 #include "tensor/gather.hpp"
 #include "value/handle.hpp"
+#include "value/missing_key.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {
@@ -69,13 +70,13 @@ Value get_last_axis(const CallArgs& a) {
 Value b_get(Interp&, const CallArgs& a) {
   if (is_ellipsis(a[1])) return get_last_axis(a);
   std::optional<Value> v = lookup_step(a[0], a[1], a.site);
-  if (a.size() == 2) return v.value_or(Value());
+  if (a.size() == 2) return v ? *v : missing_key_nil(a[0], a[1], a.site, "get");
   // (get coll k1 k2 ...): a key path when the value found is a collection.
   if (v && (v->is(Kind::Dict) || v->is_list() || v->is(Kind::Handle))) {
     Value cur = *v;
     for (size_t i = 2; i < a.size(); ++i) {
       auto next = lookup_step(cur, a[i], a.site);
-      if (!next) return Value();
+      if (!next) return missing_key_nil(cur, a[i], a.site, "get");
       cur = *next;
     }
     return cur;
@@ -90,7 +91,7 @@ Value b_get_in(Interp&, const CallArgs& a) {
   Value cur = a[0];
   for (const Value& k : seq_elements(a[1], a.site, a.name)) {
     auto next = lookup_step(cur, k, a.site);
-    if (!next) return a.size() > 2 ? a[2] : Value();
+    if (!next) return a.size() > 2 ? a[2] : missing_key_nil(cur, k, a.site, "get-in");
     cur = *next;
   }
   return cur;

@@ -17,6 +17,7 @@ std::span<const BuiltinFamily> builtin_families() {
       {"transforms", transform_builtins()},       {"differentiation", autodiff_builtins()},
       {"differentiation rules", rule_builtins()},  {"data-parallel training", distributed_builtins()},
       {"program arguments", program_args_builtins()}, {"metrics", metrics_builtins()},
+      {"interrupts", interrupt_builtins()},
   };
   return families;
 }

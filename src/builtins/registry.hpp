@@ -33,6 +33,7 @@ std::span<const BuiltinDef> rule_builtins();         // checkpoint custom-vjp
 std::span<const BuiltinDef> distributed_builtins();  // rank world-size all-reduce broadcast-tree barrier shard
 std::span<const BuiltinDef> program_args_builtins();  // args
 std::span<const BuiltinDef> metrics_builtins();       // log-metrics log-metrics-to tensorboard
+std::span<const BuiltinDef> interrupt_builtins();     // on-interrupt
 
 struct BuiltinFamily {
   std::string_view name;  // "linear algebra"

@@ -24,11 +24,14 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/interrupt.hpp"
+#include "base/source.hpp"
+#include "cli/interrupts.hpp"
 #include "eval/interp.hpp"
-#include "io/scratch_dir.hpp"
 #include "obs/session.hpp"
 #include "reader/reader.hpp"
 #include "value/printer.hpp"
@@ -45,7 +48,6 @@ namespace {
 Interp* g_interp = nullptr;             // for the completion callbacks and interrupts
 int g_wake[2] = {-1, -1};              // SIGINT handler → read_key
 std::atomic<bool> g_evaluating{false};  // an input is being evaluated
-std::atomic<int> g_eval_interrupts{0};  // Ctrl-C presses during this evaluation
 bool g_cancelled = false;               // read_key saw Ctrl-C (REPL thread only)
 
 extern "C" void on_sigint(int) {
@@ -53,11 +55,8 @@ extern "C" void on_sigint(int) {
   if (!g_evaluating) {
     char c = 1;
     if (write(g_wake[1], &c, 1) < 0) {}
-  } else if (g_eval_interrupts.fetch_add(1) == 0) {
-    if (Interp* in = g_interp) in->interrupt.store(true);  // the evaluation stops with "Interrupted"
   } else {
-    remove_scratch_dir_now();  // _exit skips the atexit removal
-    _exit(130);
+    press_interrupt(g_interp);  // the evaluation stops with "Interrupted" (cli/interrupts.hpp)
   }
   errno = saved;
 }
@@ -198,7 +197,13 @@ bool help_global(Interp& in, const std::string& name) {
   std::string origin = g->module.empty() ? "" : ", module " + g->module;
   if (const FnObj* fn = as_fn(g->value)) {
     std::cout << fn_signature(name, *fn) << "\n";
-    if (!fn->doc.empty()) std::cout << "  " << fn->doc << "\n";
+    // its doc string, else the comment above its definition (how lib/*.shf describes functions)
+    std::string doc = fn->doc.empty() ? sources::comment_above(fn->loc) : fn->doc;
+    for (size_t at = 0; at < doc.size();) {
+      size_t nl = std::min(doc.find('\n', at), doc.size());
+      std::cout << "  " << std::string_view(doc).substr(at, nl - at) << "\n";
+      at = nl + 1;
+    }
     std::cout << "  (" << (fn->is_macro ? "macro" : "function") << origin << ")\n";
   } else {
     std::cout << name << " : " << describe_value(g->value) << "\n";
@@ -452,7 +457,7 @@ class LineInput {
 // The loop.
 
 void evaluate(Interp& in, const std::string& text, bool color) {
-  g_eval_interrupts = 0;
+  forget_interrupt_presses();
   in.interrupt = false;
   g_evaluating = true;
   try {
@@ -464,6 +469,9 @@ void evaluate(Interp& in, const std::string& text, bool color) {
   } catch (const obs::GuardBreach& b) {  // the report; the session goes on
     std::cout.flush();
     std::cerr << b.what() << std::flush;
+  } catch (const Interrupted& stop) {
+    std::cout.flush();
+    std::cerr << render_error(SheafError(stop.what(), stop.loc), color) << std::flush;
   } catch (const std::exception& e) {  // out of memory, ...: reported, and the session goes on
     std::cout.flush();
     std::cerr << render_error(foreign_error(e), color) << std::flush;

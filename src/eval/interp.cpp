@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "base/interrupt.hpp"
 #include "base/stack.hpp"
 #include "builtins/dtype_suffix.hpp"
 #include "builtins/format.hpp"
@@ -21,6 +22,7 @@
 #include "tensor/layout.hpp"
 #include "trace/tracer.hpp"
 #include "value/handle.hpp"
+#include "value/missing_key.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 
@@ -31,10 +33,10 @@ DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
     --in.depth_;
     throw SheafError("Maximum recursion depth exceeded (" + std::to_string(in.limits_.max_depth) + " nested calls)", loc);
   }
-  if (in.interrupt.load(std::memory_order_relaxed)) {
+  if (in.interrupt.load(std::memory_order_relaxed)) {  // Ctrl-C (base/interrupt.hpp)
     in.interrupt = false;
     --in.depth_;
-    throw SheafError("Interrupted", loc);
+    throw Interrupted(loc);
   }
   if (in.limits_.max_steps && ++in.steps_ > in.limits_.max_steps) {
     --in.depth_;
@@ -123,6 +125,8 @@ Value Interp::eval_toplevel(const Value& form) {
   } catch (const SheafError&) {
     throw;
   } catch (const obs::GuardBreach&) {  // its report is printed as it is
+    throw;
+  } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {  // out of memory outside a builtin, a filesystem error, ...: this form
     throw foreign_error(e, form.loc());
@@ -369,6 +373,7 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
     try {
       return d.fn(*this, CallArgs{args, site, d.name});
     } catch (SheafError& e) {
+      note_missing_key(e, args);  // a nil argument from a lookup that found nothing says so
       if (!e.loc.valid()) {  // raised by a kernel, not by a nested call: name the builtin
         std::string msg = e.what();
         if (msg.rfind(std::string(d.name) + ":", 0) != 0) {
@@ -382,6 +387,8 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
     } catch (const TraceAbort&) {
       throw;
     } catch (const obs::GuardBreach&) {
+      throw;
+    } catch (const Interrupted&) {
       throw;
     } catch (const std::exception& e) {  // std::bad_alloc, a filesystem error, ...: named here
       throw foreign_error(e, site, d.name);

@@ -109,8 +109,10 @@ class Interp {
 
   // REPL-wide flags.
   bool warned_lambda = false;
-  // Set asynchronously (Ctrl-C in the REPL); the evaluation stops with "Interrupted".
+  // Set asynchronously (Ctrl-C); the evaluation stops with Interrupted at its next safe point
+  // (base/interrupt.hpp). `(on-interrupt f)` sets the function a program calls then, before it ends.
   std::atomic<bool> interrupt{false};
+  Value interrupt_handler;
 
   // The outermost macro expansion in progress (eval/expander.cpp): the forms its macros may
   // still build (Limits::max_expansion_forms), and the nodes of every macro's argument forms,

@@ -10,6 +10,7 @@
 
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
+#include "base/interrupt.hpp"
 #include "builtins/pytree.hpp"
 #include "dist/comm.hpp"
 #include "passes/passes.hpp"
@@ -218,6 +219,12 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     e.reason = err.what();
     stats_.trace_s += since(t0);
   }
+  // Ctrl-C during the trace or the build (a terminal's also stops the compiler, which fails it): a
+  // safe point, and neither an executable nor a reason to interpret this function from now on.
+  if (in.interrupt.load(std::memory_order_relaxed)) {
+    in.interrupt = false;
+    throw Interrupted(site);
+  }
   if (!e.exe && !c.static_scalars && has_scalar_args(args) && e.reason.rfind("the value of a traced", 0) == 0) {
     // Maybe a scalar argument is needed statically (a shape, a count): retry with scalars in the key.
     c.static_scalars = true;
@@ -278,8 +285,16 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     auto t1 = profile || in.obs ? Clock::now() : Clock::time_point{};
     if (profile) stats_.flatten_s += std::chrono::duration<double>(t1 - t0).count();
     std::vector<Tensor> results;
-    if (exe->gpu) results = exe->gpu->run(inputs_, stats_.gpu);
-    else results = exe->native ? exe->native->run(inputs_, profile ? &stats_.cpu : nullptr) : ref::run(exe->graph, exe->plan, inputs_);
+    {
+      StopFlagScope stop(&in.interrupt);  // compiled loops poll it (Ctrl-C)
+      if (exe->gpu) results = exe->gpu->run(inputs_, stats_.gpu);
+      else results = exe->native ? exe->native->run(inputs_, profile ? &stats_.cpu : nullptr) : ref::run(exe->graph, exe->plan, inputs_);
+    }
+    if (in.interrupt.load(std::memory_order_relaxed)) [[unlikely]] {  // a loop may have stopped early: drop the results
+      inputs_.clear();
+      in.interrupt = false;
+      throw Interrupted(site);
+    }
     auto t2 = profile || in.obs ? Clock::now() : Clock::time_point{};
     double run_s = std::chrono::duration<double>(t2 - t1).count();
     if (profile) stats_.call_s += run_s;

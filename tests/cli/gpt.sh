@@ -7,6 +7,8 @@
 #   resume:   20 steps in one run and 10 + `resume` + 10 in two runs write byte-identical
 #             checkpoints, log the same loss at step 20 and the same metrics log runs/ck.jsonl
 #             (SHEAF_NUM_THREADS=1); --log false writes no metrics.
+#   Ctrl-C:   SIGINT during training saves the checkpoint of the last finished step (on-interrupt)
+#             and ends with status 130; `resume` continues from it.
 #   generate: sampling from the tiny checkpoint prints only characters of the vocabulary.
 set -euo pipefail
 SHEAF="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -71,6 +73,24 @@ cmp one/runs/ck.jsonl two/runs/ck.jsonl || fail "resumed metrics log differs: $(
 [ "$(wc -l < one/runs/ck.jsonl)" == 4 ] || fail "20 steps logged every 5 should give 4 rows: $(cat one/runs/ck.jsonl)"
 (cd two && "$SHEAF" "$TRAIN" $SMALL ckpt=off steps=5 --log false > log3) || fail "log=false run failed"
 [ ! -e two/runs/off.jsonl ] && [ ! -e two/runs/off ] || fail "--log false still wrote metrics"
+
+# ---- Ctrl-C saves the checkpoint of the last finished step (on-interrupt), ends with 130 ----
+mkdir three
+(cd three && exec "$SHEAF" "$TRAIN" $SMALL ckpt=ck steps=1000000 > log 2> err) &
+pid=$!
+for _ in $(seq 1200); do  # until a metrics row shows the loop running (up to 2 minutes)
+  [ -s three/runs/ck.jsonl ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.1
+done
+kill -INT $pid || fail "the training run ended early: $(cat three/log three/err)"
+status=0
+wait $pid || status=$?
+[ $status == 130 ] || fail "an interrupted run ends with status 130, not $status: $(cat three/err)"
+saved=$(sed -n 's/^interrupted: checkpoint ck.safetensors at step \([0-9]*\)$/\1/p' three/log)
+[ -n "$saved" ] && [ "$saved" -ge 5 ] || fail "on-interrupt saved no checkpoint: $(cat three/log three/err)"
+(cd three && "$SHEAF" "$TRAIN" $SMALL ckpt=ck steps=1000000 stop=$((saved + 1)) resume > log2) || fail "resume after Ctrl-C failed"
+grep -q "resumed from ck.safetensors at step $saved" three/log2 || fail "resume after Ctrl-C: $(cat three/log2)"
 
 # ---- generation stays in the vocabulary ----
 gen="$("$SHEAF" "$TMP/generate.shf" ckpt=tiny chars=200 seed=1 prompt=The)" || fail "generation failed"

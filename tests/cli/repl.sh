@@ -97,15 +97,28 @@ pane | grep -qF '152399025' && fail "Ctrl-C did not cancel the pending input"
 send '(loop [i 0] (recur i))'
 # A Ctrl-C that lands before the evaluation starts only clears the (empty) input line, so press
 # it again, a second at a time, until the running loop reports the interrupt.
-interrupted=no
-for _ in 1 2 3 4 5; do
-  sleep 0.3
-  tm send-keys -t "$SESSION" C-c
-  if poll grep -qF 'error: Interrupted'; then interrupted=yes; break; fi
-done
-[ "$interrupted" = yes ] || fail "Ctrl-C did not interrupt a running evaluation"
+# interrupt_running K WHAT: presses Ctrl-C until the pane shows the K-th 'error: Interrupted'.
+has_interrupts() { [[ $(grep -c 'error: Interrupted') -ge $1 ]]; }
+interrupt_running() {
+  for _ in 1 2 3 4 5; do
+    sleep 0.3
+    tm send-keys -t "$SESSION" C-c
+    poll has_interrupts "$1" && return 0
+  done
+  fail "Ctrl-C did not interrupt $2"
+}
+interrupt_running 1 "a running interpreted loop"
 send '(sq 10)'
 expect_line '=> 100' "input after an interrupted evaluation"
+
+# The same for a compiled loop (one native call polling the stop request), built by a short call.
+send '(defn spin [x n limit] (while (< (second s) limit) [s [x n]] [(+ (* (first s) 0.5) 1.0) (+ (second s) 1.0)]))'
+send '(second (spin (ones [4]) (tensor 0.0) (tensor 3.0)))'
+expect_line '=> 3.0' "a short compiled loop"
+send '(spin (ones [4]) (tensor 0.0) (tensor 1e12))'
+interrupt_running 2 "a running compiled loop"
+send '(sq 11)'
+expect_line '=> 121' "input after an interrupted compiled loop"
 
 send '(defn zebra-unique [x] x)'
 expect_line '=> <fn:zebra-unique>' "second definition"
@@ -166,6 +179,15 @@ grep -qF '(map f seq ...)' <<<"$out" || piped_fail ":help map"
 [[ $(tail -n1 <<<"$out") == *"Bye!" ]] || piped_fail "Bye! at the end"
 grep -qxF 'error: Unknown function: nope' "$TMP/err" || piped_fail "error on stderr"
 grep -qF ' --> <repl>:1' "$TMP/err" || piped_fail "error location on stderr"
+
+# :help on a function of nn or optim before its module is loaded: signature, the comment above
+# its definition (lib/*.shf describe functions that way) and the module.
+out=$(printf ':help layer-norm\n:help adam-step\n' | HOME="$TMP/home" "$SHEAF" 2>"$TMP/err")
+grep -qF '(layer-norm x p & axis)' <<<"$out" || piped_fail ":help layer-norm signature"
+grep -qxF '  variance taken along `axis` (default -1); p holds :gamma and :beta.' <<<"$out" || piped_fail ":help layer-norm doc"
+grep -qxF '  (function, module nn)' <<<"$out" || piped_fail ":help layer-norm module"
+grep -qF 'p'"'"' = p − lr·m̂/(√v̂ + eps). Returns [p'"'"' m'"'"' v'"'"' t'"'"'].' <<<"$out" || piped_fail ":help adam-step doc"
+grep -qxF '  (function, module optim)' <<<"$out" || piped_fail ":help adam-step module"
 
 out=$(printf '(+ 2 3)\n' | HOME="$TMP/home" "$SHEAF" 2>"$TMP/err")
 grep -qxF 'sheaf> => 5' <<<"$out" && [[ $(tail -n1 <<<"$out") == *"Bye!" ]] ||

@@ -12,6 +12,7 @@
 #include "backend/cpu/parallel.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
+#include "base/interrupt.hpp"
 #include "passes/passes.hpp"
 #include "tensor/blas.hpp"
 
@@ -127,7 +128,7 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
   keep_freed_memory();
-  rt_ = Runtime{sgemm, host_step, this, run_parallel};
+  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
@@ -203,6 +204,8 @@ Tensor Program::result_buffer(size_t position, const ir::Type& t) {
 
 std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profile) {
   const MemoryPlan& m = p_.memory();
+  static_assert(sizeof(std::atomic<bool>) == sizeof(bool) && std::atomic<bool>::is_always_lock_free);
+  rt_.stop = reinterpret_cast<const bool*>(&stop_flag());  // read with __atomic_load_n by the generated code
   buffers_ = table_;
   held_.clear();
   for (size_t i = 0; i < g_.params.size(); ++i)

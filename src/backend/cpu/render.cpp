@@ -60,6 +60,7 @@ struct sheaf_rt {
   void (*host)(void*, i32, i32, void**);
   void* self;
   void (*parallel)(void (*)(void* const*, i64, i64), void* const*, i64);
+  const bool* stop;
 };
 )";
 
@@ -293,7 +294,7 @@ class Renderer {
       if (in_place[k])  // from here on the value lives in the result's buffer
         c += fmt::format("    if (cur[{0}] != out[{0}]) {{ __builtin_memcpy(out[{0}], cur[{0}], {1}); cur[{0}] = out[{0}]; }}\n", k, bytes(k));
     }
-    c += "    bool go = false;\n    for (;;) {\n";
+    c += "    bool go = false;\n    for (;;) {\n      if (__atomic_load_n(rt->stop, __ATOMIC_RELAXED)) return;  // Ctrl-C\n";
     for (size_t k = 0; k < count; ++k) c += fmt::format("      cb[{}] = cur[{}];\n", cond.memory.slot[cond.graph->params[k]], k);
     int32_t flag = cond.graph->results[0];
     if (written(cond, flag)) c += fmt::format("      cb[{}] = &go;\n", cond.memory.slot[flag]);

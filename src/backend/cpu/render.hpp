@@ -15,7 +15,9 @@
 // entries (u<k>_entry, over the region's range of the table) in a C++ loop: the carried values
 // alternate between the node's result buffers and a second set (the unit's loop-buffer slots),
 // reading the operands themselves in the first iteration; loop invariants are passed through
-// untouched. Defining SHEAF_PART as 0 or 1 compiles
+// untouched. Each iteration first reads *rt->stop (the stop request, base/interrupt.hpp): when it
+// is set the entry returns at once, leaving its results unfinished for the caller to drop.
+// Defining SHEAF_PART as 0 or 1 compiles
 // one half of the loop functions (part 1 also holds the entry and the exported constants), so a
 // large unit can be built as two objects in parallel and linked.
 #pragma once
@@ -28,7 +30,7 @@
 
 namespace sheaf::cpu {
 
-inline constexpr int kAbiVersion = 3;
+inline constexpr int kAbiVersion = 4;
 
 // Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
 struct Runtime {
@@ -39,6 +41,7 @@ struct Runtime {
   void* self;
   // fn(args, lo, hi) over parts of [0, n), at once on the loop threads (parallel.hpp).
   void (*parallel)(void (*fn)(void* const* args, int64_t lo, int64_t hi), void* const* args, int64_t n);
+  const bool* stop;  // polled once per loop iteration: true asks the entry to return early
 };
 
 // Loop nests of at least this many points whose outermost loop keeps its points (not a reduced

@@ -9,6 +9,7 @@
 #include "backend/recycled_buffers.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
+#include "base/interrupt.hpp"
 
 namespace sheaf::cuda {
 
@@ -369,6 +370,7 @@ void Program::Impl::run_while(const Launch& l, const ir::Node& n, const Loop& lo
   }
   ProgramStats inner;
   for (int64_t i = 0; n.attrs.k > 0 ? i < n.attrs.k : true; ++i) {
+    if (stop_requested()) break;  // Ctrl-C: the caller drops the results (base/interrupt.hpp)
     if (n.attrs.k <= 0 && loop.cond->run(state, inner)[0].get(0) == 0) break;
     state = loop.body->run(state, inner);
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/error.hpp"
+#include "base/interrupt.hpp"
 #include "dist/collectives.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
@@ -20,7 +21,7 @@ namespace {
 std::vector<Tensor> run_while(const ir::Graph& cond, const ir::Graph& body, std::span<const Tensor> init) {
   Plan pc = plan(cond), pb = plan(body);
   std::vector<Tensor> vals(init.begin(), init.end());
-  while (run(cond, pc, vals)[0].get(0) != 0) vals = run(body, pb, vals);
+  while (!stop_requested() && run(cond, pc, vals)[0].get(0) != 0) vals = run(body, pb, vals);  // Ctrl-C: see base/interrupt.hpp
   return vals;
 }
 
