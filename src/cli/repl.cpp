@@ -412,15 +412,21 @@ class LineInput {
     if (!raw) return g_cancelled ? Got::Cancel : Got::Eof;
     line = raw;
     free(raw);
-    remember(line);
     return Got::Line;
   }
 
-  void remember(const std::string& line) {
-    if (trim(line).empty()) return;
-    add_history(line.c_str());
+ public:
+  // One history entry per command or complete form: the lines of a multi-line form are recalled
+  // together (libedit stores the newlines, and its history file escapes them).
+  void remember(const std::string& input) {
+    if (!tty_ || trim(input).empty()) return;
+    std::string entry = input;
+    while (!entry.empty() && entry.back() == '\n') entry.pop_back();
+    add_history(entry.c_str());
     if (!history_.empty()) write_history(history_.c_str());
   }
+
+ private:
 
   void start_editor(Interp& in) {
     static char word_breaks[] = " \t\n()[]{}'\"`~@,;";
@@ -520,12 +526,14 @@ int run_repl(Interp& in) {
       std::string cmd = trim(line);
       if (cmd.empty()) continue;
       if (std::optional<bool> go_on = run_command(in, cmd)) {
+        input.remember(cmd);
         if (!*go_on) break;
         continue;
       }
     }
     buf += line + "\n";
     if (read_status(buf) == ReadStatus::Incomplete) continue;
+    input.remember(buf);
     evaluate(in, buf, color);
     buf.clear();
   }

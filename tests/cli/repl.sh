@@ -77,6 +77,12 @@ poll grep -qx '\.\.\.' || fail "continuation prompt '...    ' for an unbalanced 
 tm send-keys -t "$SESSION" -l -- '2)'
 tm send-keys -t "$SESSION" Enter
 expect_line '=> 3' "multi-line input result"
+# A multi-line form is one history entry: Up recalls both of its lines.
+has_lines() { [[ $(grep -cxF -- "$1") -ge $2 ]]; }
+N=$((N + 1))
+poll has_prompts "$N" || fail "no prompt before recalling the multi-line form"
+tm send-keys -t "$SESSION" Up Enter
+poll has_lines '=> 3' 2 || fail "Up did not recall the whole multi-line form (+ 1 / 2)"
 
 send '(undefined-fn 1)'
 expect 'error: Unknown function: undefined-fn' "error message"
