@@ -227,7 +227,7 @@ int build(const BuildOptions& o) {
       passes::optimize(t.graph);
       log(fmt::format("compiled '{}': {} IR nodes", name, t.graph.nodes.size()));
       graphs.push_back(std::move(t.graph));
-      manifest["functions"][name] = {{"hash", content_hash(in, fn)}};
+      manifest["functions"][name] = {{"hash", content_hash(in, fn)}, {"code", code_hash(in, fn)}};
     } catch (const TraceAbort& e) {
       std::string reason = e.what();
       if (reason.find("has effects") != std::string::npos || reason.find("I/O") != std::string::npos)

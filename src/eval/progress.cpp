@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "base/notice.hpp"
 #include "eval/interp.hpp"
 #include "obs/summary.hpp"
 #include "value/printer.hpp"
@@ -13,7 +14,6 @@
 namespace sheaf {
 namespace {
 
-bool g_drawn = false;        // the bar's line is on the terminal
 bool g_bar_active = false;   // one bar at a time: the outermost loop's
 
 std::string field(const Value& v) {
@@ -60,13 +60,9 @@ void ProgressBar::done(int64_t i) {
     for (const auto& [k, v] : in_.progress_fields.as_dict().entries) line += fmt::format(" | {} {}", k, field(v));
   std::cout.flush();
   std::cerr << "\r\033[K" << line << std::flush;
-  g_drawn = true;
+  set_status_line_drawn(true);
 }
 
-void ProgressBar::before_output() {
-  if (!g_drawn) return;
-  std::cerr << "\r\033[K" << std::flush;
-  g_drawn = false;
-}
+void ProgressBar::before_output() { clear_status_line(); }
 
 }  // namespace sheaf

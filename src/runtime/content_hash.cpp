@@ -18,6 +18,7 @@ class Serializer {
  public:
   explicit Serializer(const Interp& in) : in_(in) {}
   std::string out;
+  bool with_values = true;  // false: constants count by name only (code_hash)
 
   void function(const FnObj& fn) {
     tag('L');
@@ -35,7 +36,7 @@ class Serializer {
       if (!g) continue;
       text('G', symbols::name(id));
       if (g->value.is(Kind::Fn)) function(g->value.as<FnObj>());
-      else constant(g->value);
+      else if (with_values) constant(g->value);
     }
   }
 
@@ -136,12 +137,20 @@ class Serializer {
 
 }  // namespace
 
-std::string content_hash(const Interp& in, const Value& fn) {
+namespace {
+
+std::string hash_of(const Interp& in, const Value& fn, bool with_values) {
   Serializer s(in);
+  s.with_values = with_values;
   s.out = std::string("sheaf ") + SHEAF_VERSION + "|" + std::string(kRandomVersion) + "|";
   s.function(fn.as<FnObj>());
   s.dependencies();
   return fmt::format("{:016x}{:016x}", fnv1a64(s.out), fnv1a64(s.out, 0x84222325cbf29ce4ull));
 }
+
+}  // namespace
+
+std::string content_hash(const Interp& in, const Value& fn) { return hash_of(in, fn, true); }
+std::string code_hash(const Interp& in, const Value& fn) { return hash_of(in, fn, false); }
 
 }  // namespace sheaf

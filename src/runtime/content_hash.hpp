@@ -16,5 +16,9 @@ class Interp;
 
 // `fn` is a user function value (Kind::Fn).
 std::string content_hash(const Interp& in, const Value& fn);
+// The same over the code alone: the `def` constants it reads count by name, not by value, so a
+// changed setting (a constant computed from the command line) leaves it equal while content_hash
+// differs. Lets a stale-cache notice say which of the two changed.
+std::string code_hash(const Interp& in, const Value& fn);
 
 }  // namespace sheaf

@@ -106,7 +106,9 @@ DiskCache::Found DiskCache::find(const ArtifactId& id, const std::string& compil
   std::string path = path_of(id);
   std::string name = folder + "/" + fs::path(path).filename().string();
   auto stale = [&](const char* why) { return Found{"", name + " is " + why, Trouble::Stale}; };
-  if (str(m["functions"][id.function], "hash") != id.hash) return stale("stale (the function changed)");
+  if (const json& fn = m["functions"][id.function]; str(fn, "hash") != id.hash)
+    return stale(str(fn, "code") == id.code ? "stale (a `def` value it reads changed, e.g. a setting from the command line)"
+                                            : "stale (its code changed, or the code of a function it calls)");
   if (str(a, "digest") != id.digest) return stale("stale (built from different code)");
   if (!compiler.empty() && str(a, "compiler") != compiler) return stale("stale (built by another compiler)");
   trust::Candidate c = trust::read_candidate(path);
@@ -136,7 +138,7 @@ std::string DiskCache::store(const ArtifactId& id, const std::string& compiler, 
             std::error_code ec;
             fs::remove(fs::path(dir_) / file, ec);
           }
-      fn = json{{"hash", id.hash}, {"artifacts", json::object()}};
+      fn = json{{"hash", id.hash}, {"code", id.code}, {"artifacts", json::object()}};
     }
     trust::replace_file(path_of(id), bytes.bytes);
     if (!fn.contains("artifacts") || !fn["artifacts"].is_object()) fn["artifacts"] = json::object();

@@ -27,6 +27,7 @@ struct ArtifactId {
   std::string backend;   // "cpu"
   std::string ext;       // "so"
   std::string hash;      // content hash of the function (32 hex digits)
+  std::string code;      // its code_hash: equal while only the constants it reads changed
   std::string digest;    // digest of the generated code
   std::string args;      // readable signature, "f32[4x2], f32[2x8]"
 };

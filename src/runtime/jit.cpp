@@ -11,6 +11,7 @@
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
+#include "base/notice.hpp"
 #include "builtins/pytree.hpp"
 #include "dist/comm.hpp"
 #include "passes/passes.hpp"
@@ -102,8 +103,8 @@ std::shared_ptr<cuda::Program> Jit::build_gpu(const Value& fn, const Executable&
   } catch (const SheafError& e) {
     if (std::getenv("SHEAF_CUDA_STRICT")) throw;
     std::string msg = e.what();
-    std::cerr << fmt::format("sheaf: the cuda backend could not build '{}' ({}); it runs on the reference executor\n",
-                             fn.as<FnObj>().name, msg.substr(0, msg.find('\n')));
+    notice(fmt::format("the cuda backend could not build '{}' ({}); it runs on the reference executor", fn.as<FnObj>().name,
+                       msg.substr(0, msg.find('\n'))));
     return nullptr;
   }
 }
@@ -116,7 +117,7 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   if (const char* dump = std::getenv("SHEAF_DUMP_CPP")) write_file_atomic(fmt::format("{}/{}.cpp", dump, file_name(name)), p.source.text);
   std::string guards = in.obs ? in.obs->compile_key() : "";
   ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint() + guards + world_key()), "cpu", "so", content_hash(in, fn),
-                p.source.digest, signature(exe.graph)};
+                code_hash(in, fn), p.source.digest, signature(exe.graph)};
   const auto& tc = cpu::toolchain();
   std::string compiler = tc ? tc->identity : "";
   std::string problem;
@@ -143,14 +144,14 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
       throw UntrustedArtifact(fmt::format("{}, and no C++ compiler was found to rebuild '{}'", problem, name), {}, untrusted_hint(*cache, trouble));
     ++stats_.ref_runs;
     if (!problem.empty())
-      std::cerr << fmt::format("sheaf: {}, and no C++ compiler was found: '{}' runs on the reference executor\n", problem, name);
+      notice(fmt::format("{}, and no C++ compiler was found: '{}' runs on the reference executor", problem, name));
     else if (!warned_no_compiler_)
-      std::cerr << "sheaf: no C++ compiler found (PATH, or SHEAF_CXX) and no cached build in __sheaf__/: compiled "
-                   "functions run on the reference executor\n";
+      notice("no C++ compiler found (PATH, or SHEAF_CXX) and no cached build in __sheaf__/: compiled functions run on the "
+             "reference executor");
     warned_no_compiler_ = true;
     return nullptr;
   }
-  if (!problem.empty()) std::cerr << "sheaf: " << problem << "; recompiling\n";
+  if (!problem.empty()) notice(problem + "; recompiling");
   auto t2 = Clock::now();
   std::string built;
   try {
@@ -160,8 +161,8 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
     if (std::getenv("SHEAF_CPU_STRICT")) throw;
     ++stats_.ref_runs;
     std::string msg = e.what();
-    std::cerr << fmt::format("sheaf: the cpu backend could not build '{}' ({}); it runs on the reference executor\n", name,
-                             msg.substr(0, msg.find('\n')));
+    notice(fmt::format("the cpu backend could not build '{}' ({}); it runs on the reference executor", name,
+                       msg.substr(0, msg.find('\n'))));
     return nullptr;
   }
   stats_.compile_s += since(t2);
@@ -170,7 +171,7 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   if (!lib.entry) throw SheafError(fmt::format("internal: the build of '{}' {}", name, lib.problem));
   if (cache && trouble != DiskCache::Trouble::UnsafeFolder) {  // find() said why nothing is stored there
     std::string err = cache->store(id, compiler, built);
-    if (!err.empty()) std::cerr << fmt::format("sheaf: cannot write the build of '{}' to {}: {}\n", name, cache->dir(), err);
+    if (!err.empty()) notice(fmt::format("cannot write the build of '{}' to {}: {}", name, cache->dir(), err));
   }
   std::filesystem::remove(built);
   return std::make_shared<cpu::Program>(std::move(p), lib);

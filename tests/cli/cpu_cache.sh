@@ -70,11 +70,20 @@ cmp -s "$TMP/out" "$TMP/expected" || fail 'rebuilt after truncation'
 sed -i 's/(sgd-step p g (get config :lr))/(sgd-step p g (* 1.0 (get config :lr)))/' "$TMP/train.shf"
 run train.shf
 status_is 0 'run after editing step'
-stderr_has 'is stale (the function changed); recompiling' 'stale notice'
+stderr_has 'is stale (its code changed, or the code of a function it calls); recompiling' 'stale notice'
 cmp -s "$TMP/out" "$TMP/expected" || fail 'the edited program computes the same'
 run_hidden train.shf
 status_is 0 'the rebuilt cache serves a compiler-less run'
 grep -q '^sheaf:' "$TMP/err" && fail 'no notice once rebuilt'
+
+# ---- a changed setting the function reads (config's :log-every): stale, and the notice says so ----
+sed -i 's/:log-every 50/:log-every 100/' "$TMP/train.shf"
+run train.shf
+status_is 0 'run after changing a setting'
+stderr_has 'is stale (a `def` value it reads changed, e.g. a setting from the command line); recompiling' 'stale notice for a value'
+sed -i 's/:log-every 100/:log-every 50/' "$TMP/train.shf"
+run train.shf
+cmp -s "$TMP/out" "$TMP/expected" || fail 'the setting restored computes as before'
 
 # ---- a manifest that does not parse ----
 echo '{"functions": [garbage' >"$TMP/__sheaf__/manifest.json"

@@ -29,6 +29,17 @@ status_is 0 'long loop on a terminal'
 grep -qE '[0-9]+/120 \[#*\.*\] [0-9.]+ it/s  ETA [0-9]+:[0-9]{2} \| loss 0\.[0-9]{4}' "$TMP/out" || fail 'the bar shows i/total, rate, ETA and the loss field'
 grep -qa $'\r\033\[Khalf way' "$TMP/out" || fail 'a printed line first erases the bar'
 grep -qa 'done' "$TMP/out" || fail 'the program finishes'
+# A runtime notice while the bar is drawn (a stale build of f, first called at i = 100) erases the
+# bar's line first: it prints above the bar, never into it.
+sed -e 's/^(print "done")$/(print (f (ones [2])))/' -e 's/(print "half way")/(f (ones [2]))/' "$TMP/long.shf" >"$TMP/notice.shf"
+printf '(def k 2.0)\n(defn f [x] (* x k))\n%s\n' "$(cat "$TMP/notice.shf")" >"$TMP/notice.shf.new"
+mv "$TMP/notice.shf.new" "$TMP/notice.shf"
+in_pty notice.shf --no-progress
+sed -i 's/^(def k 2.0)$/(def k 3.0)/' "$TMP/notice.shf"
+in_pty notice.shf
+grep -qa 'is stale' "$TMP/out" || fail 'the stale notice is printed'
+grep -qa $'\r\033\[Ksheaf: __sheaf__/f.cpu.[0-9a-f]*.so is stale' "$TMP/out" || fail 'a notice first erases the bar'
+grep -qa '\[3\. 3\.\]' "$TMP/out" || fail 'the program finishes with the new value'
 in_pty long.shf --no-progress
 grep -q 'it/s' "$TMP/out" && fail '--no-progress: no bar'
 run long.shf
