@@ -37,7 +37,6 @@
 #include "value_compare.hpp"
 #include "base/error.hpp"
 #include "eval/interp.hpp"
-#include "passes/passes.hpp"
 #include "runtime/jit.hpp"
 #include "tensor/shape.hpp"
 #include "trace/tracer.hpp"
@@ -699,26 +698,6 @@ TEST(GradCheckExtra, TracingMaterialisesNoZeroCotangents) {
   getrusage(RUSAGE_SELF, &after);
   EXPECT_FALSE(t.graph.nodes.empty());
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KB of peak memory grew while tracing";
-}
-
-// A computation the program repeats on the same inputs (a layer-norm each attention head applies to
-// the same x) is differentiated once, on the sum of its uses' cotangents: after CSE the gradient
-// graph is the one of the program that computes it once and uses it twice.
-TEST(GradCheckExtra, RepeatedComputationIsDifferentiatedOnce) {
-  std::ostringstream out;
-  Interp in(out);
-  in.run_text("(defn twice [x] ((grad (fn [x] (+ (sum (exp (tanh x))) (sum (* 2.0 (exp (tanh x))))))) x))\n"
-              "(defn shared [x] ((grad (fn [x] (let [e (exp (tanh x))] (+ (sum e) (sum (* 2.0 e)))))) x))\n"
-              "(def x (random-normal 2 [8]))\n",
-              "repeat.shf");
-  std::vector<Value> args{in.global(symbols::intern("x"))->value};
-  auto optimized = [&](const char* f) {
-    ir::Graph g = trace::trace_call(in, in.global(symbols::intern(f))->value, args, SrcLoc{}, false).graph;
-    passes::optimize(g);
-    return g;
-  };
-  ir::Graph twice = optimized("twice"), shared = optimized("shared");
-  EXPECT_EQ(twice.nodes.size(), shared.nodes.size()) << ir::print(twice) << ir::print(shared);
 }
 
 // SPEC §5.4: the gradient of max/min flows to every position equal to the result.
