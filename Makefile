@@ -1,5 +1,5 @@
 # Makefile — front door. `make demo` and `make test` install dependencies, configure and build.
-#   make demo       bootstrap + build + run the demo training job
+#   make demo       installs only what the demo needs, builds build/sheaf alone, runs the demo training job
 #   make test       bootstrap + build + every test (ctest; python.wheel tests the wheel in fresh venvs
 #                   with NumPy 2 and Debian's 1.24, scripts/test_wheel.sh) + 90 s of fuzzing
 #   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
@@ -28,7 +28,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 build: bootstrap
-	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_TESTS=ON
 	cmake --build build -j $(JOBS)
 
 test: build
@@ -53,7 +53,10 @@ install: build
 	cmake --install build --prefix $(PREFIX) --strip
 	@ls -l $(DESTDIR)$(PREFIX)/bin/sheaf | awk '{print "installed " $$9 " (" $$5 " bytes, stripped)"}'
 
-demo: build
+demo:
+	@bash scripts/bootstrap.sh demo
+	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_TESTS=OFF
+	cmake --build build -j $(JOBS) --target sheaf
 	./build/sheaf examples/mlp/train.shf
 
 bench: build

@@ -1,30 +1,42 @@
 #!/usr/bin/env bash
-# scripts/bootstrap.sh — installs everything the build, the tests and the demo need on Debian 12.
+# scripts/bootstrap.sh [demo|all] — installs what the demo (demo) or the build, tests and benchmarks
+# (all, the default) need on Debian 12.
 # Idempotent: packages already present are skipped, `apt-get update` runs at most once, and
 # Python tools are installed with pip only when missing. Runs as root (or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(
+# `make demo` needs only the first list (compiler, CMake/Ninja, the libraries the binary links,
+# OpenBLAS, protobuf for the demo's TensorBoard log, the dataset); `make test` and `make bench`
+# install both.
+DEMO_PACKAGES=(
   cmake ninja-build g++ ccache pkg-config          # build
   lld                                              # linker that folds identical functions (binary size)
-  clang libclang-rt-14-dev                         # libFuzzer target
-  libgtest-dev libgmock-dev googletest             # unit tests
-  llvm-14-tools                                    # FileCheck + lit for IR tests
-  libbenchmark-dev                                 # micro-benchmarks (bench/dispatch_bench.cpp)
   libedit-dev                                      # REPL line editing
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libssl-dev                                       # libcrypto: HMAC-SHA-256 of cached artifacts
   libopenblas-dev                                  # CPU BLAS
   libprotobuf-dev protobuf-compiler                # TensorBoard event files (libsheaf_tensorboard.so)
+  dataset-fashion-mnist                            # the demo's data; IDX loading test (tests/cli/io_interop.sh)
+)
+TEST_PACKAGES=(
+  clang libclang-rt-14-dev                         # libFuzzer target
+  libgtest-dev libgmock-dev googletest             # unit tests
+  llvm-14-tools                                    # FileCheck + lit for IR tests
+  libbenchmark-dev                                 # micro-benchmarks (bench/dispatch_bench.cpp)
   libcairo2-dev                                    # `sheaf plot` (cairo's header; libcairo2 is loaded at run time)
   openmpi-bin libopenmpi-dev                       # data-parallel jobs (libsheaf_mpi.so, mpirun; tests/dist)
   tmux                                             # REPL test under a pseudo-terminal
-  dataset-fashion-mnist                            # IDX loading test (tests/cli/io_interop.sh)
   fortunes                                         # text corpus of examples/gpt (tests/cli/gpt.sh)
   python3 python3-pip
-  python3-dev python3-numpy python3-venv          # Python binding (python/, tests/python, scripts/test_wheel.sh)
+  python3-dev python3-numpy python3-venv           # Python binding (python/, tests/python, scripts/test_wheel.sh)
 )
+MODE=${1:-all}  # demo | all
+case "$MODE" in
+  demo) APT_PACKAGES=("${DEMO_PACKAGES[@]}") ;;
+  all) APT_PACKAGES=("${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "usage: scripts/bootstrap.sh [demo|all]" >&2; exit 2 ;;
+esac
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -37,6 +49,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "bootstrap: installing ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$MODE" = demo ]; then
+  echo "bootstrap: ok (demo)"
+  exit 0
 fi
 
 # Python tools for tests and benchmarks (numpy is the reference for tensor printing checks;
