@@ -321,7 +321,7 @@ class Emitter {
     const int32_t cat = concat(dots, vary, axis, n0.loc);
     const int32_t x = r_.map(n0.in[static_cast<size_t>(side)]);
     const int32_t merged = r_.emit(Op::DotGeneral, side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);
-    const Shape& out = r_.out().type(merged).shape;
+    const Shape out = r_.out().type(merged).shape;  // a copy: each emit below may grow the types it lives in
     const auto dim = static_cast<size_t>(vary == 1 ? out.size() - 1 : n0.attrs.dot.lhs_batch.size() + f.size() - 1);
     int64_t at = 0;
     for (int32_t d : dots) {
