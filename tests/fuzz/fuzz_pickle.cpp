@@ -5,25 +5,13 @@
 // (pickles of dicts, lists and NumPy arrays written by Python, protocols 2–5).
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <span>
 
-#include "base/error.hpp"
+#include "harness.hpp"
 #include "io/pickle.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  try {
-    sheaf::parse_pickle(std::span(reinterpret_cast<const std::byte*>(data), size), "fuzz.pkl");
-  } catch (const sheaf::SheafError&) {
-    // Expected: a clear error naming the file.
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "non-SheafError exception: %s\n", e.what());
-    std::abort();
-  } catch (...) {
-    std::fprintf(stderr, "non-SheafError exception of unknown type\n");
-    std::abort();
-  }
+  sheaf::fuzz::expect_sheaf_errors_only(
+      [&] { sheaf::parse_pickle(std::span(reinterpret_cast<const std::byte*>(data), size), "fuzz.pkl"); });
   return 0;
 }
