@@ -6,4 +6,7 @@
 namespace sheaf {
 // True when the calling thread has less than ~1 MiB of stack left below the current frame.
 bool stack_exhausted();
+// The deepest nesting of lists and dicts a data file (JSON, pickle) may have when read or written;
+// deeper data is an error naming the file.
+constexpr int kMaxDataNesting = 10000;
 }  // namespace sheaf

@@ -70,8 +70,8 @@ Value scaled(Interp& in, const CallArgs& a, double k, double (*denominator)(Fans
 double fan_in(Fans f) { return f.in; }
 double fan_sum(Fans f) { return f.in + f.out; }
 
-Value b_zeros(Interp& in, const CallArgs& a) { return constant(in, a, 0); }
-Value b_ones(Interp& in, const CallArgs& a) { return constant(in, a, 1); }
+Value b_init_zeros(Interp& in, const CallArgs& a) { return constant(in, a, 0); }
+Value b_init_ones(Interp& in, const CallArgs& a) { return constant(in, a, 1); }
 Value b_xavier_normal(Interp& in, const CallArgs& a) { return scaled<Dist::Normal>(in, a, 2, fan_sum); }
 Value b_xavier_uniform(Interp& in, const CallArgs& a) { return scaled<Dist::Uniform>(in, a, 6, fan_sum); }
 Value b_kaiming_normal(Interp& in, const CallArgs& a) { return scaled<Dist::Normal>(in, a, 2, fan_in); }
@@ -147,8 +147,8 @@ Value b_orthogonal(Interp& in, const CallArgs& a) {
 }
 
 const BuiltinDef kInit[] = {
-    {"init-zeros", "(init-zeros key shape)", "f32 zeros of shape; the key is not used.", b_zeros, 2, 2},
-    {"init-ones", "(init-ones key shape)", "f32 ones of shape; the key is not used.", b_ones, 2, 2},
+    {"init-zeros", "(init-zeros key shape)", "f32 zeros of shape; the key is not used.", b_init_zeros, 2, 2},
+    {"init-ones", "(init-ones key shape)", "f32 ones of shape; the key is not used.", b_init_ones, 2, 2},
     {"init-xavier-normal", "(init-xavier-normal key shape)", "N(0, √(2/(fan-in+fan-out))) (Glorot).", b_xavier_normal, 2, 2},
     {"init-xavier-uniform", "(init-xavier-uniform key shape)", "U(±√(6/(fan-in+fan-out))) (Glorot).", b_xavier_uniform, 2, 2},
     {"init-kaiming-normal", "(init-kaiming-normal key shape)", "N(0, √(2/fan-in)) (He).", b_kaiming_normal, 2, 2},

@@ -236,8 +236,8 @@ Value b_minmax(const CallArgs& a, bool want_max) {
   if (!all_int && best.is_int) best = Num{false, 0, static_cast<float>(best.i)};
   return best.value();
 }
-Value b_max(Interp&, const CallArgs& a) { return b_minmax(a, true); }
-Value b_min(Interp&, const CallArgs& a) { return b_minmax(a, false); }
+Value b_maximum(Interp&, const CallArgs& a) { return b_minmax(a, true); }
+Value b_minimum(Interp&, const CallArgs& a) { return b_minmax(a, false); }
 
 Value b_clamp(Interp&, const CallArgs& a) {
   if (any_tensor(a)) {
@@ -315,8 +315,8 @@ const BuiltinDef kMath[] = {
     {"ceil", "(ceil x)", "Ceiling; float result.", float_fn<f_ceil, Unary::Ceil>, 1, 1},
     {"floor", "(floor x)", "Floor; float result.", float_fn<f_floor, Unary::Floor>, 1, 1},
     {"clamp", "(clamp x lo hi)", "Clip x to [lo, hi].", b_clamp, 3, 3},
-    {"minimum", "(minimum a b)", "Element-wise minimum of two values.", b_min, 2, 2},
-    {"maximum", "(maximum a b)", "Element-wise maximum of two values.", b_max, 2, 2},
+    {"minimum", "(minimum a b)", "Element-wise minimum of two values.", b_minimum, 2, 2},
+    {"maximum", "(maximum a b)", "Element-wise maximum of two values.", b_maximum, 2, 2},
     {"int", "(int x)", "To integer (truncation toward zero); parses strings.", b_int, 1, 1},
     {"float", "(float x)", "To float; parses strings.", b_float, 1, 1},
 };

@@ -120,7 +120,7 @@ std::string dense_attr(const Tensor& t) {
 }
 
 // A string attribute with MLIR escapes.
-std::string quoted(std::string_view s) {
+std::string mlir_string(std::string_view s) {
   std::string r = "\"";
   for (char c : s) {
     auto u = static_cast<unsigned char>(c);
@@ -687,7 +687,7 @@ void emit_function(const ir::Graph& g, std::string& out) {
   if (!decl.empty()) out += fmt::format("  ^bb0({}):\n", fmt::join(decl, ", "));
   out += body;
   out += fmt::format("  }}) {{function_type = {} -> {}, sym_name = {}}} : () -> ()\n", type_list(params, true), type_list(results, false),
-                     quoted(g.name));
+                     mlir_string(g.name));
 }
 
 }  // namespace

@@ -23,13 +23,12 @@ namespace sheaf {
 namespace {
 
 using json = nlohmann::json;
-constexpr int kMaxDepth = 10000;
 
 [[noreturn]] void too_deep(const std::string& path) {
-  throw SheafError(fmt::format("'{}': the data nests deeper than {} levels", path, kMaxDepth));
+  throw SheafError(fmt::format("'{}': the data nests deeper than {} levels", path, kMaxDataNesting));
 }
 
-// Rejects text whose arrays and objects nest deeper than kMaxDepth before a tree is built of it
+// Rejects text whose arrays and objects nest deeper than kMaxDataNesting before a tree is built of it
 // (a file of 100 MB of '[' would otherwise cost gigabytes); brackets inside strings do not count.
 // Unbalanced brackets are left to the parser.
 void check_depth(std::string_view text, const std::string& path) {
@@ -43,7 +42,7 @@ void check_depth(std::string_view text, const std::string& path) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) too_deep(path);
+      if (++depth > kMaxDataNesting) too_deep(path);
     } else if (c == ']' || c == '}') {
       --depth;
     }
@@ -62,7 +61,7 @@ std::string parse_message(std::string msg) {
 }
 
 Value to_value(const json& j, const std::string& path, int depth) {
-  if (depth > kMaxDepth || stack_exhausted()) too_deep(path);
+  if (depth > kMaxDataNesting || stack_exhausted()) too_deep(path);
   switch (j.type()) {
     case json::value_t::null: return Value();
     case json::value_t::boolean: return Value::boolean(j.get<bool>());
@@ -125,7 +124,7 @@ json tensor_json(const Tensor& t, size_t axis, int64_t& flat) {
 }
 
 json to_json(const Value& v, const std::string& path, int depth) {
-  if (depth > kMaxDepth || stack_exhausted()) too_deep(path);
+  if (depth > kMaxDataNesting || stack_exhausted()) too_deep(path);
   switch (v.kind()) {
     case Kind::Nil: return nullptr;
     case Kind::Bool: return v.as_bool();

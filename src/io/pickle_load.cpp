@@ -46,7 +46,6 @@ namespace {
 constexpr size_t kMaxStack = size_t{1} << 20;    // entries on the stack (and marks)
 constexpr size_t kMaxMemo = size_t{1} << 20;     // memo entries
 constexpr size_t kMaxObjects = size_t{1} << 24;  // objects built (a real weights file has a few per array)
-constexpr int kMaxDepth = 10000;                 // container nesting of the result (as JSON)
 
 enum class Global : uint8_t { Reconstruct, Ndarray, FromBuffer, Dtype, Scalar, Encode, EmptyBytes, OrderedDict };
 
@@ -73,7 +72,7 @@ std::string_view type_name(T t) {
 // One object of the machine (32 bytes). The elements of containers (arena indices; a dict's are
 // key, value, key, value, ...), text (a str's UTF-8, bytes, a global's "module.name", a dtype's
 // code) and tensors live in side tables that `ref` indexes.
-struct Obj {
+struct PyObj {
   T t = T::None;
   bool b = false;            // bool; array: a NumPy scalar (loaded as a host number)
   Global g{};                // global
@@ -85,12 +84,12 @@ struct Obj {
   int64_t i = 0;
   double f = 0;
 };
-static_assert(sizeof(Obj) <= 32);
+static_assert(sizeof(PyObj) <= 32);
 
 class Machine {
  public:
   Machine(std::span<const std::byte> bytes, std::string_view what) : p_(bytes), what_(what) {
-    heap_ = {Obj{.t = T::None}, Obj{.t = T::Bool, .b = true}, Obj{.t = T::Bool, .b = false}};  // kNone, kTrue, kFalse
+    heap_ = {PyObj{.t = T::None}, PyObj{.t = T::Bool, .b = true}, PyObj{.t = T::Bool, .b = false}};  // kNone, kTrue, kFalse
   }
 
   Value run() {
@@ -147,7 +146,7 @@ class Machine {
   }
 
   // ---- the arena, the stack and the memo ------------------------------------------------------
-  uint32_t make(Obj o) {
+  uint32_t make(PyObj o) {
     if (heap_.size() >= kMaxObjects) fail(fmt::format("more than {} objects", kMaxObjects));
     heap_.push_back(std::move(o));
     return static_cast<uint32_t>(heap_.size() - 1);
@@ -156,7 +155,7 @@ class Machine {
     if (stack_.size() >= kMaxStack) fail(fmt::format("the stack grows beyond {} entries", kMaxStack));
     stack_.push_back(i);
   }
-  void push(Obj o) { push(make(std::move(o))); }
+  void push(PyObj o) { push(make(std::move(o))); }
   uint32_t pop() {
     if (stack_.size() <= floor()) fail("pop from an empty stack");
     uint32_t i = stack_.back();
@@ -176,8 +175,8 @@ class Machine {
     stack_.resize(m);
     return items;
   }
-  Obj& at(uint32_t i) { return heap_[i]; }
-  Obj& expect(uint32_t i, T t, std::string_view who) {
+  PyObj& at(uint32_t i) { return heap_[i]; }
+  PyObj& expect(uint32_t i, T t, std::string_view who) {
     if (heap_[i].t != t) fail(fmt::format("{} needs a {}, got a {}", who, type_name(t), type_name(heap_[i].t)));
     return heap_[i];
   }
@@ -191,22 +190,22 @@ class Machine {
     push(it->second);
   }
 
-  static Obj int_obj(int64_t v) { return Obj{.t = T::Int, .i = v}; }
-  Obj seq_obj(T t, std::vector<uint32_t> items) {
+  static PyObj int_obj(int64_t v) { return PyObj{.t = T::Int, .i = v}; }
+  PyObj seq_obj(T t, std::vector<uint32_t> items) {
     seqs_.push_back(std::move(items));
-    return Obj{.t = t, .ref = static_cast<uint32_t>(seqs_.size() - 1)};
+    return PyObj{.t = t, .ref = static_cast<uint32_t>(seqs_.size() - 1)};
   }
-  std::vector<uint32_t>& elems(const Obj& o) { return seqs_[o.ref]; }
-  Obj text_obj(T t, std::string_view s) {  // s lies in the pickle's bytes or in owned_
+  std::vector<uint32_t>& elems(const PyObj& o) { return seqs_[o.ref]; }
+  PyObj text_obj(T t, std::string_view s) {  // s lies in the pickle's bytes or in owned_
     texts_.push_back(s);
-    return Obj{.t = t, .ref = static_cast<uint32_t>(texts_.size() - 1)};
+    return PyObj{.t = t, .ref = static_cast<uint32_t>(texts_.size() - 1)};
   }
-  Obj owned_text_obj(T t, std::string s) { return text_obj(t, owned_.emplace_back(std::move(s))); }
-  std::string_view text_of(const Obj& o) const { return texts_[o.ref]; }
+  PyObj owned_text_obj(T t, std::string s) { return text_obj(t, owned_.emplace_back(std::move(s))); }
+  std::string_view text_of(const PyObj& o) const { return texts_[o.ref]; }
   std::string_view str(uint32_t i, std::string_view who) { return text_of(expect(i, T::Str, who)); }
-  Obj array_obj(Tensor t, bool scalar) {
+  PyObj array_obj(Tensor t, bool scalar) {
     tensors_.push_back(std::move(t));
-    return Obj{.t = T::Array, .b = scalar, .built = true, .ref = static_cast<uint32_t>(tensors_.size() - 1)};
+    return PyObj{.t = T::Array, .b = scalar, .built = true, .ref = static_cast<uint32_t>(tensors_.size() - 1)};
   }
 
   void step(uint8_t op);
@@ -215,20 +214,20 @@ class Machine {
   void build(uint32_t target, uint32_t state);
 
   // ---- the reconstructors ---------------------------------------------------------------------
-  Obj dtype(const std::vector<uint32_t>& args);
-  Tensor array_data(const Obj& dtype, const Shape& shape, bool fortran, const Obj& data);
+  PyObj dtype(const std::vector<uint32_t>& args);
+  Tensor array_data(const PyObj& dtype, const Shape& shape, bool fortran, const PyObj& data);
   Shape shape_of(uint32_t i);
-  const Obj& dtype_arg(uint32_t i, std::string_view who);
+  const PyObj& dtype_arg(uint32_t i, std::string_view who);
   std::string latin1(std::string_view utf8);
 
   Value to_value(uint32_t i, int depth);
-  Value convert(const Obj& o, int depth);
+  Value convert(const PyObj& o, int depth);
 
   std::span<const std::byte> p_;
   std::string_view what_;
   size_t pos_ = 0, op_at_ = 0;
   static constexpr uint32_t kNone = 0, kTrue = 1, kFalse = 2;  // shared, immutable
-  std::deque<Obj> heap_;  // a deque: references stay valid while objects are added
+  std::deque<PyObj> heap_;  // a deque: references stay valid while objects are added
   std::deque<std::vector<uint32_t>> seqs_;
   std::vector<std::string_view> texts_;
   std::deque<std::string> owned_;  // text made here (global names, decoded bytes)
@@ -271,7 +270,7 @@ void Machine::step(uint8_t op) {
       uint64_t be = 0;
       const std::byte* q = take(8);
       for (int k = 0; k < 8; ++k) be = be << 8 | static_cast<uint64_t>(q[k]);
-      Obj o{.t = T::Float};
+      PyObj o{.t = T::Float};
       std::memcpy(&o.f, &be, 8);
       push(std::move(o));
       return;
@@ -374,7 +373,7 @@ void Machine::step(uint8_t op) {
 void Machine::resolve(std::string_view module, std::string_view name) {
   for (const Allowed& a : kAllowed) {
     if (a.module != module || a.name != name) continue;
-    Obj o = owned_text_obj(T::Global, fmt::format("{}.{}", module, name));
+    PyObj o = owned_text_obj(T::Global, fmt::format("{}.{}", module, name));
     o.g = a.g;
     push(std::move(o));
     return;
@@ -389,15 +388,15 @@ void Machine::resolve(std::string_view module, std::string_view name) {
 Shape Machine::shape_of(uint32_t i) {
   Shape s;
   for (uint32_t d : elems(expect(i, T::Tuple, "an array shape"))) {
-    const Obj& o = expect(d, T::Int, "an array dimension");
+    const PyObj& o = expect(d, T::Int, "an array dimension");
     if (o.i < 0) fail(fmt::format("negative array dimension {}", o.i));
     s.push_back(o.i);
   }
   return s;
 }
 
-const Obj& Machine::dtype_arg(uint32_t i, std::string_view who) {
-  const Obj& d = expect(i, T::Dtype, who);
+const PyObj& Machine::dtype_arg(uint32_t i, std::string_view who) {
+  const PyObj& d = expect(i, T::Dtype, who);
   if (!d.elem)
     fail(fmt::format("unsupported NumPy dtype '{}' (supported: f4 f2 i4 u4 b1, and i1 u1 i2 i8 as i32, f8 as f32)", text_of(d)));
   if (d.order == '>' && elem_size(*d.elem) > 1) fail(fmt::format("big-endian NumPy data ('>{}') is not supported", text_of(d)));
@@ -405,9 +404,9 @@ const Obj& Machine::dtype_arg(uint32_t i, std::string_view who) {
 }
 
 // numpy.dtype(code, align, copy): the element type from the code; BUILD gives the byte order.
-Obj Machine::dtype(const std::vector<uint32_t>& args) {
+PyObj Machine::dtype(const std::vector<uint32_t>& args) {
   if (args.empty()) fail("numpy.dtype without arguments");
-  Obj o = text_obj(T::Dtype, str(args[0], "numpy.dtype"));
+  PyObj o = text_obj(T::Dtype, str(args[0], "numpy.dtype"));
   std::string_view code = text_of(o);
   if (!code.empty() && (code[0] == '<' || code[0] == '>' || code[0] == '|' || code[0] == '=')) {
     o.order = code[0];
@@ -418,7 +417,7 @@ Obj Machine::dtype(const std::vector<uint32_t>& args) {
 }
 
 // Array elements from a bytes object of exactly shape × item size bytes (C or Fortran order).
-Tensor Machine::array_data(const Obj& dtype, const Shape& shape, bool fortran, const Obj& data) {
+Tensor Machine::array_data(const PyObj& dtype, const Shape& shape, bool fortran, const PyObj& data) {
   if (data.t != T::Bytes) fail(fmt::format("array data must be bytes, got a {} (object arrays are not supported)", type_name(data.t)));
   auto extent = checked_extent(shape, elem_size(*dtype.elem));
   if (!extent) fail("the array shape is too large");
@@ -451,7 +450,7 @@ std::string Machine::latin1(std::string_view s) {
 }
 
 void Machine::call(uint32_t callable, uint32_t args_index) {
-  const Obj& f = expect(callable, T::Global, "REDUCE");
+  const PyObj& f = expect(callable, T::Global, "REDUCE");
   std::vector<uint32_t> args = elems(expect(args_index, T::Tuple, "REDUCE's arguments"));
   auto arity = [&](size_t lo, size_t hi) {
     if (args.size() < lo || args.size() > hi) fail(fmt::format("{} with {} arguments", text_of(f), args.size()));
@@ -460,12 +459,12 @@ void Machine::call(uint32_t callable, uint32_t args_index) {
     case Global::Reconstruct: {  // (numpy.ndarray, (0,), b'b'): an array that BUILD fills
       arity(3, 3);
       if (at(args[0]).t != T::Global || at(args[0]).g != Global::Ndarray) fail("_reconstruct of a class other than numpy.ndarray");
-      push(Obj{.t = T::Array});
+      push(PyObj{.t = T::Array});
       return;
     }
     case Global::FromBuffer: {  // (buffer, dtype, shape, order)
       arity(4, 4);
-      const Obj& d = dtype_arg(args[1], "_frombuffer");
+      const PyObj& d = dtype_arg(args[1], "_frombuffer");
       std::string_view order = str(args[3], "_frombuffer's order");
       if (order != "C" && order != "F") fail(fmt::format("_frombuffer with order '{}'", order));
       push(array_obj(array_data(d, shape_of(args[2]), order == "F", at(args[0])), false));
@@ -474,7 +473,7 @@ void Machine::call(uint32_t callable, uint32_t args_index) {
     case Global::Dtype: push(dtype(args)); return;
     case Global::Scalar: {  // (dtype, bytes of one element)
       arity(2, 2);
-      const Obj& d = dtype_arg(args[0], "numpy scalar");
+      const PyObj& d = dtype_arg(args[0], "numpy scalar");
       push(array_obj(array_data(d, {}, false, at(args[1])), true));
       return;
     }
@@ -496,7 +495,7 @@ void Machine::call(uint32_t callable, uint32_t args_index) {
       std::vector<uint32_t> items;
       if (!args.empty())
         for (uint32_t pair : elems(expect(args[0], T::List, "OrderedDict's items"))) {
-          const Obj& kv = expect(pair, T::Tuple, "an OrderedDict item");
+          const PyObj& kv = expect(pair, T::Tuple, "an OrderedDict item");
           if (elems(kv).size() != 2) fail("an OrderedDict item that is not a (key, value) pair");
           items.insert(items.end(), elems(kv).begin(), elems(kv).end());
         }
@@ -510,7 +509,7 @@ void Machine::call(uint32_t callable, uint32_t args_index) {
 
 void Machine::build(uint32_t target, uint32_t state_index) {
   const std::vector<uint32_t>& st = elems(expect(state_index, T::Tuple, "BUILD's state"));
-  Obj& o = at(target);
+  PyObj& o = at(target);
   if (o.t == T::Dtype) {  // (version, byte order, subarray, names, fields, elsize, alignment, flags[, metadata])
     if (st.size() < 5) fail("a dtype state with fewer than 5 items");
     std::string_view order = str(st[1], "the dtype's byte order");
@@ -524,7 +523,7 @@ void Machine::build(uint32_t target, uint32_t state_index) {
     size_t k = st.size() == 5 ? 1 : 0;
     if (st.size() != 4 + k) fail(fmt::format("an ndarray state of {} items", st.size()));
     Shape shape = shape_of(st[k]);
-    const Obj& d = dtype_arg(st[k + 1], "an ndarray");
+    const PyObj& d = dtype_arg(st[k + 1], "an ndarray");
     bool fortran = expect(st[k + 2], T::Bool, "the ndarray's Fortran flag").b;
     Tensor t = array_data(d, shape, fortran, at(st[k + 3]));
     at(target) = array_obj(std::move(t), false);
@@ -536,8 +535,8 @@ void Machine::build(uint32_t target, uint32_t state_index) {
 Value Machine::to_value(uint32_t i, int depth) {
   if (auto it = converted_.find(i); it != converted_.end()) return it->second;
   if (converting_.count(i)) not_data("the data contains itself (a cycle)");
-  if (depth > kMaxDepth || stack_exhausted())
-    throw SheafError(fmt::format("{}: the data nests deeper than {} levels", what_, kMaxDepth));
+  if (depth > kMaxDataNesting || stack_exhausted())
+    throw SheafError(fmt::format("{}: the data nests deeper than {} levels", what_, kMaxDataNesting));
   converting_.insert(i);
   Value v = convert(heap_[i], depth);
   converting_.erase(i);
@@ -545,7 +544,7 @@ Value Machine::to_value(uint32_t i, int depth) {
   return v;
 }
 
-Value Machine::convert(const Obj& o, int depth) {
+Value Machine::convert(const PyObj& o, int depth) {
   switch (o.t) {
     case T::None: return Value();
     case T::Bool: return Value::boolean(o.b);
@@ -561,7 +560,7 @@ Value Machine::convert(const Obj& o, int depth) {
     case T::Dict: {
       std::vector<std::pair<std::string, Value>> entries;
       for (size_t k = 0; k + 1 < elems(o).size(); k += 2) {
-        const Obj& key = heap_[elems(o)[k]];
+        const PyObj& key = heap_[elems(o)[k]];
         std::string name = key.t == T::Str || key.t == T::Bytes ? std::string(text_of(key))
                            : key.t == T::Int                     ? std::to_string(key.i)
                                                                  : "";

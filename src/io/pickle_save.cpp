@@ -24,8 +24,6 @@ namespace sheaf {
 
 namespace {
 
-constexpr int kMaxDepth = 10000;
-
 class Writer {
  public:
   Writer(AtomicFile& f, const std::string& path) : f_(f), path_(path) {}
@@ -131,8 +129,8 @@ class Writer {
   }
 
   void value(const Value& v, const std::string& where, int depth) {
-    if (depth > kMaxDepth || stack_exhausted())
-      throw SheafError(fmt::format("'{}': the data nests deeper than {} levels", path_, kMaxDepth));
+    if (depth > kMaxDataNesting || stack_exhausted())
+      throw SheafError(fmt::format("'{}': the data nests deeper than {} levels", path_, kMaxDataNesting));
     auto child = [&](std::string_view k) { return where.empty() ? std::string(k) : fmt::format("{}.{}", where, k); };
     switch (v.kind()) {
       case Kind::Nil: op('N'); return;

@@ -15,8 +15,8 @@ namespace sheaf::cuda {
 
 using fusion::StepKind;
 
-namespace {
-
+// Types of Program::Impl's members keep external linkage (a type from the anonymous namespace in a
+// member is GCC's -Wsubobject-linkage when this file is compiled inside a unity batch).
 // A host tensor uploaded for one argument position; `host` tells whether that tensor still lives.
 struct Upload {
   const std::byte* bytes = nullptr;
@@ -29,6 +29,8 @@ struct Captured {
   std::vector<DevicePtr> table;
   std::unique_ptr<Capture> capture;
 };
+
+namespace {
 
 size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype); }
 
