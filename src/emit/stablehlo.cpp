@@ -257,6 +257,7 @@ class Writer {
 
 constexpr std::string_view kUnary[] = {"negate", "abs", "exponential", "log", "sqrt", "rsqrt", "sine", "cosine",
                                        "tan", "tanh", "floor", "ceil", "round_nearest_afz", "sign", "logistic", "not"};
+static_assert(std::size(kUnary) == static_cast<size_t>(Unary::Not) + 1, "one spelling per Unary, in enum order");
 
 struct BinarySpelling {
   std::string_view op;   // stablehlo op, "" when composed
@@ -267,6 +268,14 @@ constexpr BinarySpelling kBinary[] = {
     {"", ""} /* rem */, {"", ""} /* floor_div */,
     {"compare", "EQ"}, {"compare", "NE"}, {"compare", "LT"}, {"compare", "LE"}, {"compare", "GT"}, {"compare", "GE"},
     {"and", ""}, {"or", ""}, {"xor", ""}, {"shift_left", ""}, {"shift_right_logical", ""}, {"shift_right_arithmetic", ""}};
+static_assert(std::size(kBinary) == static_cast<size_t>(Binary::ShiftRightArithmetic) + 1, "one spelling per Binary, in enum order");
+
+// The StableHLO op each ir::Op lowers to (ir/ops.def; "" where the attributes decide or none is emitted).
+constexpr std::string_view kOpSpelling[] = {
+#define SHEAF_IR_OP(Enum, printed, stablehlo) stablehlo,
+#include "ir/ops.def"
+};
+static_assert(std::size(kOpSpelling) == ir::kOpCount);
 
 [[noreturn]] void no_meaning(std::string_view op, DType d) {
   throw SheafError(fmt::format("StableHLO emission: {} is not defined for {}", op, dtype_name(d)));
@@ -392,6 +401,7 @@ double reduce_init(Reduce r, DType d) {
 std::string_view reduce_op(Reduce r, DType d) {
   static constexpr std::string_view numeric[] = {"add", "multiply", "maximum", "minimum"};
   static constexpr std::string_view logical[] = {"or", "and", "or", "and"};
+  static_assert(std::size(numeric) == static_cast<size_t>(Reduce::Min) + 1 && std::size(logical) == std::size(numeric));
   return (d == DType::Bool ? logical : numeric)[static_cast<size_t>(r)];
 }
 
@@ -713,7 +723,10 @@ std::string stablehlo_name(const ir::Node& n) {
     }
     case ir::Op::Reduce: return fmt::format("stablehlo.reduce ({})", ir::reduce_name(n.attrs.reduce));
     case ir::Op::Parameter: return "an argument";
-    default: return fmt::format("stablehlo.{}", ir::op_name(n.op));
+    default: {
+      std::string_view s = kOpSpelling[static_cast<size_t>(n.op)];
+      return s.empty() ? std::string(ir::op_name(n.op)) : fmt::format("stablehlo.{}", s);
+    }
   }
 }
 

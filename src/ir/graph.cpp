@@ -12,16 +12,17 @@ namespace sheaf::ir {
 
 std::string_view op_name(Op op) {
   static constexpr std::string_view names[] = {
-      "parameter", "constant", "iota", "unary", "binary", "convert", "select",
-      "broadcast_in_dim", "reshape", "transpose", "slice", "reverse", "concatenate", "pad",
-      "dynamic_slice", "dynamic_update_slice", "reduce", "arg_reduce", "dot_general",
-      "gather", "scatter", "sort", "top_k", "while", "case", "all_reduce", "optimization_barrier", "call"};
+#define SHEAF_IR_OP(Enum, printed, stablehlo) printed,
+#include "ir/ops.def"
+  };
+  static_assert(std::size(names) == kOpCount);
   return names[static_cast<size_t>(op)];
 }
 
 std::string_view unary_name(Unary u) {
   static constexpr std::string_view names[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos",
                                                "tan", "tanh", "floor", "ceil", "round", "sign", "logistic", "not"};
+  static_assert(std::size(names) == static_cast<size_t>(Unary::Not) + 1, "one name per Unary, in enum order");
   return names[static_cast<size_t>(u)];
 }
 
@@ -29,11 +30,13 @@ std::string_view binary_name(Binary b) {
   static constexpr std::string_view names[] = {"add", "sub", "mul", "div", "pow", "max", "min", "rem", "floor_div",
                                                "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor",
                                                "shift_left", "shift_right_logical", "shift_right_arithmetic"};
+  static_assert(std::size(names) == static_cast<size_t>(Binary::ShiftRightArithmetic) + 1, "one name per Binary, in enum order");
   return names[static_cast<size_t>(b)];
 }
 
 std::string_view reduce_name(Reduce r) {
   static constexpr std::string_view names[] = {"sum", "prod", "max", "min"};
+  static_assert(std::size(names) == static_cast<size_t>(Reduce::Min) + 1, "one name per Reduce, in enum order");
   return names[static_cast<size_t>(r)];
 }
 

@@ -72,17 +72,15 @@
 
 namespace sheaf::ir {
 
+// The op list is ir/ops.def (names and StableHLO spellings beside each enumerator).
 enum class Op : uint8_t {
-  Parameter, Constant, Iota,
-  Unary, Binary, Convert, Select,
-  BroadcastInDim, Reshape, Transpose, Slice, Reverse, Concatenate, Pad,
-  DynamicSlice, DynamicUpdateSlice,
-  Reduce, ArgReduce, DotGeneral,
-  Gather, Scatter, Sort, TopK,
-  While, Case,
-  AllReduce,
-  OptimizationBarrier, Call,
+#define SHEAF_IR_OP(Enum, printed, stablehlo) Enum,
+#include "ir/ops.def"
 };
+inline constexpr size_t kOpCount = 0
+#define SHEAF_IR_OP(Enum, printed, stablehlo) +1
+#include "ir/ops.def"
+    ;
 std::string_view op_name(Op op);  // "dot_general"
 // Unary, binary, convert and select: each result element from the operands' elements at its index.
 inline bool is_elementwise(Op op) { return op == Op::Unary || op == Op::Binary || op == Op::Convert || op == Op::Select; }

@@ -4,6 +4,7 @@
 #include "passes/attention.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <numeric>
 #include <optional>
@@ -276,7 +277,7 @@ class Matcher {
     for (size_t i = m.prologue.size(); i-- > 1;) {
       const ScoreOp& op = m.prologue[i];
       const DType before = m.prologue[i - 1].dtype;
-      if (op.kind == ScoreOp::Kind::Round && op.dtype == before) continue;
+      if ((op.kind == ScoreOp::Kind::Round && op.dtype == before) || op.additive) continue;  // no node
       const ir::Node* n = sole_reader(grad);
       if (!n || !prologue_grad(*n, grad, op, before, m.mask)) return std::nullopt;
       take(*n);
@@ -366,6 +367,35 @@ class Matcher {
 
   // One prologue node (the producer of the chain's value): its ScoreOp appended to `backwards`;
   // returns the chain's operand, or -1 when the node does not belong in a prologue.
+  // The fill of an additive causal bias (ScoreOp::additive): a float constant [.., T, S], 0 where
+  // s ≤ t and one finite value ≤ -1e9 elsewhere, broadcast over the batch dims (v [b.., T, S]);
+  // else nullopt.
+  std::optional<double> causal_bias(int32_t v) const {
+    const Shape& sh = shape(v);
+    if (sh.size() < 2) return std::nullopt;
+    const int64_t t_n = sh[sh.size() - 2], s_n = sh.back();
+    int32_t c = v;
+    for (const ir::Node* b = &def(c); b->op == Op::BroadcastInDim; b = &def(c)) {  // T and S stay the last dims
+      const Shape& from = shape(b->in[0]);
+      const auto r = static_cast<int64_t>(shape(c).size());
+      const std::vector<int64_t>& d = b->attrs.dims;
+      if (from.size() < 2 || d[d.size() - 2] != r - 2 || d.back() != r - 1 || from[from.size() - 2] != t_n || from.back() != s_n)
+        return std::nullopt;
+      c = b->in[0];
+    }
+    const Tensor* t = constant_value(g_, c);
+    if (!t || !is_float(t->dtype())) return std::nullopt;
+    std::optional<double> fill;
+    for (int64_t i = 0, n = t->numel(); i < n; ++i) {
+      const double x = t->get(i);
+      const bool kept = i % s_n <= i / s_n % t_n;
+      if (kept != (x == 0)) return std::nullopt;
+      if (!kept && (x > -1e9 || !std::isfinite(x) || (fill && *fill != x))) return std::nullopt;
+      if (!kept) fill = x;
+    }
+    return fill;
+  }
+
   int32_t prologue_operand(const ir::Node& n, std::vector<ScoreOp>& backwards, int32_t& mask) {
     ScoreOp op{.dtype = g_.type(n.out).dtype};
     int32_t from = -1;
@@ -383,6 +413,12 @@ class Matcher {
       if (auto f = splat(n.in[2])) op.c = *f, from = n.in[1];
       else if (auto t = splat(n.in[1])) op.c = *t, op.keep_if = false, from = n.in[2];
       if (from >= 0) mask = n.in[0];
+    } else if (binary(n, Binary::Add) && mask < 0) {
+      for (size_t k = 0; k < 2 && from < 0; ++k)
+        if (auto f = causal_bias(n.in[k])) {
+          op.kind = ScoreOp::Kind::Mask, op.c = *f, op.keep_if = false, op.additive = true;
+          from = n.in[1 - k], mask = n.in[k];
+        }
     }
     if (from < 0) return -1;
     take(n);

@@ -5,7 +5,8 @@
 //                                   free dim, the contracted dim D — in any order of its own dims),
 //                                   f16/bf16, the product of that type: s [b.., T, S]
 //   x = prologue(s)                 converts, products and quotients by a splat constant, at most
-//                                   one select of a bool mask [b.., T, S] and a splat fill
+//                                   one mask: a select of a bool mask [b.., T, S] and a splat
+//                                   fill, or the add of a constant causal bias (ScoreOp::additive)
 //   p = softmax(x) over S           reduce_max, sub, exp, reduce_sum, div in f32 (the row values
 //                                   broadcast back by reshape/broadcast_in_dim)
 //   o = dot_general(convert(p), V)  V [.., S, DV] of Q's type: o [b.., T, DV] of that type
@@ -20,6 +21,16 @@
 // with every value of both but o, dQ, dK and dV read only inside them, and every node of the
 // backward pass after o's product (its first node, a product reading dO, is where its step runs).
 // Nothing here changes the graph; fusion decides what runs where.
+//
+// Why a pass over the optimised graph and not a composite recorded when attention is traced: the
+// programs write attention in several ways — builtin softmax or one written out with exp, max and
+// sum; einsum or `@` with a transposed key; a bool mask by `where` or an additive causal bias —
+// which look alike only after the IR passes (einsum and `@` become dot_general, masks fold to
+// constants, products are canonical). A composite recorded by the softmax builtin would miss the
+// written-out ones, and would need every facet of an op of its own (docs/architecture.md, "An op's
+// facets") and a VJP emitting the backward pass matched below. So this file is the one place that
+// knows the chain and its backward pass, and tests/unit/attention_styles_test.cpp traces each
+// style our programs use and fails when a change to softmax, its VJP or a pass loses one.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -36,6 +47,10 @@ struct ScoreOp {
   DType dtype = DType::F32;
   double c = 0;          // Mul/Div: the constant; Mask: the fill
   bool keep_if = true;   // Mask: the score is kept where the mask is keep_if, else the fill
+  // Mask: written as an additive causal bias, score + mask (mask 0 where s ≤ t, the fill ≤ -1e9
+  // elsewhere; keep_if false): the same probabilities as the fill in the score's place, since
+  // exp(score + fill − max) and exp(fill − max) are both 0 in f32. Its VJP is the identity.
+  bool additive = false;
 };
 
 // A product of the gradient: dot_general(x, y) or dot_general(y, x) of x [b.., T, S] (dS or

@@ -42,10 +42,6 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 
 namespace {
 
-bool is_view_op(Op op) {
-  return op == Op::BroadcastInDim || op == Op::Transpose || op == Op::Reshape || op == Op::Slice || op == Op::Reverse;
-}
-
 bool is_contiguous(const View& v, const Shape& shape) {
   int64_t expect = 1;
   for (size_t d = shape.size(); d-- > 0;) {
@@ -756,27 +752,28 @@ class Fuser {
       const passes::AttentionMatch& m = chains_[static_cast<size_t>(chain_of_[static_cast<size_t>(i)])];
       if (m.out == i) place_attention(m);
       else if (m.grad && m.grad->nodes.front() == i) place_attention_grad(m);
-    } else if (n.op == Op::Parameter || n.op == Op::Constant) {
-      give_buffer(n.out, -1);
-    } else if (is_view_op(n.op)) {
-      place_view(n);
-    } else if (n.op == Op::Reduce && loop_supported(g_, n, o_)) {
-      place_reduce(i, n);
-    } else if (n.op == Op::Gather && loop_supported(g_, n, o_)) {
-      place_gather(i, n);
-    } else if (n.op == Op::DynamicSlice) {
-      place_dynamic_slice(i, n);
-    } else if (loop_supported(g_, n, o_)) {
-      place_elementwise(i, n);
-    } else if (n.op == Op::While) {
-      place_while(i, n);
-    } else if (n.op == Op::OptimizationBarrier) {  // its results are its operands, read where they are
-      for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
-    } else if (n.op == Op::Scatter && place_scatter(i, n)) {
-    } else if ((n.op == Op::ArgReduce || n.op == Op::TopK) && place_top_k(i, n)) {
-    } else if (n.op == Op::DynamicUpdateSlice && place_update(i, n)) {
-    } else if (n.op != Op::DotGeneral || !place_dot(i, n)) {
-      place_host(i, n);
+      return;
+    }
+    // The CPU and CUDA lowering facet of each op (docs/architecture.md, "An op's facets"): the
+    // step it becomes; `place_host` runs the reference kernel on the host (ref/executor.cpp).
+    switch (n.op) {
+      case Op::Parameter: case Op::Constant: give_buffer(n.out, -1); return;
+      case Op::BroadcastInDim: case Op::Reshape: case Op::Transpose: case Op::Slice: case Op::Reverse: place_view(n); return;
+      case Op::Reduce: return loop_supported(g_, n, o_) ? place_reduce(i, n) : place_host(i, n);
+      case Op::Gather: return loop_supported(g_, n, o_) ? place_gather(i, n) : place_host(i, n);
+      case Op::DynamicSlice: place_dynamic_slice(i, n); return;
+      case Op::Iota: case Op::Unary: case Op::Binary: case Op::Convert: case Op::Select: case Op::Concatenate: case Op::Pad:
+        return loop_supported(g_, n, o_) ? place_elementwise(i, n) : place_host(i, n);
+      case Op::While: place_while(i, n); return;
+      case Op::OptimizationBarrier:  // its results are its operands, read where they are
+        for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);
+        return;
+      case Op::Scatter: if (!place_scatter(i, n)) place_host(i, n); return;
+      case Op::ArgReduce: case Op::TopK: if (!place_top_k(i, n)) place_host(i, n); return;
+      case Op::DynamicUpdateSlice: if (!place_update(i, n)) place_host(i, n); return;
+      case Op::DotGeneral: if (!place_dot(i, n)) place_host(i, n); return;
+      case Op::Sort: case Op::Case: case Op::AllReduce: place_host(i, n); return;
+      case Op::Call: place_host(i, n); return;  // not lowered: a finished trace has none (passes/inline_calls.hpp)
     }
   }
 };

@@ -1,0 +1,154 @@
+// tests/unit/attention_styles_test.cpp — each way the repository's programs write attention
+// reaches the GPU's flash-attention steps: passes/attention.hpp recognises the chain, fusion makes
+// it one Attention step, and a training step's backward pass one AttentionGrad step. Each style is
+// the program's attention function at a small size (B 2, T 256, d 64, 2 heads of 32: masks too
+// large to fold into constants of the scores' shape, as at the benchmarks' sizes), traced as the
+// JIT does (passes::optimize, then fusion::fuse for a GPU with bf16 tensor cores):
+//   mixed    bench/gpt2_gpu.shf: fused qkv projection, einsum scores, a bool causal mask by
+//            `where` -1e9, builtin softmax; bench/gpt_step.shf and examples/gpt/model.shf are the
+//            same function without the casts
+//   style2   bench/gpt_step_style2.shf: einsum heads on [D H Hd] weights, a float mask compared
+//            with `==`, `where` -3e4, [out probs] of which the caller keeps out
+//   style3   bench/gpt_step_style3.shf: per-head modules concatenated, `@` with a transposed key,
+//            an additive causal bias (0 / -1e9), softmax written out with exp, max and sum
+// The kernel multiplies bf16 (f16) operands and computes the softmax in f32, so a style meets it
+// in the mixed precision of gpt2_gpu.shf: bf16 products, the scores cast to f32 for the softmax
+// and the probabilities back to bf16 — the casts are the only change to each function. (In f32,
+// as the benchmarks and examples/gpt run, or with a bf16 softmax, there is no chain.) A change to
+// softmax, its VJP, the prologue or the pass that loses a style fails here.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "eval/interp.hpp"
+#include "passes/fusion.hpp"
+#include "passes/pipeline.hpp"
+#include "trace/tracer.hpp"
+
+namespace sheaf {
+namespace {
+
+constexpr const char* kProgram = R"(
+(use nn)
+(def T 256) (def D 64) (def H 2) (def Hd 32)
+(defn bf [x] (cast x :bf16))
+(defn f32 [x] (cast x :f32))
+(defn w [key shape] (bf (* (random-normal key shape) 0.02)))
+(def x (bf (random-normal 1 [2 T D])))
+(def causal (== (tril (ones [T T])) 1.0))
+(def p {:attn {:W (w 2 [D (* 3 D)]) :b (w 3 [(* 3 D)])} :proj {:W (w 4 [D D]) :b (w 5 [D])}})
+
+;; bench/gpt2_gpu.shf; bench/gpt_step.shf and examples/gpt/model.shf are this function in f32
+;; (x f32 [B T d], parameters f32 or bf16: every product casts its operands)
+(defn mixed-affine [x p] (+ (@ (bf x) (bf (get p :W))) (bf (get p :b))))
+(defn mixed-attention [x p]
+  (let [[B T d] (shape x)
+        hd (// d H)
+        qkv (mixed-affine x (get p :attn))
+        q (reshape (slice qkv 0 d :axis 2) B T H hd)
+        k (reshape (slice qkv d (* 2 d) :axis 2) B T H hd)
+        v (reshape (slice qkv (* 2 d) (* 3 d) :axis 2) B T H hd)
+        att (* (f32 (einsum "bthd,bshd->bhts" q k)) (/ 1.0 (sqrt hd)))
+        att (softmax (where causal att -1e9) :axis -1)
+        y (einsum "bhts,bshd->bthd" (bf att) v)]
+    (mixed-affine (reshape y B T d) (get p :proj))))
+(def x32 (f32 x))
+
+;; bench/gpt_step_style2.shf
+(def mask (tril (ones [T T])))
+(def p2 {:wq (w 6 [D D]) :wk (w 7 [D D]) :wv (w 8 [D D]) :wo (w 9 [D D])
+         :bq (w 10 [D]) :bk (w 11 [D]) :bv (w 12 [D]) :bo (w 13 [D])})
+(defn attend [x p]
+  (let [heads (fn [w b] (+ (einsum "... t d, d h k -> ... h t k" x (reshape w D H Hd)) (reshape b H 1 Hd)))
+        q (heads (get p :wq) (get p :bq))
+        k (heads (get p :wk) (get p :bk))
+        v (heads (get p :wv) (get p :bv))
+        scores (/ (f32 (einsum "... h t k, ... h s k -> ... h t s" q k)) (sqrt Hd))
+        probs (softmax (where (== mask 1.0) scores -3e4) :axis -1)
+        ctx (einsum "... h t s, ... h s k -> ... h t k" (bf probs) v)
+        out (+ (einsum "... h t k, h k d -> ... t d" ctx (reshape (get p :wo) H Hd D)) (get p :bo))]
+    [out probs]))
+(defn style2-attention [x p] (let [[a _] (attend x p)] a))
+
+;; bench/gpt_step_style3.shf
+(def causal-bias (* (- 1.0 (tril (ones [T T]))) -1e9))
+(defn dense [key n-in n-out] {:w (w key [n-in n-out]) :b (w (+ key 1) [n-out])})
+(def p3 {:heads [{:q (dense 20 D Hd) :k (dense 22 D Hd) :v (dense 24 D Hd)}
+                 {:q (dense 26 D Hd) :k (dense 28 D Hd) :v (dense 30 D Hd)}]
+         :proj (dense 32 D D)})
+(defn apply-dense [p x] (+ (@ x (get p :w)) (get p :b)))
+(defn stable-softmax [s]
+  (let [e (exp (- s (max s :axis -1 :keepdims)))]
+    (/ e (sum e :axis -1 :keepdims))))
+(defn head [x h]
+  (let [q (apply-dense (get h :q) x)
+        k (apply-dense (get h :k) x)
+        v (apply-dense (get h :v) x)
+        s (+ (* (f32 (@ q (transpose k [0 2 1]))) (/ 1.0 (sqrt Hd))) causal-bias)]
+    (@ (bf (stable-softmax s)) v)))
+(defn style3-attention [x p]
+  (apply-dense (get p :proj) (concat (map (fn [h] (head x h)) (get p :heads)) :axis -1)))
+
+;; a training step's gradient of each: (value-and-grad) over the parameters
+(defn train [f x p] ((value-and-grad (fn [p] (sum (f32 (f x p))))) p))
+(defn mixed-train [x p] (train mixed-attention x p))
+(defn style2-train [x p] (train style2-attention x p))
+(defn style3-train [x p] (train style3-attention x p))
+)";
+
+struct Style {
+  const char* name;  // the forward function; "<prefix>-train" is its training step
+  const char* prefix;
+  const char* x;
+  const char* params;
+  size_t chains;   // attention chains: one per einsum over all heads, one per head module
+  size_t trained;  // the chains of its training step (each an Attention and an AttentionGrad step)
+};
+
+class AttentionStyles : public ::testing::TestWithParam<Style> {
+ protected:
+  void SetUp() override { in.run_text(kProgram, "<attention styles>"); }
+
+  // The GPU schedule of `fn` applied to the style's x and parameters: how many steps of each kind.
+  std::pair<size_t, size_t> attention_steps(const std::string& fn) {
+    const Style& s = GetParam();
+    std::vector<Value> args;
+    for (const char* a : {s.x, s.params}) args.push_back(in.global(symbols::intern(a))->value);
+    trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, args, SrcLoc{}, false);
+    passes::optimize(t.graph);
+    const fusion::Schedule sched = fusion::fuse(t.graph, {.gpu = true, .attention = true});
+    std::pair<size_t, size_t> n{0, 0};
+    for (const fusion::Step& st : sched.steps) {
+      n.first += st.kind == fusion::StepKind::Attention;
+      n.second += st.kind == fusion::StepKind::AttentionGrad;
+    }
+    return n;
+  }
+
+  std::ostringstream out;
+  Interp in{out};
+};
+
+TEST_P(AttentionStyles, ForwardIsOneAttentionStepPerChain) {
+  const auto [forward, backward] = attention_steps(GetParam().name);
+  EXPECT_EQ(forward, GetParam().chains);
+  EXPECT_EQ(backward, 0u);
+}
+
+TEST_P(AttentionStyles, TrainingStepHasAnAttentionGradStepPerChain) {
+  const auto [forward, backward] = attention_steps(std::string(GetParam().prefix) + "-train");
+  EXPECT_EQ(forward, GetParam().trained);
+  EXPECT_EQ(backward, GetParam().trained);
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, AttentionStyles,
+                         ::testing::Values(Style{"mixed-attention", "mixed", "x32", "p", 1, 1},
+                                           Style{"style2-attention", "style2", "x", "p2", 1, 1},
+                                           // softmax written out: its max passes a gradient (zero
+                                           // up to rounding) that the kernel leaves out, so a
+                                           // training step has no chain
+                                           Style{"style3-attention", "style3", "x", "p3", 2, 0}),
+                         [](const auto& info) { return std::string(info.param.prefix); });
+
+}  // namespace
+}  // namespace sheaf
