@@ -9,6 +9,7 @@
 
 #include "backend/cpu/program.hpp"
 #include "backend/ref/executor.hpp"
+#include "builtins/init_runtime.hpp"
 #include "eval/interp.hpp"
 #include "io/scratch_dir.hpp"
 #include "passes/passes.hpp"
@@ -31,7 +32,7 @@ struct Fixture {
   sheaf::Value fn, p, x;
   explicit Fixture(bool jit, sheaf::Device device = sheaf::Device::Ref) {
     if (!jit) in.jit.reset();
-    else in.jit->device = device;
+    else jit_of(in)->device = device;
     in.run_text(kProgram, "<bench>");
     fn = in.run_text("forward", "<bench>");
     p = in.run_text("params", "<bench>");
@@ -47,8 +48,8 @@ void compiled_call(benchmark::State& st, sheaf::Device device) {
   Fixture f(true, device);
   f.call();  // trace, build and cache
   for (auto _ : st) benchmark::DoNotOptimize(f.call());
-  st.counters["traces"] = static_cast<double>(f.in.jit->stats().traces);
-  st.counters["native"] = static_cast<double>(f.in.jit->stats().built + f.in.jit->stats().loaded);
+  st.counters["traces"] = static_cast<double>(jit_of(f.in)->stats().traces);
+  st.counters["native"] = static_cast<double>(jit_of(f.in)->stats().built + jit_of(f.in)->stats().loaded);
 }
 void BM_CompiledCallCpu(benchmark::State& st) { compiled_call(st, sheaf::Device::Cpu); }
 void BM_CompiledCallRef(benchmark::State& st) { compiled_call(st, sheaf::Device::Ref); }
@@ -102,4 +103,11 @@ BENCHMARK(BM_Interpreted);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  sheaf::init_runtime();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

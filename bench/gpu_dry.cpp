@@ -21,6 +21,7 @@
 #include "backend/cuda/allocator.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
+#include "builtins/init_runtime.hpp"
 #include "eval/interp.hpp"
 #include "runtime/jit.hpp"
 #include "value/printer.hpp"
@@ -124,11 +125,12 @@ int run(int argc, char** argv) {
     std::cerr << "usage: gpu_dry [--compile] FILE.shf [-- ARGS]\n";
     return 2;
   }
+  init_runtime();
   Interp in(std::cout);
   for (int i = file + 1; i < argc; ++i)
     if (i > file + 1 || std::strcmp(argv[i], "--") != 0) in.program_args.push_back(argv[i]);
-  in.jit->gpu = std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile));
-  in.jit->device = Device::Cuda;
+  jit_of(in)->gpu = std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile));
+  jit_of(in)->device = Device::Cuda;
 
   // The work between two calls reaching the JIT is the earlier call's.
   std::map<std::string, Calls> by_fn;
@@ -136,13 +138,13 @@ int run(int argc, char** argv) {
   cuda::Work at_start;
   auto close = [&] {
     if (running.empty()) return;
-    by_fn[running].last = in.jit->stats().gpu.work - at_start;
+    by_fn[running].last = jit_of(in)->stats().gpu.work - at_start;
   };
-  in.jit->observe = [&](const Value& fn, std::span<const Value>) {
+  jit_of(in)->observe = [&](const Value& fn, std::span<const Value>) {
     close();
     running = fn.as<FnObj>().name;  // the JIT sees closures only
     ++by_fn[running].calls;
-    at_start = in.jit->stats().gpu.work;
+    at_start = jit_of(in)->stats().gpu.work;
   };
   try {
     in.run_file(argv[file]);
@@ -156,7 +158,7 @@ int run(int argc, char** argv) {
     std::cout << fmt::format("  {:<24} {:>5} calls  {:>6} kernels {:>9.3f} GB of buffers  {:>5} products {:>10.3f} GFLOP\n",
                              name, c.calls, c.last.kernels, c.last.kernel_bytes / 1e9, c.last.products,
                              c.last.product_flops / 1e9);
-  in.jit->report(std::cout);
+  jit_of(in)->report(std::cout);
   return 0;
 }
 

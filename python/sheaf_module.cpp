@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "base/error.hpp"
+#include "builtins/init_runtime.hpp"
 #include "convert.hpp"
 #include "model.hpp"
 #include "obs/guards.hpp"
@@ -179,8 +180,8 @@ ModelPtr load(const std::filesystem::path& path, bool jit, const std::string& de
         if (!jit) {
           in.jit.reset();
         } else {  // compiled code on the CPU, cached in __sheaf__/ beside the file (SPEC §7.9)
-          in.jit->device = device == "ref" ? Device::Ref : Device::Cpu;
-          in.jit->cache_beside(std::filesystem::absolute(path).parent_path().string());
+          jit_of(in)->device = device == "ref" ? Device::Ref : Device::Cpu;
+          jit_of(in)->cache_beside(std::filesystem::absolute(path).parent_path().string());
         }
         live = &in;
         FlushOutput flush{in};
@@ -220,6 +221,7 @@ PYBIND11_MODULE(sheaf, mod) {
   // One malloc arena, as the CLI does: the worker thread would otherwise get a secondary arena
   // that returns large tensor buffers to the kernel on every free.
   mallopt(M_ARENA_MAX, 1);
+  init_runtime();
 
   mod.doc() = "Sheaf, a Lisp for neural networks: load a .shf program and call its functions with numpy arrays.";
   mod.attr("__version__") = SHEAF_VERSION;

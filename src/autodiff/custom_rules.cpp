@@ -8,12 +8,12 @@
 //                           argument, mirroring it; nil for none); eagerly, f.
 // Both are functions of a rest argument that forward to an internal builtin, like the functions
 // value-and-grad returns.
+#include "autodiff/builtins.hpp"
 #include "autodiff/reverse.hpp"
 #include "autodiff/value_and_grad.hpp"
-#include "builtins/args.hpp"
-#include "builtins/pytree.hpp"
-#include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/pytree.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/shape.hpp"
 #include "trace/tracer.hpp"

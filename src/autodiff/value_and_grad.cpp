@@ -15,11 +15,11 @@
 
 #include <unordered_map>
 
+#include "autodiff/builtins.hpp"
 #include "autodiff/reverse.hpp"
-#include "builtins/args.hpp"
-#include "builtins/pytree.hpp"
-#include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/pytree.hpp"
 #include "ir/recorder.hpp"
 #include "runtime/run_once.hpp"
 #include "tensor/layout.hpp"
@@ -244,5 +244,19 @@ Value make_forwarding_fn(std::string_view builtin, const std::vector<Value>& bou
 }
 
 std::span<const BuiltinDef> autodiff_builtins() { return kAutodiff; }
+
+namespace {
+
+// (value-and-grad f): the differentiating function of f.
+Value sf_value_and_grad(Interp& in, const ListObj& f, const EnvPtr& env) {
+  if (f.items.size() != 2) throw SheafError("value-and-grad expects one function: (value-and-grad f)", f.loc);
+  Value fn = in.eval(f.items[1], env);
+  if (!fn.is_callable()) throw SheafError("value-and-grad: expected a function, got " + describe_node(fn), f.loc);
+  return make_value_and_grad(fn, true, f.loc);
+}
+
+}  // namespace
+
+void install_value_and_grad_form() { define_special_form("value-and-grad", sf_value_and_grad); }
 
 }  // namespace sheaf

@@ -25,4 +25,7 @@ std::optional<std::vector<Value>> list_items(const Value& v);
 Value make_forwarding_fn(std::string_view builtin, const std::vector<Value>& bound, const std::string& name, std::string_view suffix,
                          SrcLoc site);
 
+// Defines the special form (value-and-grad f) in the evaluator's table (init_runtime).
+void install_value_and_grad_form();
+
 }  // namespace sheaf

@@ -11,9 +11,9 @@
 #include <unordered_map>
 
 #include "batching/batch_rules.hpp"
-#include "builtins/pytree.hpp"
-#include "builtins/tensor_args.hpp"
 #include "eval/interp.hpp"
+#include "eval/pytree.hpp"
+#include "eval/tensor_args.hpp"
 #include "ir/recorder.hpp"
 #include "runtime/run_once.hpp"
 #include "tensor/elementwise.hpp"

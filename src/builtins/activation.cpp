@@ -8,14 +8,14 @@
 
 #include <cmath>
 
-#include "builtins/args.hpp"
-#include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
-#include "trace/tracer.hpp"
+#include "eval/args.hpp"
+#include "eval/promote.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
+#include "trace/tracer.hpp"
 
 namespace sheaf {
 

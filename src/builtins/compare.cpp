@@ -1,9 +1,9 @@
 // builtins/compare.cpp — equality, ordering and logic on host values (SPEC §5.2).
 #include <algorithm>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
 #include "builtins/scalar.hpp"
+#include "eval/args.hpp"
 #include "tensor/reduce.hpp"
 
 namespace sheaf {

@@ -18,10 +18,10 @@
 // (A concatenation of the K windows is a host step that copies every window first, and one loop
 // summing all K padded windows does not vectorise.) Eagerly, on host tensors, the K windows are
 // concatenated: one pass.
-#include "builtins/args.hpp"
-#include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
+#include "eval/promote.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"

@@ -2,10 +2,10 @@
 // tensor cast. (range/arange live with the sequence builtins; int/float with the math ones.)
 #include <cmath>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"

@@ -3,10 +3,10 @@
 // tensor gathers rows (embedding lookup) and `(get x ... i)` indexes the last axis.
 #include <algorithm>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/gather.hpp"
 #include "value/handle.hpp"
 #include "value/missing_key.hpp"

@@ -5,13 +5,13 @@
 // with the collective inside. `rank` and `shard` depend on which process runs them, so they are
 // effects: a compiled function never bakes one rank's value into code that another rank loads
 // from the cache. broadcast-tree and barrier synchronise the processes, so they are effects too.
-#include "builtins/args.hpp"
-#include "builtins/pytree.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
 #include "dist/collectives.hpp"
 #include "dist/comm.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/pytree.hpp"
+#include "eval/tensor_args.hpp"
 #include "io/row_handle.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"

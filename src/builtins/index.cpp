@@ -2,10 +2,10 @@
 // dynamic-update-slice, top_k. Start positions may be runtime values (rank-0 tensors, i32
 // tensors); sizes are static. Dynamic windows follow StableHLO: starts are clamped so the
 // window fits. `get` on tensors lives with the other `get` cases in dict.cpp; `sort` in list.cpp.
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
 #include "tensor/layout.hpp"

@@ -21,9 +21,9 @@
 // orthonormal. It runs on known keys only (interpreter).
 #include <cmath>
 
-#include "builtins/args.hpp"
 #include "builtins/random.hpp"
 #include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"

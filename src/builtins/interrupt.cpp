@@ -1,8 +1,8 @@
 // builtins/interrupt.cpp — (on-interrupt f) (SPEC §10.1): what a program does after Ctrl-C.
 // The first Ctrl-C stops the program at its next safe point; then f is called with no arguments
 // (to save a checkpoint, say) and the program ends with status 130 (cli/interrupts.hpp).
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
 
 namespace sheaf {

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
 #include "io/append.hpp"
 #include "io/formats.hpp"

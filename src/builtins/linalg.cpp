@@ -7,9 +7,9 @@
 #include <cctype>
 #include <map>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"

@@ -2,11 +2,11 @@
 // A sequence is a list, a tuple, a tensor (rows along axis 0; scalars for 1-D) or a string.
 #include <algorithm>
 
-#include "builtins/args.hpp"
-#include "builtins/format.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/tensor_args.hpp"
+#include "eval/utf8.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
 #include "tensor/layout.hpp"

@@ -2,9 +2,9 @@
 // mse-loss and mae-loss are written in Sheaf in lib/nn.shf.)
 #include <cmath>
 
-#include "builtins/args.hpp"
-#include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
+#include "eval/args.hpp"
+#include "eval/promote.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/reduce.hpp"

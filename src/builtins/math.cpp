@@ -3,11 +3,11 @@
 #include <cmath>
 #include <limits>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/promote.hpp"
 #include "builtins/scalar.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
+#include "eval/promote.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/shape.hpp"
 #include "value/printer.hpp"

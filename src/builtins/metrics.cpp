@@ -3,9 +3,9 @@
 // when given, wins); (tensorboard dir step {:k v ...}) writes TensorBoard records directly
 // (io/tensorboard.hpp), scalars and histograms of tensors. Errors from src/io name the file and
 // are prefixed here with the builtin's name.
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
 #include "builtins/scalar.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
 #include "io/metric_sinks.hpp"
 #include "io/tensorboard.hpp"

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
 #include "value/printer.hpp"
 

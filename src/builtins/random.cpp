@@ -19,12 +19,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "builtins/args.hpp"
-#include "builtins/promote.hpp"
 #include "builtins/random.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/promote.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
 #include "tensor/layout.hpp"

@@ -10,11 +10,11 @@
 // minimum/maximum: (max 3 5) → 5.
 #include <algorithm>
 
-#include "builtins/args.hpp"
-#include "builtins/promote.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/promote.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/reduce.hpp"

@@ -1,9 +1,11 @@
-// builtins/registry.cpp — the family tables, named, and their concatenation into the builtin table.
+// builtins/registry.cpp — the family tables, named and in table order, installed as the builtin table.
 #include "builtins/registry.hpp"
+
+#include "autodiff/builtins.hpp"
 
 namespace sheaf {
 
-std::span<const BuiltinFamily> builtin_families() {
+void install_builtins() {
   static const BuiltinFamily families[] = {
       {"arithmetic and math", math_builtins()},   {"comparison and logic", compare_builtins()},
       {"lists and sequences", list_builtins()},   {"dicts", dict_builtins()},
@@ -19,17 +21,7 @@ std::span<const BuiltinFamily> builtin_families() {
       {"program arguments", program_args_builtins()}, {"metrics", metrics_builtins()},
       {"interrupts", interrupt_builtins()},
   };
-  return families;
-}
-
-const std::vector<const BuiltinDef*>& builtin_table() {
-  static const std::vector<const BuiltinDef*> table = [] {
-    std::vector<const BuiltinDef*> t;
-    for (const BuiltinFamily& family : builtin_families())
-      for (const BuiltinDef& d : family.defs) t.push_back(&d);
-    return t;
-  }();
-  return table;
+  eval_hooks.builtins = families;
 }
 
 }  // namespace sheaf

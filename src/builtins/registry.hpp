@@ -1,11 +1,12 @@
-// builtins/registry.hpp — the one builtin table (name, signature, doc, function, arity).
+// builtins/registry.hpp — the families of the one builtin table (name, signature, doc,
+// function, arity), which the evaluator owns (eval/hooks.hpp: builtin_families, builtin_table).
 // It feeds dispatch, REPL `:help` and completion, `sheaf init-ai` and docs/reference.md.
-// Each family file (math, compare, list, dict, string, …) contributes one static array.
+// Each family file (math, compare, list, dict, string, …) contributes one static array; the
+// transforms of autodiff/ contribute theirs (autodiff/builtins.hpp).
 #pragma once
 #include <span>
-#include <vector>
 
-#include "value/function.hpp"
+#include "eval/hooks.hpp"
 
 namespace sheaf {
 
@@ -28,21 +29,12 @@ std::span<const BuiltinDef> schedule_builtins();    // linear-warmup … cosine-
 std::span<const BuiltinDef> io_builtins();          // io
 std::span<const BuiltinDef> conv_builtins();        // conv1d conv2d
 std::span<const BuiltinDef> transform_builtins();   // vmap
-std::span<const BuiltinDef> autodiff_builtins();     // grad jvp (value-and-grad is a special form)
-std::span<const BuiltinDef> rule_builtins();         // checkpoint custom-vjp
 std::span<const BuiltinDef> distributed_builtins();  // rank world-size all-reduce broadcast-tree barrier shard
 std::span<const BuiltinDef> program_args_builtins();  // args
 std::span<const BuiltinDef> metrics_builtins();       // log-metrics log-metrics-to tensorboard
 std::span<const BuiltinDef> interrupt_builtins();     // on-interrupt
 
-struct BuiltinFamily {
-  std::string_view name;  // "linear algebra"
-  std::span<const BuiltinDef> defs;
-};
-// The families in table order; they feed the generated reference (docs/reference.md, init-ai).
-std::span<const BuiltinFamily> builtin_families();
-
-// All builtins, in family order.
-const std::vector<const BuiltinDef*>& builtin_table();
+// Installs the families, in table order, as the evaluator's builtin table (init_runtime).
+void install_builtins();
 
 }  // namespace sheaf

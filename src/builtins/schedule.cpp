@@ -13,8 +13,8 @@
 #include <cmath>
 #include <tuple>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
 
 namespace sheaf {

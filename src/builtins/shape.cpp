@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <numeric>
 
-#include "builtins/args.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
 #include "tensor/layout.hpp"

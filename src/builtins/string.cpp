@@ -6,11 +6,12 @@
 #include <atomic>
 #include <cstdint>
 
-#include "builtins/args.hpp"
 #include "builtins/format.hpp"
 #include "builtins/registry.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
 #include "eval/progress.hpp"
+#include "eval/utf8.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 

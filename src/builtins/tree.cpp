@@ -4,11 +4,11 @@
 // by the symbol `*`, e.g. `{:b [*, *], :w *}` — printable, and comparable with `=`.
 #include <array>
 
-#include "builtins/args.hpp"
-#include "builtins/pytree.hpp"
 #include "builtins/registry.hpp"
-#include "builtins/tensor_args.hpp"
+#include "eval/args.hpp"
 #include "eval/interp.hpp"
+#include "eval/pytree.hpp"
+#include "eval/tensor_args.hpp"
 #include "tensor/shape.hpp"
 #include "value/printer.hpp"
 

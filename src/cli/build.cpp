@@ -194,12 +194,12 @@ int build(const BuildOptions& o) {
   }
   if (o.trace_with) {
     log("running " + o.file + " to record the first call of each function");
-    in.jit->observe = [&](const Value& fn, std::span<const Value> args) {
+    jit_of(in)->observe = [&](const Value& fn, std::span<const Value> args) {
       const std::string& name = fn.as<FnObj>().name;
       if (!first_calls.count(name)) first_calls[name] = std::vector<Value>(args.begin(), args.end());
     };
     in.run_file(o.file);
-    in.jit->observe = nullptr;
+    jit_of(in)->observe = nullptr;
   } else {
     log("evaluating the definitions of " + o.file);
     evaluate_definitions(in, o.file);

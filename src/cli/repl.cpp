@@ -331,7 +331,7 @@ bool cmd_trace(Interp& in, const std::string& arg) {
     return true;
   }
   obs::Level level = arg == "fast" ? obs::Level::Fast : arg == "verbose" ? obs::Level::Verbose : obs::Level::Normal;
-  in.observer().set_trace(arg != "off", level);
+  obs::session(in).set_trace(arg != "off", level);
   std::cout << (arg == "off" ? "Tracing off.\n" : "Tracing on (" + std::string(arg.empty() || arg == "on" ? "normal" : arg) + ").\n");
   return true;
 }

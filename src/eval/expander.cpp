@@ -7,7 +7,6 @@
 #include "base/error.hpp"
 #include "base/stack.hpp"
 #include "eval/interp.hpp"
-#include "obs/session.hpp"
 
 namespace sheaf {
 namespace {

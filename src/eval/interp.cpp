@@ -11,16 +11,13 @@
 
 #include "base/interrupt.hpp"
 #include "base/stack.hpp"
-#include "builtins/dtype_suffix.hpp"
-#include "builtins/format.hpp"
-#include "builtins/registry.hpp"
+#include "eval/dtype_suffix.hpp"
+#include "eval/hooks.hpp"
 #include "eval/typed_params.hpp"
-#include "obs/session.hpp"
+#include "eval/utf8.hpp"
 #include "reader/reader.hpp"
-#include "runtime/jit.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
-#include "trace/tracer.hpp"
 #include "value/handle.hpp"
 #include "value/missing_key.hpp"
 #include "value/printer.hpp"
@@ -45,6 +42,7 @@ DepthGuard::DepthGuard(Interp& i, SrcLoc loc) : in(i) {
 }
 
 Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
+  check_hooks_installed();
   set_max_tensor_elements(limits_.max_elements);
   for (const SpecialForm& sf : special_forms()) {
     int id = symbols::intern(sf.name);
@@ -54,7 +52,7 @@ Interp::Interp(std::ostream& out, Limits limits) : out_(out), limits_(limits) {
   for (const BuiltinDef* d : builtin_table())
     builtins_[symbols::intern(d->name)] = Value::object(Kind::Builtin, std::make_shared<BuiltinObj>(d));
   use_module("macros", {});  // preloaded standard macros (SPEC §4.7)
-  jit = std::make_unique<Jit>();
+  jit = eval_hooks.make_compiler();
 }
 
 Interp::~Interp() {
@@ -124,7 +122,7 @@ Value Interp::eval_toplevel(const Value& form) {
     return v;
   } catch (const SheafError&) {
     throw;
-  } catch (const obs::GuardBreach&) {  // its report is printed as it is
+  } catch (const ReportedError&) {  // its report is printed as it is
     throw;
   } catch (const Interrupted&) {
     throw;
@@ -151,7 +149,7 @@ void Interp::define(int id, Value v, Global::Type type, SrcLoc loc) {
   if (module_env_) {  // nn/optim: their functions see their own definitions first
     module_env_->bind(id, v);
     if (globals_.count(id)) return;  // a user definition made before the module loaded stays
-  } else if (trace::tracing()) {
+  } else if (eval_hooks.trace.tracing()) {
     throw TraceAbort("defines the global '" + symbols::name(id) + "'");
   }
   bool replaces = globals_.count(id) || builtins_.count(id);
@@ -340,14 +338,14 @@ static bool observed(const Value& f) {
 Value Interp::call(const Value& f, std::span<const Value> args, SrcLoc site) {
   // SHEAF_OBSERVABILITY=0 compiles the hook out (bench/: the cost of the test when it is off).
   if (SHEAF_OBSERVABILITY && obs && observed(f)) [[unlikely]] {
-    obs::Session::Call c(*obs, f, args);
+    CallObserver::Call c(*obs, f, args);
     return c.leave(call_unobserved(f, args, site));
   }
   return call_unobserved(f, args, site);
 }
 
-obs::Session& Interp::observer() {
-  if (!obs) obs = std::make_unique<obs::Session>(obs::Options{}, std::cerr);
+CallObserver& Interp::observer() {
+  if (!obs) obs = eval_hooks.make_observer();
   return *obs;
 }
 
@@ -363,12 +361,12 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
                                    d.max_args == 1 && d.min_args == 1 ? "" : "s", n, d.signature),
                        site);
     }
-    if (trace::tracing()) {
+    if (eval_hooks.trace.tracing()) {
       if (d.effectful) {
-        if (trace::output_effects_muted() && (d.name == "print" || d.name == "progress")) return Value();
+        if (eval_hooks.trace.output_effects_muted() && (d.name == "print" || d.name == "progress")) return Value();
         throw TraceAbort(fmt::format("calls '{}', which has effects", d.name));
       }
-      trace::set_site(site);
+      eval_hooks.trace.set_site(site);
     }
     try {
       return d.fn(*this, CallArgs{args, site, d.name});
@@ -386,7 +384,7 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
       throw;
     } catch (const TraceAbort&) {
       throw;
-    } catch (const obs::GuardBreach&) {
+    } catch (const ReportedError&) {
       throw;
     } catch (const Interrupted&) {
       throw;
@@ -397,7 +395,7 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
   if (f.is(Kind::Fn)) return call_fn(f, args, site);
   if (f.is(Kind::Handle)) {  // (h i), (h 100:200)
     if (args.size() != 1) throw SheafError(fmt::format("a data handle takes one index or slice, got {} arguments", args.size()), site);
-    if (trace::tracing()) throw TraceAbort("reads a data handle (I/O)");
+    if (eval_hooks.trace.tracing()) throw TraceAbort("reads a data handle (I/O)");
     return f.as<HandleObj>().read(args[0], site);
   }
   throw SheafError(fmt::format("Cannot call {} {}", kind_name(f.kind()), print_value(f, false)), site);
@@ -429,7 +427,7 @@ Value Interp::call_fn(const Value& fv, std::span<const Value> args, SrcLoc site,
   }
   if (std::any_of(p.patterns.begin(), p.patterns.end(), is_typed_param)) check_typed_args(*this, fn.name, p, args, site);
   // A macro takes forms, never tensors: not a call to compile (nor to walk its forms for them).
-  if (jit && !fn.is_macro && !fn.name.empty() && !trace::tracing() && !(obs && obs->wants_interior()))
+  if (jit && !fn.is_macro && !fn.name.empty() && !eval_hooks.trace.tracing() && !(obs && obs->wants_interior()))
     if (std::optional<Value> r = jit->call(*this, fv, args, site)) return *r;
   auto env = std::make_shared<Env>(fn.env);
   env->vars.reserve(n + 1);

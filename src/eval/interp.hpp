@@ -13,20 +13,15 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "eval/hooks.hpp"
 #include "value/function.hpp"
 
 namespace sheaf {
 
-struct ListObj;
-class Interp;
-namespace obs {
-class Session;
-}
-
 // A special form receives its unevaluated form. Its table row also feeds `:help`.
 struct SpecialForm {
   std::string_view name, signature, doc;
-  Value (*fn)(Interp&, const ListObj& form, const EnvPtr& env);
+  SpecialFormFn fn;  // null until its layer defines it (eval/hooks.hpp)
 };
 std::span<const SpecialForm> special_forms();
 bool is_reserved_name(std::string_view name);  // special forms (SPEC §4) cannot be shadowed
@@ -101,11 +96,12 @@ class Interp {
   std::vector<std::string> metric_sinks;
   bool metric_sinks_from_cli = false;
 
-  // Automatic compilation of pure functions (runtime/jit.hpp); null with --no-jit.
-  std::unique_ptr<class Jit> jit;
-  // Tracer, guards, profiler (obs/session.hpp); null when none is on: calls are not observed.
-  std::unique_ptr<obs::Session> obs;
-  obs::Session& observer();  // creates a session with everything off when there is none
+  // Automatic compilation of pure functions (runtime/jit.hpp: jit_of); null with --no-jit.
+  std::unique_ptr<CallCompiler> jit;
+  // Tracer, guards, profiler (obs/session.hpp: session_of); null when none is on: calls are not
+  // observed.
+  std::unique_ptr<CallObserver> obs;
+  CallObserver& observer();  // creates a session with everything off when there is none
 
   // REPL-wide flags.
   bool warned_lambda = false;

@@ -8,7 +8,6 @@
 
 #include "base/notice.hpp"
 #include "eval/interp.hpp"
-#include "obs/summary.hpp"
 #include "value/printer.hpp"
 
 namespace sheaf {

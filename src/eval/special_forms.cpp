@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <optional>
 
-#include "autodiff/value_and_grad.hpp"
 #include "base/error.hpp"
-#include "builtins/pytree.hpp"
+#include "eval/hooks.hpp"
 #include "eval/interp.hpp"
 #include "eval/progress.hpp"
 #include "eval/typed_params.hpp"
-#include "obs/session.hpp"
-#include "trace/tracer.hpp"
+#include "tensor/elementwise.hpp"
 #include "value/printer.hpp"
 #include "value/tensor_value.hpp"
 
@@ -20,6 +18,11 @@ namespace {
 
 std::string head(const ListObj& f) { return f.items[0].as_str(); }
 SrcLoc at(const Value& v, const ListObj& f) { return v.loc().valid() ? v.loc() : f.loc; }
+
+// A rank-0 bool computed from traced values: a condition known only at run time.
+bool runtime_condition(const Value& v) {
+  return v.is(Kind::Tensor) && v.as_tensor().is_symbolic() && v.as_tensor().rank() == 0 && v.as_tensor().dtype() == DType::Bool;
+}
 
 void need(const ListObj& f, size_t min_items, const char* usage) {
   if (f.items.size() < min_items) throw SheafError(head(f) + ": expected " + usage, f.loc);
@@ -153,15 +156,15 @@ Value sf_with_params(Interp& in, const ListObj& f, const EnvPtr& env) {
 Value sf_if(Interp& in, const ListObj& f, const EnvPtr& env) {
   if (f.items.size() < 3 || f.items.size() > 4) throw SheafError("if: expected (if cond then [else])", f.loc);
   Value c = in.eval(f.items[1], env);
-  if (trace::runtime_condition(c)) {
+  if (runtime_condition(c)) {
     // A runtime condition while tracing: both branches are traced and merged with select (SPEC §6.4).
     Value a = in.eval(f.items[2], env);
     Value b = f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
     if (a.is(Kind::Recur) || b.is(Kind::Recur)) {
-      if (!trace::in_loop_trace()) throw TraceAbort("`recur` decided on traced values outside a loop being compiled");
-      return trace::merge_loop_exits(c.as_tensor(), a, b);
+      if (!eval_hooks.trace.in_loop_trace()) throw TraceAbort("`recur` decided on traced values outside a loop being compiled");
+      return eval_hooks.trace.merge_loop_exits(c.as_tensor(), a, b);
     }
-    return trace::merge_branches(c.as_tensor(), a, b);
+    return eval_hooks.trace.merge_branches(c.as_tensor(), a, b);
   }
   if (c.truthy()) return in.eval(f.items[2], env);
   return f.items.size() == 4 ? in.eval(f.items[3], env) : Value();
@@ -210,9 +213,9 @@ Value and_or(Interp& in, const ListObj& f, const EnvPtr& env, size_t i, bool is_
   for (; i < f.items.size(); ++i) {
     v = in.eval(f.items[i], env);
     const bool last = i + 1 == f.items.size();
-    if (!last && trace::runtime_condition(v)) {
+    if (!last && runtime_condition(v)) {
       Value rest = and_or(in, f, env, i + 1, is_and);
-      return is_and ? trace::merge_branches(v.as_tensor(), rest, v) : trace::merge_branches(v.as_tensor(), v, rest);
+      return is_and ? eval_hooks.trace.merge_branches(v.as_tensor(), rest, v) : eval_hooks.trace.merge_branches(v.as_tensor(), v, rest);
     }
     if (last || v.truthy() != is_and) return v;
   }
@@ -274,7 +277,7 @@ std::optional<Value> repeat_as_while(Interp& in, const ListObj& f, const EnvPtr&
     return Value::list({Value::tensor(binary(Binary::Add, counter(st), Tensor::scalar(DType::I32, 1))), next});
   };
   try {
-    return trace::trace_while(Value::list({Value::integer(0), acc.value}), cond, body, n).as_list().items[1];
+    return eval_hooks.trace.trace_while(Value::list({Value::integer(0), acc.value}), cond, body, n).as_list().items[1];
   } catch (const TraceAbort&) {
     return std::nullopt;
   }
@@ -295,10 +298,10 @@ Value sf_repeat(Interp& in, const ListObj& f, const EnvPtr& env) {
     n = count_value(in, counter, env, f);
   }
   Accumulator acc = accumulator(in, f, env);
-  if (trace::tracing() && n > kUnrolledRepeat && !acc.pattern.is_nil())
+  if (eval_hooks.trace.tracing() && n > kUnrolledRepeat && !acc.pattern.is_nil())
     if (std::optional<Value> r = repeat_as_while(in, f, env, acc, index_id, n)) return *r;
   std::optional<ProgressBar> bar;
-  if (in.progress_bars && !trace::tracing()) bar.emplace(in, n);
+  if (in.progress_bars && !eval_hooks.trace.tracing()) bar.emplace(in, n);
   for (int64_t i = 0; i < n; ++i) {
     auto local = std::make_shared<Env>(env);
     if (index_id >= 0) local->bind(index_id, Value::integer(i));
@@ -318,7 +321,7 @@ Value sf_while(Interp& in, const ListObj& f, const EnvPtr& env) {
     acc.bind(in, *local, f.loc);
     DepthGuard step(in, f.loc);  // counts steps for the evaluation limit
     Value c = in.eval(f.items[1], local);
-    if (trace::runtime_condition(c)) {
+    if (runtime_condition(c)) {
       // A data-dependent loop while tracing: the rest of it becomes one IR while (SPEC §6.4).
       if (acc.pattern.is_nil()) throw TraceAbort("`while` has a condition computed from traced values and no state to carry");
       auto in_state = [&](const Value& st, auto&& eval) {
@@ -326,9 +329,9 @@ Value sf_while(Interp& in, const ListObj& f, const EnvPtr& env) {
         bind_pattern(in, *e, acc.pattern, st, f.loc);
         return eval(e);
       };
-      return trace::trace_while(
+      return eval_hooks.trace.trace_while(
           acc.value, [&](const Value& st) { return in_state(st, [&](const EnvPtr& e) { return in.eval(f.items[1], e); }); },
-          [&](const Value& st) { return in_state(st, [&](const EnvPtr& e) { return in.eval_body(acc.body, e); }); });
+          [&](const Value& st) { return in_state(st, [&](const EnvPtr& e) { return in.eval_body(acc.body, e); }); }, 0);
     }
     if (!c.truthy()) break;
     acc.update(in.eval_body(acc.body, local));
@@ -381,9 +384,8 @@ Value sf_loop(Interp& in, const ListObj& f, const EnvPtr& env) {
   auto run_body = [&](const std::vector<Value>& values) {
     auto local = std::make_shared<Env>(env);
     for (size_t i = 0; i < patterns.size(); ++i) bind_pattern(in, *local, patterns[i], values[i], b.loc);
-    std::optional<trace::LoopScope> compiling;
-    if (trace::tracing()) compiling.emplace();
-    return in.eval_body(body, local);
+    if (!eval_hooks.trace.tracing()) return in.eval_body(body, local);
+    return eval_hooks.trace.in_loop_body([&] { return in.eval_body(body, local); });
   };
   for (;;) {
     DepthGuard step(in, f.loc);
@@ -391,7 +393,7 @@ Value sf_loop(Interp& in, const ListObj& f, const EnvPtr& env) {
     if (!r.is(Kind::Recur)) return r;
     // While tracing, a recur decided by traced values: the rest of the loop becomes one IR while.
     if (static_cast<const RecurObj&>(*r.raw()).go)
-      return trace::trace_loop(Value::list(vals), [&](const Value& st) { return run_body(st.as_list().items); });
+      return eval_hooks.trace.trace_loop(Value::list(vals), [&](const Value& st) { return run_body(st.as_list().items); });
     auto& args = static_cast<const RecurObj&>(*r.raw()).args;
     if (args.size() != patterns.size())
       throw SheafError(fmt::format("recur: expected {} value{} (one per loop binding), got {}", patterns.size(),
@@ -443,28 +445,9 @@ Value sf_static(Interp& in, const ListObj& f, const EnvPtr& env) {
   return in.eval(f.items[1], env);
 }
 
-// (guard :no-nan e), (guard :range [lo hi] e), (guard :shape [d...] e): e, checked (obs/guards.hpp).
-Value sf_guard(Interp& in, const ListObj& f, const EnvPtr& env) {
-  const char* usage = "guard: expected (guard :no-nan e), (guard :range [lo hi] e) or (guard :shape [d...] e)";
-  if (f.items.size() < 3 || !f.items[1].is(Kind::Keyword)) throw SheafError(usage, f.loc);
-  const std::string& kind = f.items[1].as_str();
-  bool has_literal = kind != "no-nan";
-  if (f.items.size() != (has_literal ? 4u : 3u)) throw SheafError(usage, f.loc);
-  obs::GuardCheck check = obs::guard_form_check(kind, has_literal ? f.items[2] : Value(), at(f.items[2], f));
-  Value v = in.eval(f.items.back(), env);
-  in.observer().guard_form(check, v, f.loc);
-  return v;
-}
-
-// (value-and-grad f): the differentiating function of f (autodiff/value_and_grad.cpp).
-Value sf_value_and_grad(Interp& in, const ListObj& f, const EnvPtr& env) {
-  if (f.items.size() != 2) throw SheafError("value-and-grad expects one function: (value-and-grad f)", f.loc);
-  Value fn = in.eval(f.items[1], env);
-  if (!fn.is_callable()) throw SheafError("value-and-grad: expected a function, got " + describe_node(fn), f.loc);
-  return make_value_and_grad(fn, true, f.loc);
-}
-
-const SpecialForm kSpecialForms[] = {
+// The rows of guard (obs/session.cpp) and value-and-grad (autodiff/value_and_grad.cpp) get their
+// handlers from those layers at start-up (define_special_form).
+constinit SpecialForm kSpecialForms[] = {
     {"def", "(def name expr)", "Global immutable constant, evaluated once.", sf_def},
     {"defn", "(defn name [params] body...)",
      "Global named function; `& rest` collects extra arguments; (x [4 2]) and (p :as Schema) check arguments.", sf_defn},
@@ -481,7 +464,7 @@ const SpecialForm kSpecialForms[] = {
     {"and", "(and e...)", "Short-circuit: first falsy value or the last value; (and) is true.", sf_and},
     {"or", "(or e...)", "Short-circuit: first truthy value or the last value; (or) is false.", sf_or},
     {"guard", "(guard :no-nan e) / (guard :range [lo hi] e) / (guard :shape [d...] e)",
-     "Runtime assertion returning e unchanged; a breach reports and exits with status 1.", sf_guard},
+     "Runtime assertion returning e unchanged; a breach reports and exits with status 1.", nullptr},
     {"->", "(-> x f (g a) ...)", "Thread-first: x becomes the first argument of each step.", sf_expand_then_eval},
     {"->>", "(->> x (f a) ...)", "Thread-last: x becomes the last argument of each step.", sf_expand_then_eval},
     {"as->", "(as-> x name step...)", "Bind the running value to name in each step.", sf_expand_then_eval},
@@ -495,13 +478,19 @@ const SpecialForm kSpecialForms[] = {
     {"unquote-splicing", "~@xs", "Splice a list inside a quasiquote.", sf_unquote},
     {"with-params", "(with-params [d] body...) / (with-params [d :k] body...)", "Bind every key of dict d as a local.",
      sf_with_params},
-    {"value-and-grad", "(value-and-grad f)", "Function returning (value grads) of f at its first argument.", sf_value_and_grad},
+    {"value-and-grad", "(value-and-grad f)", "Function returning (value grads) of f at its first argument.", nullptr},
     {"static", "(static e)", "Legacy; evaluates to e.", sf_static},
 };
 
 }  // namespace
 
 std::span<const SpecialForm> special_forms() { return kSpecialForms; }
+
+void define_special_form(std::string_view name, SpecialFormFn fn) {
+  auto it = std::find_if(std::begin(kSpecialForms), std::end(kSpecialForms), [&](const SpecialForm& sf) { return sf.name == name; });
+  if (it == std::end(kSpecialForms)) throw std::logic_error("define_special_form: no special form '" + std::string(name) + "'");
+  it->fn = fn;
+}
 
 bool is_reserved_name(std::string_view name) {
   static const std::string_view kExtra[] = {"dict", "get", "get-in", "assoc", "last"};

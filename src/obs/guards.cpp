@@ -7,11 +7,10 @@
 #include <cmath>
 
 #include "base/error.hpp"
-#include "builtins/pytree.hpp"
+#include "eval/pytree.hpp"
 #include "obs/summary.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/reduce.hpp"
-#include "trace/tracer.hpp"
 
 namespace sheaf::obs {
 namespace {
@@ -203,7 +202,7 @@ void record_traced_check(const GuardCheck& c, const Value& tree) {
       continue;
     }
     if (c.kind == GuardCheck::Kind::NoNan && !is_float(t.dtype())) continue;
-    trace::record_guard(traced_passes(c, t));
+    eval_hooks.trace.record_guard(traced_passes(c, t));
   }
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/hooks.hpp"
 #include "value/value.hpp"
 
 namespace sheaf::obs {
@@ -54,8 +55,8 @@ bool has_traced_leaf(const Value& v);
 void record_traced_check(const GuardCheck& c, const Value& v);
 
 // Thrown on a breach: the complete report (SPEC §9.2). The command line prints it and exits 1.
-struct GuardBreach : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct GuardBreach : ReportedError {
+  using ReportedError::ReportedError;
 };
 
 }  // namespace sheaf::obs

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "eval/interp.hpp"
 #include "eval/typed_params.hpp"
 #include "io/atomic_write.hpp"
 #include "obs/nan_locator.hpp"
-#include "trace/tracer.hpp"
 
 namespace sheaf::obs {
 namespace {
@@ -74,32 +74,21 @@ bool Session::checks(const GuardSpec& g, const Frame& fr) {
 
 // ---- calls ------------------------------------------------------------------------------------
 
-Session::Call::Call(Session& s, const Value& f, std::span<const Value> args) : s_(s) {
-  s_.enter(f, args);
+void Session::begin_call(const Value& f, std::span<const Value> args) {
+  enter(f, args);
   try {
-    s_.check_arguments(args);  // may breach, or abort a trace
+    check_arguments(args);  // may breach, or abort a trace
   } catch (...) {
-    s_.unwind();  // no destructor runs for a constructor that throws
+    unwind();  // the caller's scope is not open yet
     throw;
   }
-  open_ = true;
-}
-
-Session::Call::~Call() {
-  if (open_) s_.unwind();
-}
-
-Value Session::Call::leave(Value r) {
-  r = s_.leave(std::move(r));
-  open_ = false;
-  return r;
 }
 
 void Session::enter(const Value& f, std::span<const Value> args) {
   Frame fr;
   fr.name = call_name(f);
   fr.fn = f.is(Kind::Fn) ? &f.as<FnObj>() : nullptr;
-  fr.symbolic = trace::tracing();
+  fr.symbolic = eval_hooks.trace.tracing();
   if (fr.symbolic) {
     frames_.push_back(std::move(fr));
     return;
@@ -286,6 +275,35 @@ bool Session::finish() {
     }
   }
   return ok;
+}
+
+// ---- the evaluator's hooks -------------------------------------------------------------------
+
+Session* session_of(const Interp& in) { return static_cast<Session*>(in.obs.get()); }
+
+Session& session(Interp& in) { return static_cast<Session&>(in.observer()); }
+
+namespace {
+
+// (guard :no-nan e), (guard :range [lo hi] e), (guard :shape [d...] e): e, checked (obs/guards.hpp).
+Value sf_guard(Interp& in, const ListObj& f, const EnvPtr& env) {
+  const char* usage = "guard: expected (guard :no-nan e), (guard :range [lo hi] e) or (guard :shape [d...] e)";
+  if (f.items.size() < 3 || !f.items[1].is(Kind::Keyword)) throw SheafError(usage, f.loc);
+  const std::string& kind = f.items[1].as_str();
+  bool has_literal = kind != "no-nan";
+  if (f.items.size() != (has_literal ? 4u : 3u)) throw SheafError(usage, f.loc);
+  SrcLoc at = f.items[2].loc().valid() ? f.items[2].loc() : f.loc;
+  GuardCheck check = guard_form_check(kind, has_literal ? f.items[2] : Value(), at);
+  Value v = in.eval(f.items.back(), env);
+  session(in).guard_form(check, v, f.loc);
+  return v;
+}
+
+}  // namespace
+
+void install_eval_hooks() {
+  eval_hooks.make_observer = [] { return std::unique_ptr<CallObserver>(std::make_unique<Session>(Options{}, std::cerr)); };
+  define_special_form("guard", sf_guard);
 }
 
 }  // namespace sheaf::obs

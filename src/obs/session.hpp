@@ -1,8 +1,8 @@
 // obs/session.hpp — runtime observability of one program run (SPEC §9): the call tracer
 // (--trace), guards (--guard and guard forms), the profiler (--blame, --profile-out).
-// The interpreter holds a Session only when one of them is on (null otherwise: a call then costs
-// one pointer test) and reports every call of a builtin, user function or lambda through a
-// Session::Call scope:
+// The interpreter holds a Session, as its CallObserver (eval/hooks.hpp), only when one of them is
+// on (null otherwise: a call then costs one pointer test) and reports every call of a builtin,
+// user function or lambda through a CallObserver::Call scope:
 //   enter   trace line `├─ [name] args` (console or sheaf_trace.jsonl), the same event into the
 //           ring buffer of the last 100 lines kept for guard backtraces, argument guards, profiler
 //   leave   result guards, `└─ ← result (elapsed)`, profiler
@@ -27,6 +27,7 @@
 #include "value/function.hpp"
 
 namespace sheaf {
+class Interp;
 namespace ir {
 struct Graph;
 }
@@ -45,32 +46,23 @@ struct Options {
   bool color = false;
 };
 
-class Session {
+class Session final : public CallObserver {
  public:
   static constexpr size_t kRingSize = 100;
   Session(Options o, std::ostream& err);
-  ~Session();
+  ~Session() override;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   const Options& options() const { return o_; }
 
-  // One observed call. Construction may throw GuardBreach (an argument breaches); leave(r)
-  // returns r or throws (the result breaches); a scope left by an exception unwinds quietly.
-  class Call {
-   public:
-    Call(Session& s, const Value& f, std::span<const Value> args);
-    ~Call();
-    Value leave(Value r);
-    Call(const Call&) = delete;
-    Call& operator=(const Call&) = delete;
-
-   private:
-    Session& s_;
-    bool open_ = false;
-  };
+  // One observed call: begin_call may throw GuardBreach (an argument breaches); end_call(r)
+  // returns r or throws (the result breaches); a call left by an exception unwinds quietly.
+  void begin_call(const Value& f, std::span<const Value> args) override;
+  Value end_call(Value r) override { return leave(std::move(r)); }
+  void abandon_call() override { unwind(); }
 
   // The innermost call is traced inside (--trace f): it must run interpreted.
-  bool wants_interior() const { return !frames_.empty() && frames_.back().interior; }
+  bool wants_interior() const override { return !frames_.empty() && frames_.back().interior; }
   // The JIT ran the innermost call as compiled code: `graph` on `inputs` took `seconds`.
   void compiled_run(std::shared_ptr<const ir::Graph> graph, std::span<const Tensor> inputs, double seconds);
   // Compilation of `fn` (tracing, passes, native build), shown as `<compile fn>`.
@@ -78,16 +70,16 @@ class Session {
   void compile_end();
 
   // `let` bound the locals of `frame`: guards whose target names one of them.
-  bool checks_locals() const { return checks_locals_; }
-  void bound_locals(const Env& frame);
+  bool checks_locals() const override { return checks_locals_; }
+  void bound_locals(const Env& frame) override;
   // A (guard :check e) form evaluated to v.
   void guard_form(const GuardCheck& c, const Value& v, SrcLoc loc);
   // REPL `:trace`: trace every later call at `level`, or stop tracing.
   void set_trace(bool on, Level level);
   // Keep the ring buffer of recent calls for guard backtraces (on with --guard; guard forms
   // turn it on when the program has them).
-  void keep_backtrace();
-  bool keeps_backtrace() const { return ring_on_; }
+  void keep_backtrace() override;
+  bool keeps_backtrace() const override { return ring_on_; }
   // Text that must key compiled code because guards change it (their specs).
   std::string compile_key() const;
 
@@ -141,5 +133,13 @@ class Session {
   [[noreturn]] void breach(const GuardCheck& c, const std::string& message, const std::string& what, const std::string& origin);
   std::string function_name() const;  // innermost user function ("<toplevel>" outside any)
 };
+
+// The session of an interpreter (the only CallObserver there is); null when none is on.
+Session* session_of(const Interp& in);
+// The session, created with everything off when there is none (Interp::observer).
+Session& session(Interp& in);
+
+// Installs the session factory and the `guard` special form into the evaluator (init_runtime).
+void install_eval_hooks();
 
 }  // namespace sheaf::obs

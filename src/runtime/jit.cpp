@@ -12,13 +12,13 @@
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
 #include "base/notice.hpp"
-#include "builtins/pytree.hpp"
 #include "dist/comm.hpp"
-#include "passes/passes.hpp"
 #include "eval/interp.hpp"
+#include "eval/pytree.hpp"
 #include "io/atomic_write.hpp"
 #include "io/scratch_dir.hpp"
 #include "obs/session.hpp"
+#include "passes/passes.hpp"
 #include "runtime/content_hash.hpp"
 #include "tensor/blas.hpp"
 #include "value/handle.hpp"
@@ -115,7 +115,7 @@ std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& f
   cpu::Prepared p = cpu::prepare(exe.graph);
   stats_.prepare_s += since(t0);
   if (const char* dump = std::getenv("SHEAF_DUMP_CPP")) write_file_atomic(fmt::format("{}/{}.cpp", dump, file_name(name)), p.source.text);
-  std::string guards = in.obs ? in.obs->compile_key() : "";
+  std::string guards = in.obs ? obs::session_of(in)->compile_key() : "";
   ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint() + guards + world_key()), "cpu", "so", content_hash(in, fn),
                 code_hash(in, fn), p.source.digest, signature(exe.graph)};
   const auto& tc = cpu::toolchain();
@@ -191,7 +191,7 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     ~CompileScope() {
       if (s) s->compile_end();
     }
-  } scope(in.obs.get(), name);
+  } scope(obs::session_of(in), name);
   try {
     trace::Traced t = trace::trace_call(in, fn, args, site, c.static_scalars);
     auto exe = std::make_shared<Executable>();
@@ -307,7 +307,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
         return std::nullopt;
       }
     }
-    if (in.obs) in.obs->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, run_s);
+    if (in.obs) obs::session_of(in)->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, run_s);
     inputs_.clear();  // holding the arguments until the next call would keep a training loop's previous parameters alive
     Value r = trace::rebuild(exe->result, results);
     if (profile) stats_.output_s += since(t2);
@@ -359,6 +359,12 @@ void Jit::report(std::ostream& os) const {
                       s.gpu.work.kernel_bytes / 1e9, s.gpu.work.products, s.gpu.work.product_flops / 1e12);
     if (!s.gpu.times.empty()) os << cuda::launch_time_report(s.gpu.times);
   }
+}
+
+Jit* jit_of(const Interp& in) { return static_cast<Jit*>(in.jit.get()); }
+
+void install_jit() {
+  eval_hooks.make_compiler = [] { return std::unique_ptr<CallCompiler>(std::make_unique<Jit>()); };
 }
 
 }  // namespace sheaf

@@ -20,6 +20,7 @@
 #include "backend/cpu/program.hpp"
 #include "backend/cuda/program.hpp"
 #include "backend/ref/executor.hpp"
+#include "eval/hooks.hpp"
 #include "runtime/disk_cache.hpp"
 #include "trace/tracer.hpp"
 #include "value/function.hpp"
@@ -56,7 +57,8 @@ struct JitStats {
   double gpu_build_s = 0;
 };
 
-class Jit {
+// The interpreter's CallCompiler (eval/hooks.hpp), made for each Interp.
+class Jit final : public CallCompiler {
  public:
   static constexpr size_t kLruSize = 8;
   bool profile = false;  // time the phases of every dispatch (--jit-profile)
@@ -74,11 +76,11 @@ class Jit {
 
   // The result of `fn` on `args` through compiled code, or nullopt when the call must be
   // interpreted (no tensor argument, or tracing failed for this key).
-  std::optional<Value> call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site);
+  std::optional<Value> call(Interp& in, const Value& fn, std::span<const Value> args, SrcLoc site) override;
 
   // Drops every compiled specialization: a global they inlined was redefined (a user function
   // replacing a builtin or one of nn/optim's).
-  void forget_compiled() { fns_.clear(); }
+  void forget_compiled() override { fns_.clear(); }
 
   const JitStats& stats() const { return stats_; }
   void report(std::ostream& os) const;  // the --jit-profile text (SPEC §9.5)
@@ -109,5 +111,11 @@ class Jit {
   // The CUDA backend's program for `exe`; null (after a one-line notice) when it cannot be built.
   std::shared_ptr<cuda::Program> build_gpu(const Value& fn, const Executable& exe);
 };
+
+// The JIT of an interpreter (the only CallCompiler there is); null with --no-jit.
+Jit* jit_of(const Interp& in);
+
+// Makes every interpreter get a Jit (eval_hooks.make_compiler; init_runtime).
+void install_jit();
 
 }  // namespace sheaf

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "base/error.hpp"
+#include "eval/hooks.hpp"
 #include "eval/interp.hpp"
 #include "ir/recorder.hpp"
 #include "passes/inline_calls.hpp"
@@ -256,5 +257,22 @@ void flatten_args(std::span<const Value> args, bool static_scalars, std::string&
 }
 
 Value rebuild(const ResultTree& tree, std::span<const Tensor> results) { return rebuild_tree(tree, results); }
+
+void install_eval_hooks() {
+  TraceHooks& h = eval_hooks.trace;
+  h.tracing = tracing;
+  h.output_effects_muted = output_effects_muted;
+  h.set_site = set_site;
+  h.in_loop_trace = in_loop_trace;
+  h.in_loop_body = [](const std::function<Value()>& body) {
+    LoopScope compiling;
+    return body();
+  };
+  h.merge_branches = merge_branches;
+  h.merge_loop_exits = merge_loop_exits;
+  h.trace_while = trace_while;
+  h.trace_loop = trace_loop;
+  h.record_guard = record_guard;
+}
 
 }  // namespace sheaf::trace

@@ -75,10 +75,6 @@ Value rebuild(const ResultTree& tree, std::span<const Tensor> results);
 
 // True while this thread is tracing (user function calls then inline instead of dispatching).
 bool tracing();
-// A rank-0 bool computed from traced values: a condition known only at run time.
-inline bool runtime_condition(const Value& v) {
-  return v.is(Kind::Tensor) && v.as_tensor().is_symbolic() && v.as_tensor().rank() == 0 && v.as_tensor().dtype() == DType::Bool;
-}
 // While an OutputEffectsMuted scope is alive, builtins whose only effect is output (print,
 // progress) do nothing and return nil while tracing, instead of aborting the trace. A
 // differentiated function with prints is traced this way after it ran once eagerly for its
@@ -148,5 +144,9 @@ Value trace_loop(const Value& vals, const std::function<Value(const Value&)>& bo
 // Runtime `if` (SPEC §6.4): both branches were traced; merges them leaf by leaf with select.
 // Throws TraceAbort when they differ in structure, shape or dtype.
 Value merge_branches(const Tensor& cond, const Value& then_v, const Value& else_v);
+
+// Installs the tracing state and the traced control flow above into the evaluator's hooks
+// (eval/hooks.hpp; init_runtime).
+void install_eval_hooks();
 
 }  // namespace sheaf::trace

@@ -5,11 +5,13 @@
 // Build and run with scripts/run_fuzz.sh.
 #include <sstream>
 
+#include "builtins/init_runtime.hpp"
 #include "eval/interp.hpp"
 #include "harness.hpp"
 #include "reader/reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  sheaf::init_runtime();
   std::string text(sheaf::fuzz::as_text(data, size));
   uint32_t file = sheaf::sources::add("fuzz.shf", text);
   std::ostringstream out;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "builtins/init_runtime.hpp"
 #include "eval/interp.hpp"
 #include "reader/reader.hpp"
 #include "value/printer.hpp"
@@ -104,6 +105,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::ostringstream out;
+  init_runtime();
   Interp in(out);
   in.current_dir = std::filesystem::absolute(argv[1]).parent_path().string();
   int passed = 0, failed = 0;

@@ -65,7 +65,7 @@ TEST(Checkpoint, PeakMemoryFallsAndGradientsStayEqual) {
   Value b = in.run_text("(step-ckpt ws x)", "<ckpt>");
   std::string diff = testing_support::difference(a, b, "grads");
   EXPECT_TRUE(diff.empty()) << diff;
-  EXPECT_EQ(in.jit->stats().fallbacks, 0u);
+  EXPECT_EQ(jit_of(in)->stats().fallbacks, 0u);
 }
 
 }  // namespace

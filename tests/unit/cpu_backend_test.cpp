@@ -51,15 +51,15 @@ TEST_P(CpuBackend, MatchesReferenceExecutor) {
   const Case& c = GetParam();
   std::ostringstream out_cpu, out_ref;
   Interp native{out_cpu}, ref{out_ref};
-  native.jit->device = Device::Cpu;
-  native.jit->cache.emplace((std::filesystem::temp_directory_path() / "sheaf-cpu-backend-test" / c.name).string());
-  ref.jit->device = Device::Ref;
+  jit_of(native)->device = Device::Cpu;
+  jit_of(native)->cache.emplace((std::filesystem::temp_directory_path() / "sheaf-cpu-backend-test" / c.name).string());
+  jit_of(ref)->device = Device::Ref;
   Outcome want = run_case(ref, c);
   ASSERT_EQ(want.error, "") << "the program fails on the reference executor:\n" << c.text;
   Outcome got = run_case(native, c);
   ASSERT_EQ(got.error, "") << "the program fails on the cpu backend:\n" << c.text;
 
-  const JitStats& s = native.jit->stats();
+  const JitStats& s = jit_of(native)->stats();
   EXPECT_GE(s.built + s.loaded, 1u) << "no native code was built";
   EXPECT_EQ(s.ref_runs, 0u) << "some function ran on the reference executor";
   EXPECT_EQ(testing_support::compiled_cleanly(native), "");

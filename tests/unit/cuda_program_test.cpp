@@ -54,8 +54,8 @@ std::shared_ptr<cuda::Device> device_named(const std::string& name, std::string&
 // An interpreter whose JIT compiles for `device` (compile errors fail instead of falling back).
 void use_gpu(Interp& in, std::shared_ptr<cuda::Device> device) {
   setenv("SHEAF_CUDA_STRICT", "1", 1);
-  in.jit->device = Device::Cuda;
-  in.jit->gpu = std::make_shared<cuda::Allocator>(std::move(device));
+  jit_of(in)->device = Device::Cuda;
+  jit_of(in)->gpu = std::make_shared<cuda::Allocator>(std::move(device));
 }
 
 // An interpreter compiling for a fresh emulated GPU; `out` holds what it printed.
@@ -64,7 +64,7 @@ struct OnEmulatedGpu {
   std::ostringstream out;
   Interp in{out};
   OnEmulatedGpu() { use_gpu(in, device); }
-  const cuda::ProgramStats& stats() const { return in.jit->stats().gpu; }
+  const cuda::ProgramStats& stats() const { return jit_of(in)->stats().gpu; }
 };
 
 struct CaseOnDevice {
@@ -92,12 +92,12 @@ TEST_P(CudaBackend, MatchesReferenceExecutor) {
   std::ostringstream out_gpu, out_ref;
   Interp gpu{out_gpu}, ref{out_ref};
   use_gpu(gpu, device);
-  ref.jit->device = Device::Ref;
+  jit_of(ref)->device = Device::Ref;
   Outcome want = run_case(ref, c);
   ASSERT_EQ(want.error, "") << "the program fails on the reference executor:\n" << c.text;
   Outcome got = run_case(gpu, c);
   ASSERT_EQ(got.error, "") << "the program fails on the cuda backend:\n" << c.text;
-  const JitStats& s = gpu.jit->stats();
+  const JitStats& s = jit_of(gpu)->stats();
   EXPECT_GE(s.gpu_built, 1u) << "nothing was built for the GPU";
   EXPECT_EQ(s.gpu.calls, s.calls - s.fallbacks - s.guard_reruns) << "some compiled call did not run on the GPU";
   EXPECT_EQ(testing_support::compiled_cleanly(gpu), "");
@@ -130,7 +130,7 @@ std::string output_of(const std::string& program, const std::string& name, const
   std::ostringstream out;
   Interp in{out};
   if (gpu) use_gpu(in, gpu);
-  else in.jit->device = Device::Cpu;
+  else jit_of(in)->device = Device::Cpu;
   in.run_text(program, name);
   return out.str();
 }
@@ -216,11 +216,11 @@ DefaultDeviceRun run_with_default_device(std::shared_ptr<cuda::Device> gpu) {
   DefaultDeviceRun r;
   std::ostringstream out;
   Interp in{out};
-  in.jit->device = Device::Cpu;
-  in.jit->find_gpu = [&] { return ++r.asked, gpu ? std::make_shared<cuda::Allocator>(gpu) : nullptr; };
+  jit_of(in)->device = Device::Cpu;
+  jit_of(in)->find_gpu = [&] { return ++r.asked, gpu ? std::make_shared<cuda::Allocator>(gpu) : nullptr; };
   in.run_text("(defn f [x] (* x 2.0)) (print (f (ones [3]))) (print (f (ones [4])))", "default.shf");
-  r.device = in.jit->device;
-  r.gpu_built = in.jit->stats().gpu_built, r.cpu_built = in.jit->stats().built + in.jit->stats().loaded;
+  r.device = jit_of(in)->device;
+  r.gpu_built = jit_of(in)->stats().gpu_built, r.cpu_built = jit_of(in)->stats().built + jit_of(in)->stats().loaded;
   r.out = out.str();
   return r;
 }
@@ -283,7 +283,7 @@ TEST(CudaResidency, TrainingLoopStaysOnTheGpu) {
   EXPECT_EQ(n.downloads, 1u) << "printing the loss downloads it once; the shape needs no download";
   std::ostringstream want;
   Interp ref{want};
-  ref.jit->device = Device::Ref;
+  jit_of(ref)->device = Device::Ref;
   ref.run_text(kTrainingLoop, "loop.shf");
   ref.run_text("(def more (repeat [i 10] [[l p] trained] (step p X Y)))", "more.shf");
   for (const std::string& r : reads) ref.run_text(r, "print.shf");
@@ -313,7 +313,7 @@ struct EmulatedAndReference {
     OnEmulatedGpu gpu;
     std::ostringstream ref_out;
     Interp ref{ref_out};
-    ref.jit->device = Device::Ref;
+    jit_of(ref)->device = Device::Ref;
     gpu.in.run_text(program, "program.shf");
     ref.run_text(program, "program.shf");
     got = gpu.out.str(), want = ref_out.str(), stats = gpu.stats();
@@ -447,7 +447,7 @@ TEST(CudaResidency, Tf32OnlyWhenAskedAndOnlyForF32) {
 )";
   for (bool tf32 : {false, true}) {
     OnEmulatedGpu gpu;
-    gpu.in.jit->gpu_options.tf32 = tf32;
+    jit_of(gpu.in)->gpu_options.tf32 = tf32;
     gpu.in.run_text(kProducts, "products.shf");
     EXPECT_EQ(gpu.device->counters.gemms, 2u);
     EXPECT_EQ(gpu.device->counters.tf32_gemms, tf32 ? 1u : 0u) << "tf32 " << tf32;
@@ -471,7 +471,7 @@ TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
   EXPECT_EQ(s.work.kernels, 2u);                        // x·2, once a call
   EXPECT_EQ(s.work.kernel_bytes, 2 * (4000 + 4000.0));  // reads x, writes the result
   std::ostringstream report;
-  gpu.in.jit->report(report);
+  jit_of(gpu.in)->report(report);
   EXPECT_NE(report.str().find("cuda work: 2 kernels touching 0.000 GB of buffers, 2 products of 0.000 TFLOP"), std::string::npos) << report.str();
 }
 
@@ -493,7 +493,7 @@ TEST(CudaResidency, LaunchesAreTimedWhenProfiling) {
 )";
   for (bool profile : {false, true}) {
     OnEmulatedGpu gpu;
-    gpu.in.jit->gpu_options.profile = profile;
+    jit_of(gpu.in)->gpu_options.profile = profile;
     gpu.in.run_text(program, "timed.shf");
     const cuda::ProgramStats& s = gpu.stats();
     if (!profile) {
@@ -520,7 +520,7 @@ TEST(CudaResidency, LaunchesAreTimedWhenProfiling) {
     }
     EXPECT_EQ(f_kernels, 3u);
     std::ostringstream report;
-    gpu.in.jit->report(report);
+    jit_of(gpu.in)->report(report);
     EXPECT_GE(body_kernels, 3u) << "kernels of every iteration\n" << report.str();
     EXPECT_NE(report.str().find("cuda launch times"), std::string::npos) << report.str();
     EXPECT_TRUE(std::regex_search(report.str(), std::regex(R"(\n +[0-9.]+ +[0-9.]+% +3 +[0-9.]+ +- +[0-9.]+  f product 40x30x50 f32\n)")))

@@ -171,11 +171,11 @@ CaseGraphs graphs_of(const Case& c) {
   CaseGraphs out;
   std::ostringstream printed;
   Interp in{printed};
-  in.jit->device = Device::Ref;
+  jit_of(in)->device = Device::Ref;
   std::map<const Obj*, bool> static_scalars;
   std::set<std::string> seen;
   std::vector<Value> pinned;  // keys name functions and objects by address: keep them alive
-  in.jit->observe = [&](const Value& fn, std::span<const Value> args) {
+  jit_of(in)->observe = [&](const Value& fn, std::span<const Value> args) {
     pinned.push_back(fn);
     pinned.insert(pinned.end(), args.begin(), args.end());
     bool& st = static_scalars[fn.raw()];

@@ -237,7 +237,7 @@ Differentiated load(Interp& in, const Case& c) {
 }
 
 // The traces the JIT of `in` has made so far.
-uint64_t traces_of(const Interp& in) { return in.jit ? in.jit->stats().traces : 0; }
+uint64_t traces_of(const Interp& in) { return in.jit ? jit_of(in)->stats().traces : 0; }
 
 Differentiated differentiate(Interp& in, const Case& c) {
   Differentiated d = load(in, c);

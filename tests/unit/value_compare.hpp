@@ -88,7 +88,7 @@ inline Outcome run_case(Interp& in, const CaseSection& c) {
 // "" when the JIT of `in` traced something and never fell back to the interpreter; else what
 // went wrong, with every recorded fallback reason.
 inline std::string compiled_cleanly(const Interp& in) {
-  const JitStats& s = in.jit->stats();
+  const JitStats& s = jit_of(in)->stats();
   std::string out = s.traces == 0 ? "never traced; " : "";
   for (const std::string& r : s.fallback_reasons) out += "interpreted " + r + "; ";
   return out + (s.fallbacks != 0 && s.fallback_reasons.empty() ? "interpreted calls" : "");

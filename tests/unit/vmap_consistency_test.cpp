@@ -21,8 +21,8 @@
 #include "case_file.hpp"
 #include "base/error.hpp"
 #include "batching/vmap.hpp"
-#include "builtins/pytree.hpp"
 #include "eval/interp.hpp"
+#include "eval/pytree.hpp"
 #include "runtime/jit.hpp"
 #include "tensor/shape.hpp"
 #include "value/printer.hpp"
@@ -110,7 +110,7 @@ Outcome run(const std::string& text, const std::string& name, bool jit) {
     if (uint64_t d = count - (it == before.by_op.end() ? 0 : it->second)) r.stats.by_op[op] = d;
   }
   r.output = out.str();
-  if (in.jit) r.jit_fallbacks = in.jit->stats().fallback_reasons;
+  if (in.jit) r.jit_fallbacks = jit_of(in)->stats().fallback_reasons;
   return r;
 }
 

@@ -1,4 +1,4 @@
-// builtins/dtype_suffix.hpp — SPEC §10.1: the reader reads a dtype keyword right after a
+// eval/dtype_suffix.hpp — SPEC §10.1: the reader reads a dtype keyword right after a
 // bracket literal as the literal's suffix (`[1 2] :i32`). In `(zeros [2 3] :i32)`, where the
 // builtin's last parameter is a dtype that the call does not give, the user meant the dtype
 // argument: the literal loses its suffix and the keyword is passed as that argument. Which

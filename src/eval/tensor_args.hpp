@@ -1,4 +1,4 @@
-// builtins/tensor_args.hpp — arguments of the structural builtins (shape, index, sort, get):
+// eval/tensor_args.hpp — arguments of the structural builtins (shape, index, sort, get):
 // values as tensors, integer lists (shapes, axes, permutations, starts), axes, and running a
 // primitive so that its errors name the builtin.
 #pragma once
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "builtins/promote.hpp"
+#include "eval/promote.hpp"
 #include "value/function.hpp"
 
 namespace sheaf {

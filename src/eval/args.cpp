@@ -1,5 +1,5 @@
-// builtins/args.cpp — argument helpers for builtins.
-#include "builtins/args.hpp"
+// eval/args.cpp — argument helpers for builtins.
+#include "eval/args.hpp"
 
 #include <cmath>
 

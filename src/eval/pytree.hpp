@@ -1,4 +1,4 @@
-// builtins/pytree.hpp — pytrees (SPEC §2.7), shared by the tree builtins, scan and (later)
+// eval/pytree.hpp — pytrees (SPEC §2.7), shared by the tree builtins, scan and (later)
 // value-and-grad, vmap and collectives.
 // A pytree is a dict, list or tuple of pytrees, or a leaf (anything else: tensors, numbers, …).
 // Leaf order: depth first, dict keys sorted, list elements in order. Lists and tuples of the

@@ -1,4 +1,4 @@
-// builtins/promote.hpp — operands of elementwise builtins and the dtype rules of SPEC §2.3.
+// eval/promote.hpp — operands of elementwise builtins and the dtype rules of SPEC §2.3.
 // Host scalars are weakly typed: next to a tensor they take the tensor's dtype (a float scalar
 // with an integer tensor gives f32). Two tensors: bool promotes to the other dtype, an integer
 // tensor to the other's float dtype; any other mixture is an error naming both dtypes.

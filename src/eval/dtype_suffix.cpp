@@ -1,6 +1,6 @@
-// builtins/dtype_suffix.cpp — a bracket literal's dtype suffix as the call's missing dtype
+// eval/dtype_suffix.cpp — a bracket literal's dtype suffix as the call's missing dtype
 // argument (SPEC §10.1), decided from the builtin's signature.
-#include "builtins/dtype_suffix.hpp"
+#include "eval/dtype_suffix.hpp"
 
 #include <string_view>
 

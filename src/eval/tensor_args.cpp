@@ -1,9 +1,9 @@
-// builtins/tensor_args.cpp — values as arrays and integer lists for the structural builtins.
-#include "builtins/tensor_args.hpp"
+// eval/tensor_args.cpp — values as arrays and integer lists for the structural builtins.
+#include "eval/tensor_args.hpp"
 
 #include <cmath>
 
-#include "builtins/args.hpp"
+#include "eval/args.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
 #include "tensor/layout.hpp"

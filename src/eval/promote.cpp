@@ -1,5 +1,5 @@
-// builtins/promote.cpp — operand conversion and dtype promotion for elementwise builtins.
-#include "builtins/promote.hpp"
+// eval/promote.cpp — operand conversion and dtype promotion for elementwise builtins.
+#include "eval/promote.hpp"
 
 #include "base/error.hpp"
 #include "tensor/elementwise.hpp"

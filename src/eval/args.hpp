@@ -1,4 +1,4 @@
-// builtins/args.hpp — argument helpers shared by builtin families: typed access with errors
+// eval/args.hpp — argument helpers shared by builtin families: typed access with errors
 // that name the builtin, and keyword-option parsing (SPEC §5.0).
 #pragma once
 #include <map>

@@ -1,7 +1,7 @@
-// builtins/pytree.cpp — pytree traversal (see pytree.hpp).
-#include "builtins/pytree.hpp"
+// eval/pytree.cpp — pytree traversal (see pytree.hpp).
+#include "eval/pytree.hpp"
 
-#include "builtins/tensor_args.hpp"
+#include "eval/tensor_args.hpp"
 
 #include "base/error.hpp"
 #include "tensor/shape.hpp"
