@@ -4,9 +4,8 @@
 
 #include "base/error.hpp"
 #include "ir/ir.hpp"
-#include "ir/recorder.hpp"
+#include "tensor/print.hpp"
 #include "tensor/shape.hpp"
-#include "value/printer.hpp"
 
 namespace sheaf::ir {
 
@@ -212,16 +211,4 @@ std::string print(const Graph& g, bool with_locations) {
   return os.str();
 }
 
-}  // namespace sheaf::ir
-
-namespace sheaf::ir {
-namespace {
-thread_local Recorder* g_recorder = nullptr;
-}
-Recorder* active_recorder() { return g_recorder; }
-void set_active_recorder(Recorder* r) { g_recorder = r; }
-Recorder& recorder() {
-  if (!g_recorder) throw TraceAbort("a traced value was used outside of its trace");
-  return *g_recorder;
-}
 }  // namespace sheaf::ir

@@ -8,9 +8,9 @@
 
 #include "base/error.hpp"
 #include "eval/interp.hpp"
-#include "ir/recorder.hpp"
 #include "passes/inline_calls.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/recorder.hpp"
 #include "trace/recording.hpp"
 #include "value/function.hpp"
 #include "value/tensor_value.hpp"
