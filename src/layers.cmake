@@ -53,10 +53,11 @@ add_library(sheaf_common INTERFACE)
 target_include_directories(sheaf_common INTERFACE ${CMAKE_SOURCE_DIR}/src)
 # {fmt}: headers only from the package; its implementation is compiled in (src/base/fmt_static.cpp).
 target_include_directories(sheaf_common SYSTEM INTERFACE $<TARGET_PROPERTY:fmt::fmt,INTERFACE_INCLUDE_DIRECTORIES>)
-target_link_libraries(sheaf_common INTERFACE nlohmann_json::nlohmann_json Threads::Threads ZLIB::ZLIB OpenSSL::Crypto ${CMAKE_DL_LIBS})
+target_link_libraries(sheaf_common INTERFACE nlohmann_json::nlohmann_json Threads::Threads ZLIB::ZLIB OpenSSL::Crypto
+                      ${CMAKE_DL_LIBS})
 target_compile_definitions(sheaf_common INTERFACE SHEAF_VERSION="${PROJECT_VERSION}")
 
-# Bottom to top (a layer names only layers above it in this list).
+# Bottom to top: a layer names only layers declared before it.
 sheaf_layer(base)
 sheaf_layer(tensor DEPS base)
 sheaf_layer(dist OPTIMIZE Os DEPS base tensor)
@@ -100,6 +101,7 @@ sheaf_layer(batching OPTIMIZE O2 DEPS dist eval ir runtime tensor trace value
     builtins/tensor_args.hpp)
 sheaf_layer(builtins OPTIMIZE Os DEPS base batching dist eval io tensor trace value)
 sheaf_layer(docs OPTIMIZE Os DEPS builtins eval)
-sheaf_layer(cli OPTIMIZE Os DEPS autodiff backend/cuda base builtins dist docs emit eval io obs passes plot reader runtime trace value)
+sheaf_layer(cli OPTIMIZE Os DEPS autodiff backend/cuda base builtins dist docs emit eval io obs passes plot reader
+  runtime trace value)
 
 file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/layers.txt CONTENT "${SHEAF_LAYER_LINES}")
