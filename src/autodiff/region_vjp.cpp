@@ -15,9 +15,9 @@
 #include <memory>
 
 #include "autodiff/reverse.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/gather.hpp"
 #include "tensor/layout.hpp"
+#include "tensor/recorder.hpp"
 #include "trace/tracer.hpp"
 
 namespace sheaf::autodiff {

@@ -8,8 +8,8 @@
 #include <unordered_map>
 
 #include "autodiff/vjp_rules.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/recorder.hpp"
 #include "trace/tracer.hpp"
 
 namespace sheaf::autodiff {

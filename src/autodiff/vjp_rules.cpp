@@ -16,9 +16,9 @@
 
 #include "base/error.hpp"
 #include "dist/collectives.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/layout.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf::autodiff {

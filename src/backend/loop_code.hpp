@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/fusion.hpp"
 #include "ir/ir.hpp"
-#include "passes/fusion.hpp"
 
 namespace sheaf::loop_code {
 

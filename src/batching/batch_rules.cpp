@@ -13,11 +13,11 @@
 
 #include "batching/vmap.hpp"
 #include "dist/collectives.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/gather.hpp"
 #include "tensor/layout.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/reduce.hpp"
 #include "trace/tracer.hpp"
 

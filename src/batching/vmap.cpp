@@ -14,9 +14,9 @@
 #include "eval/interp.hpp"
 #include "eval/pytree.hpp"
 #include "eval/tensor_args.hpp"
-#include "ir/recorder.hpp"
 #include "runtime/run_once.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 #include "trace/tracer.hpp"
 

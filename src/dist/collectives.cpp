@@ -8,8 +8,8 @@
 
 #include "base/error.hpp"
 #include "dist/comm.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf::dist {

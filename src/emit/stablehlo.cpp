@@ -270,10 +270,10 @@ constexpr BinarySpelling kBinary[] = {
     {"and", ""}, {"or", ""}, {"xor", ""}, {"shift_left", ""}, {"shift_right_logical", ""}, {"shift_right_arithmetic", ""}};
 static_assert(std::size(kBinary) == static_cast<size_t>(Binary::ShiftRightArithmetic) + 1, "one spelling per Binary, in enum order");
 
-// The StableHLO op each ir::Op lowers to (ir/ops.def; "" where the attributes decide or none is emitted).
+// The StableHLO op each ir::Op lowers to (tensor/ops.def; "" where the attributes decide or none is emitted).
 constexpr std::string_view kOpSpelling[] = {
 #define SHEAF_IR_OP(Enum, printed, stablehlo) stablehlo,
-#include "ir/ops.def"
+#include "tensor/ops.def"
 };
 static_assert(std::size(kOpSpelling) == ir::kOpCount);
 

@@ -473,10 +473,7 @@ std::vector<Value> seq_elements(const Value& v, SrcLoc loc, std::string_view who
   if (v.is(Kind::Tensor)) {
     const Tensor& t = v.as_tensor();
     if (t.rank() == 0) throw SheafError(fmt::format("{}: cannot iterate a scalar tensor", who), loc);
-    std::vector<Value> rows;
-    rows.reserve(static_cast<size_t>(t.shape()[0]));
-    for (int64_t i = 0; i < t.shape()[0]; ++i) rows.push_back(row_value(t, i));
-    return rows;
+    return row_values(t);
   }
   if (v.is(Kind::Str)) {
     const std::string& s = v.as_str();

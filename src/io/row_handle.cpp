@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "eval/interp.hpp"
 #include "tensor/shape.hpp"
 #include "value/tensor_value.hpp"
 
@@ -92,8 +91,8 @@ Value RowHandle::read(const Value& key, SrcLoc loc) const {
     int64_t b = clamp(sl.start), e = sl.end ? clamp(*sl.end) : total_;
     return Value::tensor(rows(b, std::max(b, e), loc));
   }
-  if (key.is_list() || (key.is(Kind::Tensor) && key.as_tensor().rank() == 1))
-    return gather(seq_elements(key, loc, kind_ + " handle"), loc);
+  if (key.is_list()) return gather(key.as_list().items, loc);
+  if (key.is(Kind::Tensor) && key.as_tensor().rank() == 1) return gather(row_values(key.as_tensor()), loc);
   auto n = number_of(key);
   if (!n)
     throw SheafError(fmt::format("{} handle: expected a row index, a slice like 100:200 or a list of rows, got {}", kind_,

@@ -4,16 +4,15 @@
 
 #include "base/error.hpp"
 #include "ir/ir.hpp"
-#include "ir/recorder.hpp"
+#include "tensor/print.hpp"
 #include "tensor/shape.hpp"
-#include "value/printer.hpp"
 
 namespace sheaf::ir {
 
 std::string_view op_name(Op op) {
   static constexpr std::string_view names[] = {
 #define SHEAF_IR_OP(Enum, printed, stablehlo) printed,
-#include "ir/ops.def"
+#include "tensor/ops.def"
   };
   static_assert(std::size(names) == kOpCount);
   return names[static_cast<size_t>(op)];
@@ -215,16 +214,4 @@ std::string print(const Graph& g, bool with_locations) {
   return os.str();
 }
 
-}  // namespace sheaf::ir
-
-namespace sheaf::ir {
-namespace {
-thread_local Recorder* g_recorder = nullptr;
-}
-Recorder* active_recorder() { return g_recorder; }
-void set_active_recorder(Recorder* r) { g_recorder = r; }
-Recorder& recorder() {
-  if (!g_recorder) throw TraceAbort("a traced value was used outside of its trace");
-  return *g_recorder;
-}
 }  // namespace sheaf::ir

@@ -22,18 +22,4 @@ ir::Graph eliminate_dead_code(const ir::Graph& g);
 // All of the above to a fixed point, then ir::verify — pipeline.cpp.
 void optimize(ir::Graph& g);
 
-// f16/bf16 dot_general and reduce as f32 ones between conversions, for the CPU backend (which has
-// neither in half precision); not part of optimize — widen_halves.cpp.
-ir::Graph widen_halves(const ir::Graph& g);
-
-// dot_general operands whose free or contracting dims are not adjacent and in order (row-major)
-// transposed into (batch, free, contracting) / (batch, contracting, free) order, for backends that
-// run products as strided matrix products; not part of optimize — canonical_dots.cpp.
-ir::Graph canonical_dots(const ir::Graph& g);
-
-// Products that share an operand, or whose results are only summed, as one product over
-// concatenated operands (slices of it for the shared case), for backends that run products as
-// BLAS calls; sums add in another order; not part of optimize — merge_dots.cpp.
-ir::Graph merge_dots(const ir::Graph& g);
-
 }  // namespace sheaf::passes

@@ -60,7 +60,7 @@ using Visit = std::function<bool(Rewriter&, const ir::Node&)>;
 ir::Graph rewrite(const ir::Graph& g, const Visit& visit);
 // rewrite(), also inside the regions of while/case nodes, recursively (a region shared by several
 // nodes stays shared; a node whose regions it rebuilt keeps its op, operands and types). For the
-// lowerings a backend applies to a whole program (passes.hpp: widen_halves, canonical_dots).
+// lowerings a backend applies to a whole program (backend/cpu/lowering.hpp: widen_halves, canonical_dots).
 ir::Graph rewrite_with_regions(const ir::Graph& g, const Visit& visit);
 
 // The value of a constant node, or nullptr.

@@ -10,10 +10,10 @@
 #include <optional>
 
 #include "base/error.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/blas.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf {

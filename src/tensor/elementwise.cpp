@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "base/error.hpp"
-#include "ir/recorder.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf {

@@ -13,9 +13,9 @@
 #include <type_traits>
 
 #include "base/error.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf {

@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "base/error.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf {

@@ -10,9 +10,9 @@
 #include <cstdint>
 
 #include "base/error.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/layout.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf {

@@ -11,7 +11,7 @@
 #include <map>
 
 #include "base/error.hpp"
-#include "ir/recorder.hpp"
+#include "tensor/recorder.hpp"
 #include "trace/tracer.hpp"
 
 namespace sheaf::trace::detail {

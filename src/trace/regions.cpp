@@ -3,8 +3,8 @@
 // the call nodes of `checkpoint` and `custom-vjp` with their regions (each region traced twice:
 // once to discover the enclosing values it reads, then with those declared as parameters).
 #include "base/error.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
 #include "trace/recording.hpp"
 #include "trace/tracer.hpp"

@@ -12,35 +12,6 @@
 
 namespace sheaf {
 
-std::string format_float(float f) {
-  if (std::isnan(f)) return "nan";
-  if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, f, std::chars_format::scientific);
-  std::string sci(buf, r.ptr);  // e.g. "-2.7182817e+00"
-  bool neg = sci[0] == '-';
-  if (neg) sci.erase(0, 1);
-  size_t e = sci.find('e');
-  std::string digits = sci.substr(0, e);
-  int exp = std::stoi(sci.substr(e + 1));
-  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
-  std::string out;
-  if (exp >= -4 && exp < 16) {  // Python repr: plain notation when 1e-4 <= |x| < 1e16
-    if (exp < 0) {
-      out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
-    } else if (static_cast<size_t>(exp) + 1 >= digits.size()) {
-      out = digits + std::string(static_cast<size_t>(exp) + 1 - digits.size(), '0') + ".0";
-    } else {
-      out = digits.substr(0, static_cast<size_t>(exp) + 1) + "." + digits.substr(static_cast<size_t>(exp) + 1);
-    }
-  } else {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
-  }
-  return neg ? "-" + out : out;
-}
-
 static std::string quote_string(const std::string& s) {
   bool has_single = s.find('\'') != std::string::npos, has_double = s.find('"') != std::string::npos;
   char q = has_single && !has_double ? '"' : '\'';

@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 
+#include "tensor/print.hpp"
 #include "value/value.hpp"
 
 namespace sheaf {
@@ -10,11 +11,5 @@ namespace sheaf {
 std::string print_value(const Value& v, bool top = true);
 // The same, appended to `out` (no copy of a large string in between).
 void print_value_to(std::string& out, const Value& v, bool top = true);
-
-// Shortest decimal that reads back as the same f32, Python-repr layout: 5.0, 0.1, 1e-05, 1.5e+20.
-std::string format_float(float f);
-
-// NumPy str() layout of a tensor (SPEC §2.8); rank 0 prints as the scalar of its dtype.
-std::string print_tensor(const Tensor& t);
 
 }  // namespace sheaf

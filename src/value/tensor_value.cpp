@@ -28,6 +28,13 @@ Value row_value(const Tensor& t, int64_t i) {
   return Value::tensor(std::move(r));
 }
 
+std::vector<Value> row_values(const Tensor& t) {
+  std::vector<Value> rows;
+  rows.reserve(static_cast<size_t>(t.shape()[0]));
+  for (int64_t i = 0; i < t.shape()[0]; ++i) rows.push_back(row_value(t, i));
+  return rows;
+}
+
 std::optional<double> number_of(const Value& v) {
   switch (v.kind()) {
     case Kind::Int: return static_cast<double>(v.as_int());

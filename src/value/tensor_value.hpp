@@ -11,6 +11,8 @@ namespace sheaf {
 Value scalar_value(const Tensor& t, int64_t flat_index = 0);
 // Row i along axis 0 (a scalar for 1-D tensors). `i` must be in range.
 Value row_value(const Tensor& t, int64_t i);
+// Every row along axis 0, in order (rank ≥ 1).
+std::vector<Value> row_values(const Tensor& t);
 // A number (int, float, bool, rank-0 tensor) as double; nullopt otherwise.
 std::optional<double> number_of(const Value& v);
 // Builds a tensor of `dtype` from a flat list of doubles.

@@ -21,7 +21,7 @@
 #include <sstream>
 
 #include "eval/interp.hpp"
-#include "passes/fusion.hpp"
+#include "backend/fusion.hpp"
 #include "passes/pipeline.hpp"
 #include "trace/tracer.hpp"
 

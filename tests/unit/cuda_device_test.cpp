@@ -242,7 +242,7 @@ struct Rendered {
   ir::Graph graph;
   std::vector<Tensor> inputs;
   fusion::Schedule schedule;
-  cpu::MemoryPlan memory;
+  fusion::MemoryPlan memory;
   cuda::Kernels kernels;
 };
 
@@ -260,7 +260,7 @@ Rendered render_call(const std::string& program, const std::vector<std::string>&
   passes::optimize(t.graph);
   r.graph = std::move(t.graph);
   r.schedule = fusion::fuse(r.graph);
-  r.memory = cpu::plan_memory(r.graph, r.schedule);
+  r.memory = fusion::plan_memory(r.graph, r.schedule);
   r.kernels = cuda::render(r.graph, r.schedule, r.memory);
   return r;
 }
@@ -270,7 +270,7 @@ Rendered render_call(const std::string& program, const std::vector<std::string>&
 std::vector<Tensor> run_on_device(cuda::Device& d, const Rendered& r) {
   const ir::Graph& g = r.graph;
   const fusion::Schedule& s = r.schedule;
-  const cpu::MemoryPlan& m = r.memory;
+  const fusion::MemoryPlan& m = r.memory;
   Buffers owned(d);
   std::vector<DevicePtr> table(static_cast<size_t>(m.slots), 0);
   auto upload = [&](const Tensor& t) {

@@ -155,7 +155,7 @@ struct Function {
   ir::Graph graph;
   std::vector<Tensor> inputs;
   fusion::Schedule schedule, gpu_schedule;  // gpu_schedule: as cuda::Program fuses (FuseOptions::gpu)
-  cpu::MemoryPlan memory, gpu_memory;
+  fusion::MemoryPlan memory, gpu_memory;
   cuda::Kernels nvrtc, emulated, forced;   // nvrtc: of the GPU schedule
   cuda::Kernels per_step;                  // nvrtc with no launch packed: each step's kernels as launched alone
 };
@@ -202,9 +202,9 @@ CaseGraphs graphs_of(const Case& c) {
   }
   for (Function& f : out.functions) {
     f.schedule = fusion::fuse(f.graph);
-    f.memory = cpu::plan_memory(f.graph, f.schedule);
+    f.memory = fusion::plan_memory(f.graph, f.schedule);
     f.gpu_schedule = fusion::fuse(f.graph, {.gpu = true});
-    f.gpu_memory = cpu::plan_memory(f.graph, f.gpu_schedule);
+    f.gpu_memory = fusion::plan_memory(f.graph, f.gpu_schedule);
     f.nvrtc = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory);
     f.per_step = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, {.pack_max_grid = 0});
     f.emulated = cuda::render(f.graph, f.schedule, f.memory, kEmulated);
@@ -272,7 +272,7 @@ void launch(const EmulationLibrary& lib, const std::string& ns, const Launch& l,
 std::vector<Tensor> run_emulated(const Function& f, const cuda::Kernels& k, const EmulationLibrary& lib, const std::string& ns) {
   const ir::Graph& g = f.graph;
   const fusion::Schedule& s = f.schedule;
-  const cpu::MemoryPlan& m = f.memory;
+  const fusion::MemoryPlan& m = f.memory;
   std::vector<void*> table(static_cast<size_t>(m.slots), nullptr);
   std::vector<std::vector<std::byte>> owned;  // arena and results
   std::vector<Tensor> held;                   // host step outputs

@@ -1,4 +1,4 @@
-// tests/unit/fusion_test.cpp — what passes/fusion.cpp decides, seen in the schedule (the numbers
+// tests/unit/fusion_test.cpp — what backend/fusion.cpp decides, seen in the schedule (the numbers
 // it computes are checked against the reference executor by the fusion cases in
 // cpu_fusion_cases.shf). Recomputation: an elementwise value read by a later loop is computed
 // again there when its inputs cost at most 1.5× its bytes per point (on the GPU 2× for a value
@@ -11,8 +11,8 @@
 
 #include <sstream>
 
+#include "backend/fusion.hpp"
 #include "eval/interp.hpp"
-#include "passes/fusion.hpp"
 #include "passes/pipeline.hpp"
 #include "trace/tracer.hpp"
 

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "backend/cpu/lowering.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 #include "passes/pipeline.hpp"
@@ -529,7 +530,7 @@ TEST(CanonicalDots, OperandsWhoseDimsCannotMergeAreTransposed) {
   int32_t dw = g.emit(Op::DotGeneral, {ctx, dy}, {.dot = {.lhs_contract = {0, 2}, .rhs_contract = {0, 1}}});
   int32_t plain = g.emit(Op::DotGeneral, {dy, m}, {.dot = {.lhs_contract = {2}, .rhs_contract = {0}}});
   g.results = {out, dw, plain};
-  Graph c = canonical_dots(g);
+  Graph c = cpu::canonical_dots(g);
   expect_same_results(g, c);
   EXPECT_EQ(ir::print(c),
             "func @main(%0: f32[2x3x4x5], %1: f32[3x5x6], %2: f32[2x4x6], %3: f32[6x7]) {\n"
@@ -589,7 +590,7 @@ TEST(MergeDots, ProductsSharingAnOperandBecomeOneWiderProduct) {
   int32_t s1 = g.emit(Op::DotGeneral, {y, w1}, {.dot = small}), s2 = g.emit(Op::DotGeneral, {y, w2}, {.dot = small});
   int32_t z1 = g.emit(Op::DotGeneral, {z, w1}, {.dot = dims}), z2 = g.emit(Op::DotGeneral, {z, w2}, {.dot = dims});
   g.results = {early, p2, p3, s1, s2, z1, z2};
-  Graph out = merge_dots(g);
+  Graph out = cpu::merge_dots(g);
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 6u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 1u);
@@ -614,7 +615,7 @@ TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   int32_t c = param(g, {DType::F32, {2, 128, 256}});
   int32_t sum = bin(g, Binary::Add, bin(g, Binary::Add, bin(g, Binary::Add, terms[0], c), terms[1]), terms[2]);
   g.results = {bin(g, Binary::Add, sum, terms[3]), terms[3]};
-  Graph out = eliminate_dead_code(merge_dots(g));
+  Graph out = eliminate_dead_code(cpu::merge_dots(g));
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 2u);

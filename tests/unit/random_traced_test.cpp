@@ -12,8 +12,8 @@
 #include "backend/ref/executor.hpp"
 #include "builtins/registry.hpp"
 #include "eval/interp.hpp"
-#include "ir/recorder.hpp"
 #include "tensor/random.hpp"
+#include "tensor/recorder.hpp"
 
 namespace sheaf {
 namespace {

@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <new>
 
+#include "backend/cpu/lowering.hpp"
 #include "backend/cpu/parallel.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
-#include "passes/passes.hpp"
 #include "tensor/blas.hpp"
 
 namespace sheaf::cpu {
@@ -37,7 +37,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
   Unit& unit = p.units.back();
   unit.graph = &g;
   unit.schedule = fusion::fuse(g);
-  unit.memory = plan_memory(g, unit.schedule);
+  unit.memory = fusion::plan_memory(g, unit.schedule);
   unit.table_base = p.slots;
   unit.slots = unit.memory.slots;
   unit.arena_base = p.arena_bytes;
@@ -72,7 +72,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(passes::canonical_dots(passes::merge_dots(passes::widen_halves(g))));
+  p.graph = std::make_shared<const ir::Graph>(canonical_dots(merge_dots(widen_halves(g))));
   add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;
@@ -133,7 +133,7 @@ Program::Program(Prepared p, Loaded lib)
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
     std::byte* arena = arena_.get() + u.arena_base;
-    const MemoryPlan& m = u.memory;
+    const fusion::MemoryPlan& m = u.memory;
     for (const ir::Node& n : u.graph->nodes)
       if (n.op == ir::Op::Constant) t[m.slot[n.out]] = const_cast<std::byte*>(n.attrs.value.bytes());
     for (size_t v = 0; v < m.arena_offset.size(); ++v)
@@ -203,7 +203,7 @@ Tensor Program::result_buffer(size_t position, const ir::Type& t) {
 }
 
 std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profile) {
-  const MemoryPlan& m = p_.memory();
+  const fusion::MemoryPlan& m = p_.memory();
   static_assert(sizeof(std::atomic<bool>) == sizeof(bool) && std::atomic<bool>::is_always_lock_free);
   rt_.stop = reinterpret_cast<const bool*>(&stop_flag());  // read with __atomic_load_n by the generated code
   buffers_ = table_;

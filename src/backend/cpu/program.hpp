@@ -1,6 +1,6 @@
 // backend/cpu/program.hpp — a compiled function ready to run on the CPU backend.
 // Built from an optimised graph: f16/bf16 products and reductions widened to f32
-// (passes::widen_halves) → fusion → memory plan → C++ source (Prepared), then bound to
+// (cpu::widen_halves) → fusion → memory plan → C++ source (Prepared), then bound to
 // the shared object compiled from that source (Program). A call fills the pointer table
 // (parameters, constants, arena buffers, fresh result tensors), runs the generated entry, and
 // answers its Host steps with the reference kernels. Not re-entrant: one call at a time.
@@ -12,9 +12,9 @@
 #include <span>
 #include <vector>
 
-#include "backend/cpu/memory.hpp"
 #include "backend/cpu/render.hpp"
 #include "backend/cpu/toolchain.hpp"
+#include "backend/memory.hpp"
 #include "backend/recycled_buffers.hpp"
 
 namespace sheaf::cpu {
@@ -25,7 +25,7 @@ struct Prepared {
   int32_t slots = 0;        // Σ unit slots
   int64_t arena_bytes = 0;  // Σ unit arenas and loop buffers
   Source source;
-  const MemoryPlan& memory() const { return units[0].memory; }
+  const fusion::MemoryPlan& memory() const { return units[0].memory; }
 };
 Prepared prepare(const ir::Graph& g);
 

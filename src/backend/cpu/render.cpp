@@ -120,7 +120,7 @@ class Renderer {
   const size_t index_;
   const ir::Graph& g_;
   const fusion::Schedule& s_;
-  const MemoryPlan& m_;
+  const fusion::MemoryPlan& m_;
   const std::string prefix_;
   Shared& shared_;
 
@@ -288,7 +288,7 @@ class Renderer {
     }
     c += fmt::format("    char* cur[{0}] = {{{1}}};\n    char* const out[{0}] = {{{2}}};\n    char* const alt[{0}] = {{{3}}};\n",
                      count, cur, out, alt);
-    std::vector<bool> in_place = updates_in_place(*body.graph, body.schedule);
+    std::vector<bool> in_place = fusion::updates_in_place(*body.graph, body.schedule);
     for (size_t k = 0; k < count; ++k) {
       in_place[k] = in_place[k] && l.arena_offset[k] >= 0;
       if (in_place[k])  // from here on the value lives in the result's buffer

@@ -26,7 +26,7 @@
 
 #include <vector>
 
-#include "backend/cpu/memory.hpp"
+#include "backend/memory.hpp"
 
 namespace sheaf::cpu {
 
@@ -60,7 +60,7 @@ struct LoopBuffers {
 struct Unit {
   const ir::Graph* graph = nullptr;
   fusion::Schedule schedule;
-  MemoryPlan memory;
+  fusion::MemoryPlan memory;
   int32_t table_base = 0;  // the unit's first slot in the pointer table
   int32_t slots = 0;       // memory.slots + the loop-buffer slots
   int64_t arena_base = 0;  // the unit's arena inside the program's arena

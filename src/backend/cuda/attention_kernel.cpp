@@ -47,7 +47,7 @@ constexpr const char* kLog2e = "0x1.715476p+0f";  // exp(x) = 2^(x·log2 e) (sh_
 
 class AttentionRenderer {
  public:
-  AttentionRenderer(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index)
+  AttentionRenderer(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, size_t index)
       : g_(g), s_(s), m_(m), index_(index), a_(s.steps[index].attention) {
     dt_ = g.type(a_.q).dtype;
     reads_mask_ = a_.mask >= 0 && !a_.causal;
@@ -118,7 +118,7 @@ class AttentionRenderer {
  private:
   const ir::Graph& g_;
   const fusion::Schedule& s_;
-  const cpu::MemoryPlan& m_;
+  const fusion::MemoryPlan& m_;
   size_t index_;
   const fusion::AttentionLayout& a_;
   DType dt_ = DType::BF16;
@@ -517,7 +517,7 @@ class AttentionRenderer {
 
 }  // namespace
 
-std::string attention_kernel(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index,
+std::string attention_kernel(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, size_t index,
                              const std::string& name, Launch& l) {
   AttentionRenderer r(g, s, m, index);
   return s.steps[index].kind == fusion::StepKind::AttentionGrad ? r.run_grad(name, l) : r.run(name, l);

@@ -32,8 +32,8 @@
 #include <functional>
 #include <string>
 
-#include "backend/cpu/memory.hpp"
 #include "backend/cuda/render.hpp"
+#include "backend/memory.hpp"
 
 namespace sheaf::cuda {
 
@@ -46,7 +46,7 @@ extern const char* const kAttentionHelpers;
 // block_reduce and slots (the buffers, in parameter order — Attention: q, k, v, the mask when
 // read, out, the row max and sum when written; AttentionGrad: q, k, v, the mask when read, dO,
 // out, the row max and sum, dQ, dK, dV).
-std::string attention_kernel(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, size_t index,
+std::string attention_kernel(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, size_t index,
                              const std::string& name, Launch& l);
 
 }  // namespace sheaf::cuda

@@ -18,7 +18,7 @@
 // and written (in place); a product reads its operands and writes its result, a copy reads its
 // source and writes its destination, a fill writes. Two slots meet when their memory may: arena
 // slots whose byte ranges overlap (the plan reuses arena memory), the same slot, or a parameter
-// and the result a loop body may update in its buffer (cpu::updates_in_place).
+// and the result a loop body may update in its buffer (fusion::updates_in_place).
 #include "backend/cuda/pack_launches.hpp"
 
 #include <fmt/format.h>
@@ -99,7 +99,7 @@ struct Region {
   bool overlaps(const Region& r) const { return arena == r.arena && (arena ? lo < r.hi && r.lo < hi : id == r.id); }
 };
 
-std::vector<Region> slot_regions(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m) {
+std::vector<Region> slot_regions(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m) {
   std::vector<Region> r(static_cast<size_t>(m.slots) + 1);
   for (size_t i = 0; i < r.size(); ++i) r[i].id = static_cast<int32_t>(i);
   for (size_t v = 0; v < m.slot.size(); ++v) {
@@ -109,7 +109,7 @@ std::vector<Region> slot_regions(const ir::Graph& g, const fusion::Schedule& s, 
     Region& x = r[static_cast<size_t>(m.slot[v])];
     x = x.arena ? Region{true, std::min(x.lo, lo), std::max(x.hi, hi), x.id} : Region{true, lo, hi, x.id};
   }
-  const std::vector<bool> in_place = cpu::updates_in_place(g, s);
+  const std::vector<bool> in_place = fusion::updates_in_place(g, s);
   for (size_t k = 0; k < in_place.size(); ++k)
     if (in_place[k]) r[static_cast<size_t>(m.slot[g.results[k]])].id = m.slot[g.params[k]];
   return r;
@@ -248,7 +248,7 @@ class Packer {
 
 }  // namespace
 
-void pack_launches(Kernels& k, const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const PackOptions& o) {
+void pack_launches(Kernels& k, const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, const PackOptions& o) {
   if (o.max_grid > 0) Packer(k, slot_regions(g, s, m), o).run();
 }
 

@@ -20,6 +20,6 @@ struct PackOptions {
 // launches becomes one Launch at its first member's place, kernel "s{step}p" (or an identical
 // earlier one), grid the members' grids summed, block their largest, slots theirs in order,
 // `packs` the number of members.
-void pack_launches(Kernels& k, const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const PackOptions& o = {});
+void pack_launches(Kernels& k, const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, const PackOptions& o = {});
 
 }  // namespace sheaf::cuda

@@ -37,7 +37,7 @@ size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.sh
 // The bytes each launch of `k` moves if every element of its buffers moves once: a kernel's
 // distinct argument buffers (of the scratch buffer, the part it uses), a copy's both sides, a
 // fill's one; 0 for products, host steps and loops.
-std::vector<double> launch_bytes(const ir::Graph& g, const cpu::MemoryPlan& m, const Kernels& k) {
+std::vector<double> launch_bytes(const ir::Graph& g, const fusion::MemoryPlan& m, const Kernels& k) {
   std::vector<double> slot_bytes(static_cast<size_t>(m.slots), 0);
   for (size_t v = 0; v < m.slot.size(); ++v)
     if (m.slot[v] >= 0) slot_bytes[static_cast<size_t>(m.slot[v])] = static_cast<double>(bytes_of(g.type(static_cast<int32_t>(v))));
@@ -74,7 +74,7 @@ double dot_flops(const fusion::DotLayout& d) {
 
 // The work of one run of launch table `k`: kernels and the bytes of their arguments' buffers,
 // copies and fills, products and their FLOPs. Host steps and loops count when they run.
-Work work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const Kernels& k) {
+Work work_of(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, const Kernels& k) {
   std::vector<double> bytes = launch_bytes(g, m, k);
   Work w;
   for (size_t i = 0; i < k.launches.size(); ++i) {
@@ -90,7 +90,7 @@ Work work_of(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPla
 
 // What timing launch i adds to ProgramStats::times (ProgramOptions::profile): its key there and
 // one launch of it (ms 0); host steps and loops are not timed (their key is empty).
-std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m,
+std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m,
                                                              const Kernels& k, const std::string& function) {
   const std::vector<double> bytes = launch_bytes(g, m, k);
   std::vector<std::pair<std::string, LaunchTime>> r;
@@ -124,7 +124,7 @@ struct Program::Impl {
   std::shared_ptr<Allocator> alloc;
   ProgramOptions options;
   fusion::Schedule schedule;
-  cpu::MemoryPlan memory;
+  fusion::MemoryPlan memory;
   std::unique_ptr<Module> module;
   std::vector<size_t> kernel_index;             // launch → its kernel's index in the module
   std::vector<std::shared_ptr<Buffer>> owned;   // the arena, the constants, the split reductions' scratch
@@ -181,7 +181,7 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
   // Attention kernels need bf16 tensor-core products (sm_80+); a loop body's parameters are
   // views of its loop's buffers at any offset.
   p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(p.alloc->device().arch()) >= 80, .aligned_params = !loop_body});
-  p.memory = cpu::plan_memory(g, p.schedule);
+  p.memory = fusion::plan_memory(g, p.schedule);
   RenderOptions ro = render_options_for(p.alloc->device().multiprocessors());
   if (o.points_per_thread > 0) ro.points_per_thread = o.points_per_thread;
   kernels_ = render(g, p.schedule, p.memory, ro);
@@ -224,7 +224,7 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
     p.owned.push_back(std::move(b));
   }
   const fusion::Schedule& s = p.schedule;
-  p.in_place = loop_body ? cpu::updates_in_place(g, s) : std::vector<bool>(g.results.size());
+  p.in_place = loop_body ? fusion::updates_in_place(g, s) : std::vector<bool>(g.results.size());
   for (size_t i = 0; i < g.results.size(); ++i) {
     int32_t r = g.results[i], st = s.step_of[r];
     p.first.push_back(static_cast<size_t>(std::find(g.results.begin(), g.results.end(), r) - g.results.begin()));
@@ -543,7 +543,7 @@ std::string launch_time_report(const std::map<std::string, LaunchTime>& times, s
 std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& stats) {
   Impl& p = *impl_;
   const ir::Graph& g = p.g;
-  const cpu::MemoryPlan& m = p.memory;
+  const fusion::MemoryPlan& m = p.memory;
   ++stats.calls;
   stats.work += p.work;
   p.buffers = p.table;

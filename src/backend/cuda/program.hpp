@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/memory.hpp"
 #include "backend/cuda/allocator.hpp"
 #include "backend/cuda/render.hpp"
+#include "backend/memory.hpp"
 #include "tensor/tensor.hpp"
 
 namespace sheaf::cuda {
@@ -98,7 +98,7 @@ class Program {
   static constexpr size_t kReuse = 8, kCaptures = 4;
 
   // `g` must outlive the program (the executable owns both). A `loop_body` (a while's body,
-  // called with the loop's own buffers) writes each result that cpu::updates_in_place allows into
+  // called with the loop's own buffers) writes each result that fusion::updates_in_place allows into
   // its argument's buffer when that argument is on this GPU, and returns that argument.
   Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o = {}, bool loop_body = false);
   ~Program();

@@ -61,7 +61,7 @@ template <class T> static inline T sh_shfl_xor(T v, int lane_mask, unsigned lane
 
 class Renderer {
  public:
-  Renderer(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o)
+  Renderer(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, const RenderOptions& o)
       : g_(g), s_(s), m_(m), o_(o) {
     if (o.block < 1 || o.block > 1024 || !std::has_single_bit(static_cast<uint64_t>(o.block)))
       throw SheafError(fmt::format("internal: CUDA block size {} is not a power of two up to 1024", o.block));
@@ -122,7 +122,7 @@ class Renderer {
  private:
   const ir::Graph& g_;
   const fusion::Schedule& s_;
-  const cpu::MemoryPlan& m_;
+  const fusion::MemoryPlan& m_;
   const RenderOptions& o_;
   std::string code_;
   int indent_ = 0;
@@ -736,7 +736,7 @@ class Renderer {
 
 }  // namespace
 
-Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o) {
+Kernels render(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, const RenderOptions& o) {
   Kernels k = Renderer(g, s, m, o).run();
   pack_launches(k, g, s, m, {.max_grid = o.pack_max_grid, .max_block = o.block});
   return k;

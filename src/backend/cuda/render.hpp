@@ -76,7 +76,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/memory.hpp"
+#include "backend/memory.hpp"
 
 namespace sheaf::cuda {
 
@@ -160,7 +160,7 @@ struct RenderOptions {
 // row run with column phases fills each SM once (the defaults are an H100's 132).
 RenderOptions render_options_for(int64_t sms);
 
-Kernels render(const ir::Graph& g, const fusion::Schedule& s, const cpu::MemoryPlan& m, const RenderOptions& o = {});
+Kernels render(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, const RenderOptions& o = {});
 
 // The kernels of `k`, each once, in the order of their first launch: what Device::load takes.
 std::vector<std::string> kernel_names(const Kernels& k);

@@ -1,4 +1,4 @@
-// passes/fusion.hpp — fusion grouping: partitions an optimised graph into the steps a native
+// backend/fusion.hpp — fusion grouping: partitions an optimised graph into the steps a native
 // backend runs in order (the CPU backend renders each step as C++).
 //   Loop  one loop nest over an iteration space: elementwise nodes (unary, binary, convert,
 //         select, iota; pad reads its operand only inside the bounds; gather, concatenate and
@@ -168,7 +168,7 @@ const View& read_view(const Schedule& s, int32_t v, int32_t reader);
 struct FuseOptions {
   // A GPU schedule: f16/bf16 products are Dot steps too (a GPU's products accumulate them in f32)
   // and f16/bf16 reductions are loops (its kernels always accumulate in f32 registers); otherwise
-  // both are Host steps (the CPU backend widens them to f32 first: passes::widen_halves).
+  // both are Host steps (the CPU backend widens them to f32 first: cpu::widen_halves).
   // Elementwise f16/bf16 ops are loops in both. f32 scatter-adds (gradients
   // of gathers) are Scatter steps, arg_reduce and top_k TopK steps (the CPU runs them on the host),
   // and attention chains (attention.hpp) whose head dims are multiples of 16 up to

@@ -1,4 +1,4 @@
-// backend/cpu/memory.hpp — buffer planning for a fused schedule.
+// backend/memory.hpp — buffer planning for a fused schedule.
 // Every value with a buffer gets a slot in the pointer table handed to the generated code.
 // Intermediate buffers written by Loop/Copy/Dot steps live in one arena per executable: a
 // buffer is placed when its step runs and its bytes are reused once the last step reading it
@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "passes/fusion.hpp"
+#include "backend/fusion.hpp"
 
-namespace sheaf::cpu {
+namespace sheaf::fusion {
 
 struct MemoryPlan {
   std::vector<int32_t> slot;          // value → pointer-table slot (-1: no buffer)
@@ -34,4 +34,4 @@ MemoryPlan plan_memory(const ir::Graph& g, const fusion::Schedule& s);
 // its parameters are false.
 std::vector<bool> updates_in_place(const ir::Graph& g, const fusion::Schedule& s);
 
-}  // namespace sheaf::cpu
+}  // namespace sheaf::fusion

@@ -1,12 +1,10 @@
-// backend/cpu/memory.cpp — slots and arena offsets (see memory.hpp).
-#include "backend/cpu/memory.hpp"
+// backend/memory.cpp — slots and arena offsets (see memory.hpp).
+#include "backend/memory.hpp"
 
 #include <algorithm>
 #include <map>
 
-namespace sheaf::cpu {
-
-using fusion::StepKind;
+namespace sheaf::fusion {
 
 std::vector<std::vector<int32_t>> buffers_read(const ir::Graph& g, const fusion::Schedule& s) {
   std::vector<std::vector<int32_t>> reads(s.steps.size());
@@ -137,4 +135,4 @@ std::vector<bool> updates_in_place(const ir::Graph& g, const fusion::Schedule& s
   return out;
 }
 
-}  // namespace sheaf::cpu
+}  // namespace sheaf::fusion

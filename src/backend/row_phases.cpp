@@ -1,4 +1,4 @@
-// passes/row_phases.cpp — marks the row phases of a GPU schedule (fusion.hpp, "Row phases"):
+// backend/row_phases.cpp — marks the row phases of a GPU schedule (fusion.hpp, "Row phases"):
 // consecutive loops over one space that a GPU backend may run as the phases of one kernel of a
 // block per row — those whose reductions fold the same innermost dims (the rows), loops over a
 // value per row, and sums over the rows (column sums) — when each reads what the run wrote only at
@@ -6,7 +6,7 @@
 // just before a run's first loop after it, when nothing in between is read.
 #include <algorithm>
 
-#include "passes/fusion.hpp"
+#include "backend/fusion.hpp"
 
 namespace sheaf::fusion {
 

@@ -1,4 +1,4 @@
-// passes/fusion.cpp — fusion grouping (see fusion.hpp). One walk over the nodes in order:
+// backend/fusion.cpp — fusion grouping (see fusion.hpp). One walk over the nodes in order:
 //   - a view op composes its operand's View (a value computed inside a loop is first given a
 //     buffer by the loop that computes it; a reshape that strides cannot express copies first);
 //   - an elementwise node joins the loop of an operand with the same iteration space when every
@@ -22,7 +22,7 @@
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
 //     copying an operand that is not; a while becomes a While step and other nodes Host steps,
 //     both reading contiguous buffers.
-#include "passes/fusion.hpp"
+#include "backend/fusion.hpp"
 
 #include <algorithm>
 

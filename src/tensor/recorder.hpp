@@ -1,4 +1,4 @@
-// ir/recorder.hpp — how the tensor primitives become IR while a function is traced.
+// tensor/recorder.hpp — how the tensor primitives become IR while a function is traced.
 // The primitives of src/tensor are the IR ops. Each checks its operands first: when any is
 // symbolic, it hands the op to the active Recorder (src/trace/recording.hpp), which appends a node
 // and returns symbolic results, instead of running the kernel. Concrete operands become
@@ -6,7 +6,7 @@
 #pragma once
 #include <vector>
 
-#include "ir/ir.hpp"
+#include "tensor/op.hpp"
 
 namespace sheaf::ir {
 

@@ -1,4 +1,4 @@
-// passes/widen_halves.cpp — f16/bf16 products and reductions as f32 ones between conversions,
+// backend/cpu/widen_halves.cpp — f16/bf16 products and reductions as f32 ones between conversions,
 // for a backend that has neither in half precision (the CPU: OpenBLAS sgemm, f32 SIMD loops).
 //   dot_general(a, b) : h  →  convert(dot_general(convert(a, f32), convert(b, f32)), h)
 //   reduce(x) : h          →  convert(reduce(convert(x, f32)), h)
@@ -12,13 +12,15 @@
 #include <map>
 #include <memory>
 
-#include "passes/passes.hpp"
+#include "backend/cpu/lowering.hpp"
 #include "passes/rewrite.hpp"
 
-namespace sheaf::passes {
+namespace sheaf::cpu {
 
 using ir::Node;
 using ir::Op;
+using passes::Rewriter;
+using passes::rewrite_with_regions;
 
 ir::Graph widen_halves(const ir::Graph& g) {
   std::map<const ir::Graph*, std::map<int32_t, int32_t>> wide;  // per graph: new half value → its f32 conversion
@@ -42,4 +44,4 @@ ir::Graph widen_halves(const ir::Graph& g) {
   });
 }
 
-}  // namespace sheaf::passes
+}  // namespace sheaf::cpu

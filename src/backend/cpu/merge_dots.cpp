@@ -1,4 +1,4 @@
-// passes/merge_dots.cpp — products merged into fewer, wider ones, for backends that run products
+// backend/cpu/merge_dots.cpp — products merged into fewer, wider ones, for backends that run products
 // as BLAS calls (the CPU backend: sgemm reaches a fraction of its rate on products 64 columns
 // wide, and reads the shared operand again for each).
 //   Shared operand: dot(X, W1) .. dot(X, Wk) with equal dims whose other operands differ only
@@ -24,15 +24,17 @@
 #include <queue>
 #include <utility>
 
-#include "passes/passes.hpp"
+#include "backend/cpu/lowering.hpp"
 #include "passes/rewrite.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/shape.hpp"
 
-namespace sheaf::passes {
+namespace sheaf::cpu {
 
 namespace {
 
+using passes::Readers;
+using passes::Rewriter;
 using ir::Graph;
 using ir::Node;
 using ir::Op;
@@ -361,4 +363,4 @@ ir::Graph merge_dots(const ir::Graph& g) {
   return merge(g, done);
 }
 
-}  // namespace sheaf::passes
+}  // namespace sheaf::cpu

@@ -1,4 +1,4 @@
-// passes/canonical_dots.cpp — dot_general operands whose dims a matrix product cannot walk as
+// backend/cpu/canonical_dots.cpp — dot_general operands whose dims a matrix product cannot walk as
 // one matrix, transposed first into the order it can (for the backends that run products as
 // strided matrix products: fusion.hpp's Dot steps).
 // A Dot step reads each operand as matrices: the free dims merged into one axis and the
@@ -15,14 +15,16 @@
 #include <algorithm>
 #include <numeric>
 
-#include "passes/passes.hpp"
+#include "backend/cpu/lowering.hpp"
 #include "passes/rewrite.hpp"
 #include "tensor/dot.hpp"
 
-namespace sheaf::passes {
+namespace sheaf::cpu {
 
 namespace {
 
+using passes::Rewriter;
+using passes::rewrite_with_regions;
 using ir::Node;
 using ir::Op;
 
@@ -76,4 +78,4 @@ ir::Graph canonical_dots(const ir::Graph& g) {
   });
 }
 
-}  // namespace sheaf::passes
+}  // namespace sheaf::cpu
