@@ -28,7 +28,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 build: bootstrap
-	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_TESTS=ON
+	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_UNITY_BUILD=ON -DSHEAF_TESTS=ON
 	cmake --build build -j $(JOBS)
 
 test: build
@@ -55,7 +55,7 @@ install: build
 
 demo:
 	@bash scripts/bootstrap.sh demo
-	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_TESTS=OFF
+	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_UNITY_BUILD=ON -DSHEAF_TESTS=OFF
 	cmake --build build -j $(JOBS) --target sheaf
 	./build/sheaf examples/mlp/train.shf
 

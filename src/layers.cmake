@@ -12,6 +12,8 @@
 #             program or per compile rather than per step, -O2 for compile-time work (tracing,
 #             passes, differentiation, the shared lowering); the rest keeps Release's -O3.
 #   EXCLUDE   sources of the folder that are not part of the layer (a regex on the path).
+# With SHEAF_UNITY_BUILD each layer compiles its sources in batches of up to 16 (names private to a
+# file must then differ across the files of its folder).
 #
 # The declarations are written to ${CMAKE_BINARY_DIR}/layers.txt for the check, one line per layer:
 # <folder>|<deps separated by spaces>.
@@ -32,6 +34,9 @@ function(sheaf_layer folder)
     string(REPLACE "/" "_" dep_target "sheaf_${dep}")
     target_link_libraries(${target} PUBLIC ${dep_target})
   endforeach()
+  if(SHEAF_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+  endif()
   if(SHEAF_SIZE_TUNED AND L_OPTIMIZE)
     target_compile_options(${target} PRIVATE -${L_OPTIMIZE})
   endif()
