@@ -1,8 +1,10 @@
 # Makefile — front door. `make demo` and `make test` install dependencies, configure and build.
-#   make demo       installs only what the demo needs, builds build/sheaf alone, runs the demo training job
+#   make demo       installs only what the demo needs, builds build/sheaf alone (unity batches: about half
+#                   the CPU time of a clean build), runs the demo training job
 #   make test       bootstrap + build + every test (ctest; python.wheel tests the wheel in fresh venvs
 #                   with NumPy 2 and Debian's 1.24, scripts/test_wheel.sh) + 90 s of fuzzing
-#   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/
+#   make test-asan  the same test suite built with AddressSanitizer + UBSan in build-asan/ (layers in unity
+#                   batches, as `make demo` builds them; `make build` compiles one object per file)
 #   make fuzz       every libFuzzer target (tests/fuzz/fuzz_*.cpp) for FUZZ_SECONDS in total (default 90;
 #                   eval gets a third); FUZZ_TARGETS="npy idx" picks targets
 #   make fuzz-long  the same for an hour (FUZZ_SECONDS=3600), e.g. before a release
@@ -28,7 +30,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 build: bootstrap
-	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_UNITY_BUILD=ON -DSHEAF_TESTS=ON
+	cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DSHEAF_UNITY_BUILD=OFF -DSHEAF_TESTS=ON
 	cmake --build build -j $(JOBS)
 
 test: build
@@ -36,7 +38,7 @@ test: build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run_fuzz.sh
 
 test-asan: bootstrap
-	cmake -S . -B build-asan $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Debug -DSHEAF_SANITIZE=ON
+	cmake -S . -B build-asan $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Debug -DSHEAF_SANITIZE=ON -DSHEAF_UNITY_BUILD=ON
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 

@@ -14,7 +14,7 @@
 namespace sheaf::cuda {
 namespace {
 
-Loaded<CublasLt>& loaded() {
+Loaded<CublasLt>& loaded_cublaslt() {
   static Loaded<CublasLt> l;
   static std::once_flag once;
   return load_once<CublasLt>(l, once, {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, true, "cuBLASLt was not found",
@@ -53,7 +53,7 @@ bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 }  // namespace
 
 const CublasLt* cublaslt(std::string* why) {
-  return loaded().get(why);
+  return loaded_cublaslt().get(why);
 }
 
 std::string cublas_status_name(cublasStatus_t s) {

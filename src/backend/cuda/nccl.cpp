@@ -14,7 +14,7 @@
 namespace sheaf::cuda {
 namespace {
 
-Loaded<Nccl>& loaded() {
+Loaded<Nccl>& loaded_nccl() {
   static Loaded<Nccl> l;
   static std::once_flag once;
   return load_once<Nccl>(l, once, {"libnccl.so.2", "libnccl.so"}, true, "NCCL was not found", "NCCL is too old",
@@ -31,7 +31,7 @@ Loaded<Nccl>& loaded() {
 }  // namespace
 
 const Nccl* nccl(std::string* why) {
-  return loaded().get(why);
+  return loaded_nccl().get(why);
 }
 
 std::string nccl_version_name(int code) {
