@@ -21,6 +21,7 @@
 #include "convert.hpp"
 #include "model.hpp"
 #include "obs/guards.hpp"
+#include "runtime/device_choice.hpp"
 #include "runtime/jit.hpp"
 #include "value/printer.hpp"
 #include "worker.hpp"
@@ -163,7 +164,12 @@ py::object call(const Function& f, py::args args, py::kwargs kwargs) {
 }
 
 ModelPtr load(const std::filesystem::path& path, bool jit, const std::string& device, const std::vector<std::string>& args, bool progress) {
-  if (device != "cpu" && device != "ref") throw py::value_error(fmt::format("device '{}': expected 'cpu' or 'ref'", device));
+  const DeviceNames python_devices{"cpu", "ref"};  // compiled code on the CPU (docs/python.md)
+  try {
+    check_device_name(device.empty() ? std::string_view("(none)") : std::string_view(device), python_devices);
+  } catch (const SheafError& e) {
+    throw py::value_error(e.what());
+  }
   if (path.extension() != ".shf") {
     std::string warning = fmt::format("'{}' does not have the .shf extension", path.string());
     if (PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 1) < 0) throw py::error_already_set();
@@ -180,7 +186,7 @@ ModelPtr load(const std::filesystem::path& path, bool jit, const std::string& de
         if (!jit) {
           in.jit.reset();
         } else {  // compiled code on the CPU, cached in __sheaf__/ beside the file (SPEC §7.9)
-          jit_of(in)->device = device == "ref" ? Device::Ref : Device::Cpu;
+          choose_device(*jit_of(in), device, python_devices);
           jit_of(in)->cache_beside(std::filesystem::absolute(path).parent_path().string());
         }
         live = &in;

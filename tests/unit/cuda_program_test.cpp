@@ -202,7 +202,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, CudaExamples, ::testing::Values("emulated", "g
 
 // ---- the default device -------------------------------------------------------------------------
 
-// With no --device (cli/main.cpp: Jit::find_gpu), the first compile asks once for a usable GPU:
+// With no --device (runtime/device_choice.cpp: Jit::find_gpu), the first compile asks once for a usable GPU:
 // one makes every compiled function run on it; none leaves the CPU backend.
 struct DefaultDeviceRun {
   int asked = 0;
