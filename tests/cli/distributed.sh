@@ -132,7 +132,8 @@ python3 -c "import sys; a = float(open(sys.argv[1]).read().split()[-1]); assert 
 # ---- a rank that ends, fails or is killed while another waits: the job ends at once ----
 # With no collective timeout (SHEAF_COLLECTIVE_TIMEOUT empty: wait forever) and under `timeout 60`:
 # a job still running after 60 s hangs (status 124). Rank 0 writes `waiting.txt` just before its
-# all-reduce.
+# all-reduce; the rank that fails or is killed waits 2 s more, so that rank 0 is inside the
+# all-reduce (not still on its way there) when the job ends, however loaded the machine.
 cat >"$TMP/ends.shf" <<'SHF'
 (when (= (rank) 0) (io "save" "waiting.txt" "") (print (all-reduce (ones [2]))))
 SHF
@@ -140,6 +141,8 @@ cat >"$TMP/fails.shf" <<'SHF'
 (when (= (rank) 0) (io "save" "waiting.txt" "") (print (all-reduce (ones [2]))))
 (when (= (rank) 1)
   (while (not (io "exists" "waiting.txt")) [n 0] (inc n))
+  (def until (+ (io "clock") 2))
+  (while (< (io "clock") until) 0 0)
   (io "load" "missing.npy"))
 SHF
 ended() {  # NAME FILE: runs FILE under `timeout 60 mpirun -np 2`, expecting an early end
@@ -174,7 +177,7 @@ for _ in $(seq 100); do
   [[ -n $victim ]] && break
   sleep 0.2
 done
-[[ -n $victim ]] && kill -9 $victim
+[[ -n $victim ]] && sleep 2 && kill -9 $victim
 wait $job
 STATUS=$?
 [[ -n $victim ]] || fail 'found rank 1 of killed.shf once rank 0 waited'
