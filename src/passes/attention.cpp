@@ -49,7 +49,7 @@ class Matcher {
     take(ex);
     const int32_t x = with_row_value(def(ex.in[0]), Binary::Sub, Reduce::Max, ps);
     if (x < 0) return std::nullopt;
-    f.row_max = reduced_;
+    f.row_max = reduced_, f.x = x, f.max_b = def(ex.in[0]).in[1];
 
     AttentionMatch m;
     m.out = out_node;
@@ -91,10 +91,10 @@ class Matcher {
   }
 
  private:
-  // Values of a forward chain its backward pass reads: convert(p), p, e, Σ broadcast; nodes:
-  // the row max and sum.
+  // Values of a forward chain its backward pass reads: convert(p), p, e, Σ broadcast, softmax's
+  // operand x and its max broadcast; nodes: the row max and sum.
   struct Forward {
-    int32_t pb = -1, p = -1, e = -1, sum_b = -1, row_max = -1, row_sum = -1;
+    int32_t pb = -1, p = -1, e = -1, sum_b = -1, x = -1, max_b = -1, row_max = -1, row_sum = -1;
   };
 
   const ir::Graph& g_;
@@ -272,8 +272,12 @@ class Matcher {
     const ir::Node* dx = sole_reader(add->out);
     if (!dx || !binary(*dx, Binary::Mul) || other(*dx, add->out) != f.e) return std::nullopt;
     take(*dx);
-    // the prologue's VJPs, last op first
     int32_t grad = dx->out;
+    if (readers_.nodes[static_cast<size_t>(grad)].size() == 2) {  // a softmax written out
+      grad = max_grad(*dx, f, ps);
+      if (grad < 0) return std::nullopt;
+    }
+    // the prologue's VJPs, last op first
     for (size_t i = m.prologue.size(); i-- > 1;) {
       const ScoreOp& op = m.prologue[i];
       const DType before = m.prologue[i - 1].dtype;
@@ -300,6 +304,28 @@ class Matcher {
     }
     if (a.dq.node < 0 || a.dk.node < 0) return std::nullopt;
     return a;
+  }
+
+  // The VJP of softmax's max when a program writes softmax out, exp(x − max x) with nothing
+  // stopping the max's gradient: dx's readers are neg(dx), summed over S and broadcast (dm), and
+  // add(dx, select(x == bcast(max x), dm, 0)); returns that add's value, or -1. dm is Σ_S −dx,
+  // which is 0 up to rounding (softmax does not change when its operand is shifted), so the
+  // kernel's gradient, which has no such term, is the same.
+  int32_t max_grad(const ir::Node& dx, const Forward& f, const Shape& ps) {
+    const ir::Node *neg = nullptr, *add = nullptr;
+    for (int32_t r : readers_.nodes[static_cast<size_t>(dx.out)]) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
+      if (n.op == Op::Unary && n.attrs.unary == Unary::Neg) neg = &n;
+      else if (binary(n, Binary::Add) && other(n, dx.out) >= 0) add = &n;
+    }
+    if (!neg || !add) return -1;
+    const ir::Node& sel = def(other(*add, dx.out));
+    if (sel.op != Op::Select || !is_splat_of(g_, sel.in[2], 0.0) || !row_reduction(sel.in[1], Reduce::Sum, neg->out, ps))
+      return -1;
+    const ir::Node& eq = def(sel.in[0]);
+    if (!binary(eq, Binary::Eq) || eq.in[0] != f.x || eq.in[1] != f.max_b) return -1;
+    take(*neg), take(sel), take(eq), take(*add);
+    return add->out;
   }
 
   // Whether node n, reading the gradient `grad` of prologue op `op`'s result, is that op's VJP

@@ -15,7 +15,9 @@
 // rules emit for the chain (a training step), which is then matched with it (AttentionGrad):
 //   dPb = dot_general(dO, V)        dO [.., T, DV] (o's cotangent, any dim order): [b.., T, S]
 //   dV  = dot_general(convert(p), dO) contracting T (either operand order)
-//   dx  = (convert(dPb)/Σ + bcast(Σ_S −(convert(dPb)·p)/Σ))·e   softmax's VJP (its max has none)
+//   dx  = (convert(dPb)/Σ + bcast(Σ_S −(convert(dPb)·p)/Σ))·e   softmax's VJP (its max has none;
+//                                   a softmax written out adds the max's: dx + select(x == max,
+//                                   bcast(Σ_S −dx), 0), where Σ_S −dx is 0 up to rounding)
 //   dS  = the prologue's VJPs in reverse (select to 0 where masked, the scale, the converts)
 //   dQ  = dot_general(dS, K) contracting S, dK = dot_general(dS, Q) contracting T (either order)
 // with every value of both but o, dQ, dK and dV read only inside them, and every node of the
