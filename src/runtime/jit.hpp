@@ -21,7 +21,7 @@
 #include "backend/cuda/program.hpp"
 #include "backend/ref/executor.hpp"
 #include "eval/hooks.hpp"
-#include "runtime/disk_cache.hpp"
+#include "io/disk_cache.hpp"
 #include "trace/tracer.hpp"
 #include "value/function.hpp"
 
