@@ -19,6 +19,7 @@
 #include <chrono>
 
 #include "backend/cuda/allocator.hpp"
+#include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
 #include "builtins/init_runtime.hpp"
@@ -129,8 +130,9 @@ int run(int argc, char** argv) {
   Interp in(std::cout);
   for (int i = file + 1; i < argc; ++i)
     if (i > file + 1 || std::strcmp(argv[i], "--") != 0) in.program_args.push_back(argv[i]);
-  jit_of(in)->gpu = std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile));
-  jit_of(in)->device = Device::Cuda;
+  auto backend = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile)));
+  const cuda::CudaStats& stats = backend->stats();
+  jit_of(in)->backend = std::move(backend);
 
   // The work between two calls reaching the JIT is the earlier call's.
   std::map<std::string, Calls> by_fn;
@@ -138,13 +140,13 @@ int run(int argc, char** argv) {
   cuda::Work at_start;
   auto close = [&] {
     if (running.empty()) return;
-    by_fn[running].last = jit_of(in)->stats().gpu.work - at_start;
+    by_fn[running].last = stats.run.work - at_start;
   };
   jit_of(in)->observe = [&](const Value& fn, std::span<const Value>) {
     close();
     running = fn.as<FnObj>().name;  // the JIT sees closures only
     ++by_fn[running].calls;
-    at_start = jit_of(in)->stats().gpu.work;
+    at_start = stats.run.work;
   };
   try {
     in.run_file(argv[file]);

@@ -164,9 +164,9 @@ py::object call(const Function& f, py::args args, py::kwargs kwargs) {
 }
 
 ModelPtr load(const std::filesystem::path& path, bool jit, const std::string& device, const std::vector<std::string>& args, bool progress) {
-  const DeviceNames python_devices{"cpu", "ref"};  // compiled code on the CPU (docs/python.md)
+  const DeviceNames python_devices{{"cpu", "ref"}, false};  // compiled code on the CPU, named (docs/python.md)
   try {
-    check_device_name(device.empty() ? std::string_view("(none)") : std::string_view(device), python_devices);
+    check_device_name(device, python_devices);
   } catch (const SheafError& e) {
     throw py::value_error(e.what());
   }
@@ -186,8 +186,8 @@ ModelPtr load(const std::filesystem::path& path, bool jit, const std::string& de
         if (!jit) {
           in.jit.reset();
         } else {  // compiled code on the CPU, cached in __sheaf__/ beside the file (SPEC §7.9)
-          choose_device(*jit_of(in), device, python_devices);
-          jit_of(in)->cache_beside(std::filesystem::absolute(path).parent_path().string());
+          choose_device(*jit_of(in), device, python_devices,
+                        {.cache_dir = cache_beside(std::filesystem::absolute(path).parent_path().string())});
         }
         live = &in;
         FlushOutput flush{in};

@@ -105,17 +105,15 @@ int run_program(Cli& cli) {
     in.jit.reset();
   } else {
     jit_of(in)->profile = cli.jit_profile;
-    jit_of(in)->gpu_options.tf32 = cli.tf32;
+    // __sheaf__/ beside the entry file; -c and the REPL use the current directory (SPEC §7.9).
+    std::filesystem::path base = cli.file.empty() || cli.has_expr ? working_directory()
+                                                                  : std::filesystem::absolute(cli.file).parent_path();
     try {
-      choose_device(*jit_of(in), cli.device);
+      choose_device(*jit_of(in), cli.device, kAllDevices, {.cache_dir = cache_beside(base.string()), .tf32 = cli.tf32});
     } catch (const SheafError& e) {
       std::cerr << "error: " << e.what() << "\n";
       return 2;
     }
-    // __sheaf__/ beside the entry file; -c and the REPL use the current directory (SPEC §7.9).
-    std::filesystem::path base = cli.file.empty() || cli.has_expr ? working_directory()
-                                                                  : std::filesystem::absolute(cli.file).parent_path();
-    jit_of(in)->cache_beside(base.string());
   }
   struct ProfileAtExit {  // printed on success, error and guard breach alike
     Interp& in;
@@ -246,7 +244,7 @@ int main(int argc, char** argv) {
                  "Backend: cuda (NVIDIA GPU; the default where one is usable), cpu (native code; the default otherwise) or ref "
                  "(reference executor); $SHEAF_DEVICE when not given")
       ->envname("SHEAF_DEVICE")
-      ->check(CLI::IsMember(std::vector<std::string>(kAllDevices.begin(), kAllDevices.end())));
+      ->check(CLI::IsMember(std::vector<std::string>(kAllDevices.names.begin(), kAllDevices.names.end())));
   app.add_flag("--tf32", cli.tf32, "cuda: f32 matrix products may round their inputs to TF32 (faster, ~1e-3 relative error)");
   app.add_flag("--no-jit", cli.no_jit, "Interpret everything");
   app.add_flag("--jit-profile", cli.jit_profile, "Print the dispatch profile of compiled calls at exit");

@@ -1,6 +1,6 @@
 // cli/trust_command.cpp — `sheaf trust DIR`: lists the artifacts of a `__sheaf__/` folder (the CPU
 // shared objects its manifest lists, the CUDA kernel caches beside them) with their function,
-// backend, compiler and size, and signs each with this user's key (runtime/disk_cache.hpp,
+// backend, compiler and size, and signs each with this user's key (io/disk_cache.hpp,
 // backend/cuda/driver_device.hpp), so that a cache copied from another machine or user loads
 // without a compiler. The folder must be this user's and writable by no one else; a file that
 // fails the checks (a FIFO, a link, someone else's, an incomplete copy) is listed as refused and
@@ -18,7 +18,7 @@
 #include "backend/cuda/driver_device.hpp"
 #include "base/error.hpp"
 #include "io/artifact_trust.hpp"
-#include "runtime/disk_cache.hpp"
+#include "io/disk_cache.hpp"
 
 namespace sheaf {
 namespace {

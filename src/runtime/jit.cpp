@@ -1,26 +1,23 @@
-// runtime/jit.cpp — dispatch of pure user functions to cached executables (reference backend).
+// runtime/jit.cpp — dispatch of pure user functions to cached executables, compiled by the JIT's
+// backend (backend/backend.hpp).
 #include "runtime/jit.hpp"
 
 #include <algorithm>
-#include <cctype>
+#include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <utility>
 
-#include "backend/ref/executor.hpp"
+#include "backend/ref_backend.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
-#include "base/notice.hpp"
 #include "dist/comm.hpp"
 #include "eval/interp.hpp"
 #include "eval/pytree.hpp"
-#include "io/atomic_write.hpp"
-#include "io/scratch_dir.hpp"
+#include "io/disk_cache.hpp"
 #include "obs/session.hpp"
 #include "passes/passes.hpp"
 #include "runtime/content_hash.hpp"
-#include "tensor/blas.hpp"
 #include "value/handle.hpp"
 
 namespace sheaf {
@@ -49,133 +46,12 @@ void pin_objects(const Value& v, std::vector<Value>& out) {
   }
 }
 
-}  // namespace
-
-namespace {
-
-// A file-name-safe spelling of a function name.
-std::string file_name(const std::string& name) {
-  std::string r = name.empty() ? "fn" : name;
-  for (char& ch : r)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
-  return r;
-}
-
-// How to get past an untrusted artifact or folder when nothing can rebuild it (SPEC §7.9).
-std::string untrusted_hint(const DiskCache& cache, DiskCache::Trouble trouble) {
-  if (trouble == DiskCache::Trouble::UnsafeFolder)
-    return fmt::format("make {0} yours and writable only by you (chmod go-w {0}); then, if you trust its files, sign "
-                       "them with your key: sheaf trust {0}",
-                       cache.dir());
-  return fmt::format("if you trust the files in {0} (say, a copy of your own build), sign them with your key: sheaf trust {0}", cache.dir());
-}
-
 // Compiled code depends on the job's world size (all-reduce :mean divides by it).
 std::string world_key() { return dist::world_size() > 1 ? fmt::format("|world {}", dist::world_size()) : ""; }
 
-std::string signature(const ir::Graph& g) {
-  std::string r;
-  for (int32_t p : g.params) r += (r.empty() ? "" : ", ") + ir::type_str(g.type(p));
-  return r;
-}
-
 }  // namespace
 
-void Jit::cache_beside(const std::string& dir) {
-  cache.emplace((std::filesystem::path(dir) / "__sheaf__").string());
-  gpu_options.cache_dir = cache->dir();
-}
-
-std::shared_ptr<cuda::Program> Jit::build_gpu(const Value& fn, const Executable& exe) {
-  auto t0 = Clock::now();
-  try {
-    cuda::ProgramOptions o = gpu_options;
-    o.name = fn.as<FnObj>().name;
-    o.profile = o.profile || std::getenv("SHEAF_CUDA_PROFILE");
-    if (const char* u = std::getenv("SHEAF_CUDA_POINTS_PER_THREAD")) o.points_per_thread = std::max(1, std::atoi(u));
-    auto p = std::make_shared<cuda::Program>(exe.graph, gpu, o);
-    if (const char* dump = std::getenv("SHEAF_DUMP_CUDA"))
-      write_file_atomic(fmt::format("{}/{}.cu", dump, file_name(fn.as<FnObj>().name)),
-                        p->kernels().source + "\n/* launch table\n" + p->launch_table() + "*/\n");
-    ++stats_.gpu_built;
-    stats_.gpu_build_s += since(t0);
-    return p;
-  } catch (const SheafError& e) {
-    if (std::getenv("SHEAF_CUDA_STRICT")) throw;
-    std::string msg = e.what();
-    notice(fmt::format("the cuda backend could not build '{}' ({}); it runs on the reference executor", fn.as<FnObj>().name,
-                       msg.substr(0, msg.find('\n'))));
-    return nullptr;
-  }
-}
-
-std::shared_ptr<cpu::Program> Jit::build_native(const Interp& in, const Value& fn, const Executable& exe) {
-  const std::string& name = fn.as<FnObj>().name;
-  auto t0 = Clock::now();
-  cpu::Prepared p = cpu::prepare(exe.graph);
-  stats_.prepare_s += since(t0);
-  if (const char* dump = std::getenv("SHEAF_DUMP_CPP")) write_file_atomic(fmt::format("{}/{}.cpp", dump, file_name(name)), p.source.text);
-  std::string guards = in.obs ? obs::session_of(in)->compile_key() : "";
-  ArtifactId id{file_name(name), cpu::digest_of(key_ + "|cpu|" + cpu::isa_fingerprint() + guards + world_key()), "cpu", "so", content_hash(in, fn),
-                code_hash(in, fn), p.source.digest, signature(exe.graph)};
-  const auto& tc = cpu::toolchain();
-  std::string compiler = tc ? tc->identity : "";
-  std::string problem;
-  DiskCache::Trouble trouble = DiskCache::Trouble::None;
-  if (cache) {
-    auto t1 = Clock::now();
-    DiskCache::Found f = cache->find(id, compiler);
-    if (!f.bytes.empty()) {
-      cpu::Loaded lib = cpu::load_verified_bytes(f.bytes, p.source.digest);
-      stats_.load_s += since(t1);
-      if (lib.entry) {
-        ++stats_.loaded;
-        return std::make_shared<cpu::Program>(std::move(p), lib);
-      }
-      problem = cache->path_of(id) + " " + lib.problem;
-    } else {
-      problem = f.problem;
-      trouble = f.trouble;
-      stats_.load_s += since(t1);
-    }
-  }
-  if (!tc) {
-    if (trouble == DiskCache::Trouble::Untrusted || trouble == DiskCache::Trouble::UnsafeFolder)
-      throw UntrustedArtifact(fmt::format("{}, and no C++ compiler was found to rebuild '{}'", problem, name), {}, untrusted_hint(*cache, trouble));
-    ++stats_.ref_runs;
-    if (!problem.empty())
-      notice(fmt::format("{}, and no C++ compiler was found: '{}' runs on the reference executor", problem, name));
-    else if (!warned_no_compiler_)
-      notice("no C++ compiler found (PATH, or SHEAF_CXX) and no cached build in __sheaf__/: compiled functions run on the "
-             "reference executor");
-    warned_no_compiler_ = true;
-    return nullptr;
-  }
-  if (!problem.empty()) notice(problem + "; recompiling");
-  auto t2 = Clock::now();
-  std::string built;
-  try {
-    built = scratch_path(".so");
-    cpu::compile_shared_object(*tc, p.source.text, built);
-  } catch (const SheafError& e) {
-    if (std::getenv("SHEAF_CPU_STRICT")) throw;
-    ++stats_.ref_runs;
-    std::string msg = e.what();
-    notice(fmt::format("the cpu backend could not build '{}' ({}); it runs on the reference executor", name,
-                       msg.substr(0, msg.find('\n'))));
-    return nullptr;
-  }
-  stats_.compile_s += since(t2);
-  ++stats_.built;
-  cpu::Loaded lib = cpu::load_shared_object(built, p.source.digest);
-  if (!lib.entry) throw SheafError(fmt::format("internal: the build of '{}' {}", name, lib.problem));
-  if (cache && trouble != DiskCache::Trouble::UnsafeFolder) {  // find() said why nothing is stored there
-    std::string err = cache->store(id, compiler, built);
-    if (!err.empty()) notice(fmt::format("cannot write the build of '{}' to {}: {}", name, cache->dir(), err));
-  }
-  std::filesystem::remove(built);
-  return std::make_shared<cpu::Program>(std::move(p), lib);
-}
+Jit::Jit() : backend(std::make_unique<RefBackend>()) {}
 
 Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const Value> args, SrcLoc site) {
   const std::string& name = fn.as<FnObj>().name;
@@ -198,17 +74,13 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     exe->traced_nodes = t.graph.nodes.size();
     exe->graph = std::move(t.graph);
     passes::optimize(exe->graph);  // verifies
-    exe->plan = ref::plan(exe->graph);
     if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
     exe->result = std::move(t.result);
     exe->guarded = t.guarded;
-    stats_.trace_s += since(t0);  // tracing and the IR passes; the native build is counted apart
-    t0 = Clock::now();
-    if (find_gpu)
-      if (std::shared_ptr<cuda::Allocator> found = std::exchange(find_gpu, nullptr)())
-        gpu = std::move(found), device = Device::Cuda;
-    if (device == Device::Cpu) exe->native = build_native(in, fn, *exe);
-    if (device == Device::Cuda) exe->gpu = build_gpu(fn, *exe);
+    stats_.trace_s += since(t0);  // tracing and the IR passes; the backend counts its build
+    std::string setting = (in.obs ? obs::session_of(in)->compile_key() : "") + world_key();
+    CompileContext context{name, key_, setting, [&] { return content_hash(in, fn); }, [&] { return code_hash(in, fn); }};
+    exe->compiled = backend->compile(exe->graph, context);
     e.exe = std::move(exe);
   } catch (UntrustedArtifact& e) {  // not a reason to interpret: the program stops and says how to trust
     if (!e.loc.valid()) e.loc = site;
@@ -288,8 +160,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     std::vector<Tensor> results;
     {
       StopFlagScope stop(&in.interrupt);  // compiled loops poll it (Ctrl-C)
-      if (exe->gpu) results = exe->gpu->run(inputs_, stats_.gpu);
-      else results = exe->native ? exe->native->run(inputs_, profile ? &stats_.cpu : nullptr) : ref::run(exe->graph, exe->plan, inputs_);
+      results = exe->compiled->run(inputs_, profile);
     }
     if (in.interrupt.load(std::memory_order_relaxed)) [[unlikely]] {  // a loop may have stopped early: drop the results
       inputs_.clear();
@@ -322,43 +193,15 @@ void Jit::report(std::ostream& os) const {
   auto pct = [&](double x) { return total > 0 ? 100.0 * x / total : 0.0; };
   os << fmt::format("Dispatch profile ({} calls, {:.1f}ms total):\n", s.calls, total * 1e3);
   os << fmt::format("  flatten: {:9.1f}ms ({:4.1f}%)\n", s.flatten_s * 1e3, pct(s.flatten_s));
-  if (device == Device::Cuda)  // inputs on the GPU already or reused uploads, against fresh uploads
-    os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: {}]\n", 0.0, 0.0, s.gpu.resident + s.gpu.reused, s.gpu.uploaded);
-  else
-    os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: 0]\n", 0.0, 0.0, s.inputs);
+  BufferCounts b = backend->buffers(s.inputs);
+  os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: {}]\n", 0.0, 0.0, b.hits, b.misses);
   os << fmt::format("  call:    {:9.1f}ms ({:4.1f}%)\n", s.call_s * 1e3, pct(s.call_s));
   os << fmt::format("  output:  {:9.1f}ms ({:4.1f}%)\n", s.output_s * 1e3, pct(s.output_s));
   os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms); {} interpreted calls\n", s.hits, s.misses, s.traces,
                     s.trace_s * 1e3, s.fallbacks);
   for (const std::string& r : s.fallback_reasons) os << "    interpreted " << r << "\n";
   if (s.guard_reruns) os << fmt::format("  {} compiled calls failed a traced guard and ran again interpreted\n", s.guard_reruns);
-  if (device == Device::Cpu)
-    os << fmt::format("  cpu backend: {} built ({:.1f}ms fusion+codegen, {:.1f}ms C++ compiler), {} loaded from {} ({:.1f}ms), {} on the reference executor\n",
-                      s.built, s.prepare_s * 1e3, s.compile_s * 1e3, s.loaded, cache ? cache->dir() : "-", s.load_s * 1e3, s.ref_runs);
-  if (device != Device::Cuda) os << fmt::format("  f32 products: {}\n", blas_description());
-  if (device == Device::Cpu) {
-    const auto& tc = cpu::toolchain();
-    os << fmt::format("  generated code: {} {}\n", tc ? tc->identity : "no compiler", cpu::compile_flags());
-  }
-  if (const cpu::RunProfile& c = s.cpu; c.calls) {
-    const double loops = std::max(0.0, c.entry_s - c.product_s - c.host_s);
-    auto share = [&](double x) { return c.entry_s > 0 ? 100.0 * x / c.entry_s : 0.0; };
-    os << fmt::format("  cpu time in {} compiled calls: {:.1f}ms = products {:.1f}ms ({:.0f}%; {} sgemm, {:.2f} GFLOP, {:.1f} GFLOP/s)"
-                      " + loops and copies {:.1f}ms ({:.0f}%) + host steps {:.1f}ms ({:.0f}%; {}); dispatch around them {:.1f}ms\n",
-                      c.calls, c.entry_s * 1e3, c.product_s * 1e3, share(c.product_s), c.products, c.product_flops / 1e9,
-                      c.product_s > 0 ? c.product_flops / c.product_s / 1e9 : 0.0, loops * 1e3, share(loops), c.host_s * 1e3,
-                      share(c.host_s), c.host_steps, std::max(0.0, total - c.entry_s) * 1e3);
-  }
-  if (device == Device::Cuda && gpu) {
-    os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
-                      "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",
-                      gpu->device().describe(), s.gpu_built, s.gpu_build_s * 1e3, s.gpu.resident, s.gpu.reused, s.gpu.uploaded,
-                      s.gpu.captured, s.gpu.replayed, s.gpu.host_steps, s.gpu.in_place, gpu->stats().in_use / 1048576.0,
-                      gpu->stats().peak_in_use / 1048576.0, gpu->stats().cached / 1048576.0);
-    os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP\n", s.gpu.work.kernels,
-                      s.gpu.work.kernel_bytes / 1e9, s.gpu.work.products, s.gpu.work.product_flops / 1e12);
-    if (!s.gpu.times.empty()) os << cuda::launch_time_report(s.gpu.times);
-  }
+  backend->report(os, total);
 }
 
 Jit* jit_of(const Interp& in) { return static_cast<Jit*>(in.jit.get()); }

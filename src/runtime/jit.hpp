@@ -7,7 +7,6 @@
 // traced as weak rank-0 inputs; when a function needs one of them statically (a shape, a loop
 // count), it is retraced once with scalars as part of the key, and stays so.
 #pragma once
-#include <chrono>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -17,11 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/cpu/program.hpp"
-#include "backend/cuda/program.hpp"
-#include "backend/ref/executor.hpp"
+#include "backend/backend.hpp"
 #include "eval/hooks.hpp"
-#include "runtime/disk_cache.hpp"
 #include "trace/tracer.hpp"
 #include "value/function.hpp"
 
@@ -29,15 +25,9 @@ namespace sheaf {
 
 class Interp;
 
-// Where compiled functions run: the reference executor, native code from the CPU backend, or
-// kernels on a GPU (Jit::gpu) from the CUDA backend.
-enum class Device { Ref, Cpu, Cuda };
-
 struct Executable {
   ir::Graph graph;  // optimised
-  ref::Plan plan;
-  std::shared_ptr<cpu::Program> native;  // the CPU backend's build; null: runs on the reference executor
-  std::shared_ptr<cuda::Program> gpu;    // the CUDA backend's build (instead of native)
+  std::unique_ptr<CompiledGraph> compiled;  // by the JIT's backend (refers to graph, declared before it)
   trace::ResultTree result;
   bool guarded = false;     // the last result is the guard flag (trace::Traced::guarded)
   size_t traced_nodes = 0;  // before optimisation
@@ -46,31 +36,21 @@ struct Executable {
 struct JitStats {
   uint64_t calls = 0, hits = 0, misses = 0, traces = 0, fallbacks = 0;
   uint64_t guard_reruns = 0;  // compiled calls whose guard flag failed, interpreted again to report
-  uint64_t inputs = 0;  // host tensors passed to executables (no copy on the host backend)
-  double flatten_s = 0, call_s = 0, output_s = 0, trace_s = 0;
-  uint64_t built = 0, loaded = 0, ref_runs = 0;   // CPU backend: compiled now, from __sheaf__, on ref instead
-  double prepare_s = 0, compile_s = 0, load_s = 0;  // fusion + rendering, the C++ compiler, cache checks + dlopen
+  uint64_t inputs = 0;  // host tensors passed to executables
+  double flatten_s = 0, call_s = 0, output_s = 0, trace_s = 0;  // trace_s: tracing and the IR passes, not the backend's build
   std::vector<std::string> fallback_reasons;  // "f: reason" (first occurrence per function and reason)
-  cpu::RunProfile cpu;     // CPU backend: where its calls' time went (with `profile`)
-  cuda::ProgramStats gpu;  // CUDA backend: what its programs did
-  uint64_t gpu_built = 0;
-  double gpu_build_s = 0;
 };
 
 // The interpreter's CallCompiler (eval/hooks.hpp), made for each Interp.
 class Jit final : public CallCompiler {
  public:
   static constexpr size_t kLruSize = 8;
+  Jit();
   bool profile = false;  // time the phases of every dispatch (--jit-profile)
-  Device device = Device::Ref;
-  std::shared_ptr<cuda::Allocator> gpu;  // Device::Cuda: the GPU's memory (and through it the GPU)
-  cuda::ProgramOptions gpu_options;      // cache_dir is set by cache_beside
-  // Set when no device was asked for: the first compile calls it once, and a GPU it returns
-  // makes the device Device::Cuda (SPEC §8: cuda when usable); null leaves the device as it is.
-  std::function<std::shared_ptr<cuda::Allocator>()> find_gpu;
-  std::optional<DiskCache> cache;  // __sheaf__/ beside the entry file (CPU backend); none: nothing is cached
-  // Caches compiled code in `dir`/__sheaf__/ (SPEC §7.9): the entry file's directory.
-  void cache_beside(const std::string& dir);
+  // What compiled functions run on: the reference executor until runtime/device_choice.hpp
+  // chooses (the CLI, the Python binding), or a test sets one. Set before the first compiled
+  // call: compiled graphs count their runs in the backend that made them.
+  std::unique_ptr<Backend> backend;
   // Sees every call that reaches the JIT before dispatch (`sheaf build --trace-with`).
   std::function<void(const Value& fn, std::span<const Value> args)> observe;
 
@@ -102,14 +82,7 @@ class Jit final : public CallCompiler {
   std::string key_;               // scratch buffers reused between calls
   std::vector<Tensor> inputs_;
 
-  bool warned_no_compiler_ = false;
-
   Entry compile(Interp& in, FnCache& c, const Value& fn, std::span<const Value> args, SrcLoc site);
-  // The CPU backend's program for `exe` (from __sheaf__/ or compiled now); null when it cannot be
-  // had (no compiler and no cache), after a one-line notice.
-  std::shared_ptr<cpu::Program> build_native(const Interp& in, const Value& fn, const Executable& exe);
-  // The CUDA backend's program for `exe`; null (after a one-line notice) when it cannot be built.
-  std::shared_ptr<cuda::Program> build_gpu(const Value& fn, const Executable& exe);
 };
 
 // The JIT of an interpreter (the only CallCompiler there is); null with --no-jit.

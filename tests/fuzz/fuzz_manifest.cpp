@@ -1,5 +1,5 @@
 // tests/fuzz/fuzz_manifest.cpp — libFuzzer target for the `__sheaf__/manifest.json` reader
-// (runtime/disk_cache.cpp, SPEC §7.9). Each input is written as the manifest of a private cache
+// (io/disk_cache.cpp, SPEC §7.9). Each input is written as the manifest of a private cache
 // folder that holds one artifact, f.cpu.0123456789abcdef.so, and goes through every path that
 // reads a manifest: find() for that artifact (with and without a compiler's identity, so the
 // staleness, size and MAC checks are reached when the input matches), store() of a rebuild (which
@@ -20,7 +20,7 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "runtime/disk_cache.hpp"
+#include "io/disk_cache.hpp"
 
 namespace {
 

@@ -258,6 +258,15 @@ class Binding(unittest.TestCase):
             sheaf.load(bad)
         self.assertIn("bad.shf:2:8", str(cm.exception))
 
+    def test_device_must_be_cpu_or_ref(self):
+        for device, message in [("cuda", "device 'cuda': unknown; available devices: cpu, ref"),
+                                ("", "no device named; available devices: cpu, ref")]:
+            with self.assertRaises(ValueError) as cm:
+                sheaf.load(self.path, device=device)
+            self.assertEqual(str(cm.exception), message)
+        p = params()
+        np.testing.assert_allclose(sheaf.load(self.path, device="ref").forward(p, self.x), np_forward(p, self.x), rtol=1e-5, atol=1e-6)
+
     def test_unknown_function_is_attribute_error(self):
         with self.assertRaisesRegex(AttributeError, r"no function 'forwad'.*did you mean forward"):
             self.m.forwad

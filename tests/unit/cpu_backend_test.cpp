@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <sstream>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/toolchain.hpp"
 #include "case_file.hpp"
+#include "runtime/device_choice.hpp"
 #include "runtime/jit.hpp"
 #include "value_compare.hpp"
 
@@ -51,15 +53,15 @@ TEST_P(CpuBackend, MatchesReferenceExecutor) {
   const Case& c = GetParam();
   std::ostringstream out_cpu, out_ref;
   Interp native{out_cpu}, ref{out_ref};
-  jit_of(native)->device = Device::Cpu;
-  jit_of(native)->cache.emplace((std::filesystem::temp_directory_path() / "sheaf-cpu-backend-test" / c.name).string());
-  jit_of(ref)->device = Device::Ref;
+  auto backend = std::make_unique<cpu::CpuBackend>((std::filesystem::temp_directory_path() / "sheaf-cpu-backend-test" / c.name).string());
+  const cpu::CpuStats& s = backend->stats();
+  jit_of(native)->backend = std::move(backend);
+  choose_device(*jit_of(ref), "ref");
   Outcome want = run_case(ref, c);
   ASSERT_EQ(want.error, "") << "the program fails on the reference executor:\n" << c.text;
   Outcome got = run_case(native, c);
   ASSERT_EQ(got.error, "") << "the program fails on the cpu backend:\n" << c.text;
 
-  const JitStats& s = jit_of(native)->stats();
   EXPECT_GE(s.built + s.loaded, 1u) << "no native code was built";
   EXPECT_EQ(s.ref_runs, 0u) << "some function ran on the reference executor";
   EXPECT_EQ(testing_support::compiled_cleanly(native), "");

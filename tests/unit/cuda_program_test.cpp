@@ -22,9 +22,12 @@
 #include <regex>
 #include <sstream>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/toolchain.hpp"
+#include "backend/cuda/cuda_backend.hpp"
 #include "case_file.hpp"
 #include "cuda_emulator.hpp"
+#include "runtime/device_choice.hpp"
 #include "runtime/jit.hpp"
 #include "value_compare.hpp"
 
@@ -51,20 +54,24 @@ std::shared_ptr<cuda::Device> device_named(const std::string& name, std::string&
   return testing_support::emulated_device();
 }
 
-// An interpreter whose JIT compiles for `device` (compile errors fail instead of falling back).
-void use_gpu(Interp& in, std::shared_ptr<cuda::Device> device) {
+// Makes the JIT of `in` compile for `device` with `o` (compile errors fail instead of falling
+// back); its backend, which `in` owns.
+const cuda::CudaBackend& use_gpu(Interp& in, std::shared_ptr<cuda::Device> device, const cuda::ProgramOptions& o = {}) {
   setenv("SHEAF_CUDA_STRICT", "1", 1);
-  jit_of(in)->device = Device::Cuda;
-  jit_of(in)->gpu = std::make_shared<cuda::Allocator>(std::move(device));
+  auto backend = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(std::move(device)), o);
+  const cuda::CudaBackend& b = *backend;
+  jit_of(in)->backend = std::move(backend);
+  return b;
 }
 
-// An interpreter compiling for a fresh emulated GPU; `out` holds what it printed.
+// An interpreter compiling for a fresh emulated GPU with `o`; `out` holds what it printed.
 struct OnEmulatedGpu {
   std::shared_ptr<testing_support::EmulatedDevice> device = testing_support::emulated_device();
   std::ostringstream out;
   Interp in{out};
-  OnEmulatedGpu() { use_gpu(in, device); }
-  const cuda::ProgramStats& stats() const { return jit_of(in)->stats().gpu; }
+  const cuda::CudaBackend& backend;
+  explicit OnEmulatedGpu(const cuda::ProgramOptions& o = {}) : backend(use_gpu(in, device, o)) {}
+  const cuda::ProgramStats& stats() const { return backend.stats().run; }
 };
 
 struct CaseOnDevice {
@@ -91,15 +98,15 @@ TEST_P(CudaBackend, MatchesReferenceExecutor) {
   const Case& c = GetParam().c;
   std::ostringstream out_gpu, out_ref;
   Interp gpu{out_gpu}, ref{out_ref};
-  use_gpu(gpu, device);
-  jit_of(ref)->device = Device::Ref;
+  const cuda::CudaBackend& backend = use_gpu(gpu, device);
+  choose_device(*jit_of(ref), "ref");
   Outcome want = run_case(ref, c);
   ASSERT_EQ(want.error, "") << "the program fails on the reference executor:\n" << c.text;
   Outcome got = run_case(gpu, c);
   ASSERT_EQ(got.error, "") << "the program fails on the cuda backend:\n" << c.text;
   const JitStats& s = jit_of(gpu)->stats();
-  EXPECT_GE(s.gpu_built, 1u) << "nothing was built for the GPU";
-  EXPECT_EQ(s.gpu.calls, s.calls - s.fallbacks - s.guard_reruns) << "some compiled call did not run on the GPU";
+  EXPECT_GE(backend.stats().built, 1u) << "nothing was built for the GPU";
+  EXPECT_EQ(backend.stats().run.calls, s.calls - s.fallbacks - s.guard_reruns) << "some compiled call did not run on the GPU";
   EXPECT_EQ(testing_support::compiled_cleanly(gpu), "");
   EXPECT_EQ(difference(got.value, want.value, "", kNativeTolerance), "");
   EXPECT_EQ(out_gpu.str(), out_ref.str());
@@ -130,7 +137,7 @@ std::string output_of(const std::string& program, const std::string& name, const
   std::ostringstream out;
   Interp in{out};
   if (gpu) use_gpu(in, gpu);
-  else jit_of(in)->device = Device::Cpu;
+  else choose_device(*jit_of(in), "cpu");
   in.run_text(program, name);
   return out.str();
 }
@@ -202,25 +209,36 @@ INSTANTIATE_TEST_SUITE_P(Devices, CudaExamples, ::testing::Values("emulated", "g
 
 // ---- the default device -------------------------------------------------------------------------
 
-// With no --device (runtime/device_choice.cpp: Jit::find_gpu), the first compile asks once for a usable GPU:
-// one makes every compiled function run on it; none leaves the CPU backend.
+// With no --device (runtime/device_choice.cpp: switching_once), the first compile asks once for a
+// usable GPU: one makes every compiled function run on it; none leaves the CPU backend.
 struct DefaultDeviceRun {
   int asked = 0;
-  Device device = Device::Ref;
-  uint64_t gpu_built = 0, cpu_built = 0;  // functions built for each
+  std::string backend;                    // the JIT's at the end
+  uint64_t gpu_built = 0, cpu_built = 0;  // functions built for each (the CPU's: when the GPU was asked for, or at the end)
   std::string out;
 };
 
-// Two compiles of one function (two shapes) from a JIT on the CPU whose find_gpu returns `gpu`.
+// Two compiles of one function (two shapes) from a JIT on the CPU that asks for the GPU `gpu`.
 DefaultDeviceRun run_with_default_device(std::shared_ptr<cuda::Device> gpu) {
   DefaultDeviceRun r;
   std::ostringstream out;
   Interp in{out};
-  jit_of(in)->device = Device::Cpu;
-  jit_of(in)->find_gpu = [&] { return ++r.asked, gpu ? std::make_shared<cuda::Allocator>(gpu) : nullptr; };
+  auto on_cpu = std::make_unique<cpu::CpuBackend>();
+  const cpu::CpuBackend* cpu = on_cpu.get();  // gone once a GPU takes its place
+  const cuda::CudaBackend* cuda = nullptr;
+  auto count_cpu_builds = [&] { r.cpu_built = cpu->stats().built + cpu->stats().loaded; };
+  jit_of(in)->backend = switching_once(std::move(on_cpu), [&]() -> std::unique_ptr<Backend> {
+    ++r.asked;
+    count_cpu_builds();
+    if (!gpu) return nullptr;
+    auto b = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(gpu));
+    cuda = b.get();
+    return b;
+  });
   in.run_text("(defn f [x] (* x 2.0)) (print (f (ones [3]))) (print (f (ones [4])))", "default.shf");
-  r.device = jit_of(in)->device;
-  r.gpu_built = jit_of(in)->stats().gpu_built, r.cpu_built = jit_of(in)->stats().built + jit_of(in)->stats().loaded;
+  r.backend = jit_of(in)->backend->name();
+  if (cuda) r.gpu_built = cuda->stats().built;
+  else count_cpu_builds();
   r.out = out.str();
   return r;
 }
@@ -230,7 +248,7 @@ TEST(CudaDefaultDevice, TheFirstCompileTakesAUsableGpu) {
   setenv("SHEAF_CUDA_STRICT", "1", 1);
   DefaultDeviceRun r = run_with_default_device(testing_support::emulated_device());
   EXPECT_EQ(r.asked, 1);
-  EXPECT_EQ(r.device, Device::Cuda);
+  EXPECT_EQ(r.backend, "cuda");
   EXPECT_EQ(r.gpu_built, 2u);
   EXPECT_EQ(r.cpu_built, 0u) << "nothing was built for the CPU";
   EXPECT_EQ(r.out, "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
@@ -240,7 +258,7 @@ TEST(CudaDefaultDevice, NoUsableGpuLeavesTheCpu) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler for the CPU backend";
   DefaultDeviceRun r = run_with_default_device(nullptr);
   EXPECT_EQ(r.asked, 1);
-  EXPECT_EQ(r.device, Device::Cpu);
+  EXPECT_EQ(r.backend, "cpu");
   EXPECT_EQ(r.gpu_built, 0u);
   EXPECT_EQ(r.cpu_built, 2u);
   EXPECT_EQ(r.out, "[2. 2. 2.]\n[2. 2. 2. 2.]\n");
@@ -283,7 +301,7 @@ TEST(CudaResidency, TrainingLoopStaysOnTheGpu) {
   EXPECT_EQ(n.downloads, 1u) << "printing the loss downloads it once; the shape needs no download";
   std::ostringstream want;
   Interp ref{want};
-  jit_of(ref)->device = Device::Ref;
+  choose_device(*jit_of(ref), "ref");
   ref.run_text(kTrainingLoop, "loop.shf");
   ref.run_text("(def more (repeat [i 10] [[l p] trained] (step p X Y)))", "more.shf");
   for (const std::string& r : reads) ref.run_text(r, "print.shf");
@@ -313,7 +331,7 @@ struct EmulatedAndReference {
     OnEmulatedGpu gpu;
     std::ostringstream ref_out;
     Interp ref{ref_out};
-    jit_of(ref)->device = Device::Ref;
+    choose_device(*jit_of(ref), "ref");
     gpu.in.run_text(program, "program.shf");
     ref.run_text(program, "program.shf");
     got = gpu.out.str(), want = ref_out.str(), stats = gpu.stats();
@@ -446,8 +464,9 @@ TEST(CudaResidency, Tf32OnlyWhenAskedAndOnlyForF32) {
 (def r (f (random-normal 1 [40 50]) (random-normal 2 [50 30])))
 )";
   for (bool tf32 : {false, true}) {
-    OnEmulatedGpu gpu;
-    jit_of(gpu.in)->gpu_options.tf32 = tf32;
+    cuda::ProgramOptions o;
+    o.tf32 = tf32;
+    OnEmulatedGpu gpu(o);
     gpu.in.run_text(kProducts, "products.shf");
     EXPECT_EQ(gpu.device->counters.gemms, 2u);
     EXPECT_EQ(gpu.device->counters.tf32_gemms, tf32 ? 1u : 0u) << "tf32 " << tf32;
@@ -492,8 +511,9 @@ TEST(CudaResidency, LaunchesAreTimedWhenProfiling) {
 (g x 3)
 )";
   for (bool profile : {false, true}) {
-    OnEmulatedGpu gpu;
-    jit_of(gpu.in)->gpu_options.profile = profile;
+    cuda::ProgramOptions o;
+    o.profile = profile;
+    OnEmulatedGpu gpu(o);
     gpu.in.run_text(program, "timed.shf");
     const cuda::ProgramStats& s = gpu.stats();
     if (!profile) {

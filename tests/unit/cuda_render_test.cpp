@@ -45,6 +45,7 @@
 #include "case_file.hpp"
 #include "cuda_emulator.hpp"
 #include "passes/passes.hpp"
+#include "runtime/device_choice.hpp"
 #include "tensor/blas.hpp"
 #include "trace/tracer.hpp"
 #include "value_compare.hpp"
@@ -171,7 +172,7 @@ CaseGraphs graphs_of(const Case& c) {
   CaseGraphs out;
   std::ostringstream printed;
   Interp in{printed};
-  jit_of(in)->device = Device::Ref;
+  choose_device(*jit_of(in), "ref");
   std::map<const Obj*, bool> static_scalars;
   std::set<std::string> seen;
   std::vector<Value> pinned;  // keys name functions and objects by address: keep them alive

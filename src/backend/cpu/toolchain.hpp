@@ -50,7 +50,7 @@ struct Loaded {
   std::string problem;  // non-empty: not usable
 };
 Loaded load_shared_object(const std::string& path, const std::string& digest);
-// Loads exactly `bytes` (an artifact whose MAC was checked on these bytes, runtime/disk_cache.hpp):
+// Loads exactly `bytes` (an artifact whose MAC was checked on these bytes, io/disk_cache.hpp):
 // they are written to a new file in the private scratch directory, which no other user can
 // replace between the check and dlopen (a memfd would need /proc for dlopen), loaded, and unlinked.
 Loaded load_verified_bytes(std::string_view bytes, const std::string& digest);

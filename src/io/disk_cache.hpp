@@ -1,4 +1,4 @@
-// runtime/disk_cache.hpp — the `__sheaf__/` compilation cache (SPEC §7.9).
+// io/disk_cache.hpp — the `__sheaf__/` compilation cache (SPEC §7.9).
 //   __sheaf__/manifest.json            {"sheaf", "prng", "functions": {name: {"hash", "artifacts":
 //                                       {key: {"file", "backend", "args", "digest", "bytes",
 //                                       "compiler", "mac"}}}}}

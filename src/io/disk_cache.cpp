@@ -1,5 +1,5 @@
-// runtime/disk_cache.cpp — manifest reading, artifact validation and signing, atomic updates.
-#include "runtime/disk_cache.hpp"
+// io/disk_cache.cpp — manifest reading, artifact validation and signing, atomic updates.
+#include "io/disk_cache.hpp"
 
 #include <filesystem>
 
