@@ -477,6 +477,21 @@ class Fuser {
     return true;
   }
 
+  // CPU: concatenate(x1 .. xk) along axis a as one Copy step per operand, into the region
+  // [off_j, off_j + size_j) of a of the result's buffer (placed by the first copy).
+  void place_concatenate(int32_t i, const ir::Node& n) {
+    const auto a = static_cast<size_t>(n.attrs.axis);
+    const std::vector<int64_t> strides = contiguous_strides(shape(n.out));
+    int64_t at = 0;
+    for (int32_t u : n.in) {
+      const View source = view_of(u);
+      const int32_t st = push(Step{.kind = StepKind::Copy, .nodes = {i}, .space = shape(u), .source = source,
+                                   .into = View{n.out, at * strides[a], strides}});
+      if (!s_.has_buffer[n.out]) give_buffer(n.out, st);
+      at += shape(u)[a];
+    }
+  }
+
   // dynamic_slice(x, starts..): a loop of its own over the result, reading x and the starts
   // through views (like a gather, x is never computed in that loop).
   void place_dynamic_slice(int32_t i, const ir::Node& n) {
@@ -762,8 +777,11 @@ class Fuser {
       case Op::Reduce: return loop_supported(g_, n, o_) ? place_reduce(i, n) : place_host(i, n);
       case Op::Gather: return loop_supported(g_, n, o_) ? place_gather(i, n) : place_host(i, n);
       case Op::DynamicSlice: place_dynamic_slice(i, n); return;
-      case Op::Iota: case Op::Unary: case Op::Binary: case Op::Convert: case Op::Select: case Op::Concatenate: case Op::Pad:
+      case Op::Iota: case Op::Unary: case Op::Binary: case Op::Convert: case Op::Select: case Op::Pad:
         return loop_supported(g_, n, o_) ? place_elementwise(i, n) : place_host(i, n);
+      case Op::Concatenate:
+        if (!loop_supported(g_, n, o_)) return place_host(i, n);
+        return o_.gpu ? place_elementwise(i, n) : place_concatenate(i, n);
       case Op::While: place_while(i, n); return;
       case Op::OptimizationBarrier:  // its results are its operands, read where they are
         for (int32_t k = 0; k < n.nout; ++k) s_.view[n.out + k] = view_of(n.in[static_cast<size_t>(k)]);

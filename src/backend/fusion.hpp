@@ -1,11 +1,13 @@
 // backend/fusion.hpp — fusion grouping: partitions an optimised graph into the steps a native
 // backend runs in order (the CPU backend renders each step as C++).
 //   Loop  one loop nest over an iteration space: elementwise nodes (unary, binary, convert,
-//         select, iota; pad reads its operand only inside the bounds; gather, concatenate and
-//         dynamic_slice read theirs at computed positions) computed at every point, optionally
+//         select, iota; pad reads its operand only inside the bounds; gather, concatenate (GPU
+//         schedules) and dynamic_slice read theirs at computed positions) computed at every point, optionally
 //         followed by reductions over the same space that fold one set of dims; operands from
 //         outside are read through views
-//   Copy  a loop that materialises one view into a contiguous buffer
+//   Copy  a loop that materialises one view into a contiguous buffer — or, in CPU schedules, into
+//         its region of a concatenation's buffer: a concatenation there is one Copy per operand
+//         (each point read once, from one operand; a loop would read every operand at each point)
 //   Dot   dot_general as (batched) matrix products, operands read through strided views
 //   Update dynamic_update_slice: x (contiguous) copied into the result's buffer — skipped when the
 //         backend gives the result x's own buffer (in place); a fill when x is a splat_byte —
@@ -147,6 +149,8 @@ struct Step {
                                       // again from their inputs (sorted; never written here)
   bool row_phase = false;             // GPU Loop: may run as a later phase of the previous step's kernel (below)
   View source;                        // Copy: what it reads (the view's own entry is then contiguous)
+  std::optional<View> into;           // Copy: where it writes `space` when not its output's own buffer
+                                      // (CPU: an operand's region of a concatenation's buffer)
   DotLayout dot;                      // Dot
   AttentionLayout attention;          // Attention
 };

@@ -406,6 +406,7 @@ class BodyBuilder {
     // Every access (stride vector over the space) decides which dims may merge.
     std::vector<std::vector<int64_t>> accesses{full, b_.kept};
     if (st.kind == StepKind::Copy) accesses.push_back(st.source.strides);
+    if (st.into) accesses.push_back(st.into->strides);
     for (int32_t ni : st.nodes) {
       const ir::Node& n = g_.nodes[static_cast<size_t>(ni)];
       if (st.kind == StepKind::Copy) break;
@@ -437,11 +438,12 @@ class BodyBuilder {
 
     for (int32_t v : st.outputs) declare(v, true);
     if (st.kind == StepKind::Copy) {
-      int32_t v = st.outputs[0];
+      const View to = st.into ? *st.into : View{st.outputs[0], 0, full};
+      declare(to.buffer, true);
       declare(st.source.buffer, false);
-      b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(v), nest.index(full, 0), pointer_(st.source.buffer),
+      b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(to.buffer), nest.index(to.strides, to.offset), pointer_(st.source.buffer),
                                      nest.index(st.source.strides, st.source.offset)));
-      b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(g_.type(v).dtype)),
+      b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(g_.type(to.buffer).dtype)),
                           .walks = nest.walks(st.source.strides)});
       return std::move(b_);
     }

@@ -16,6 +16,7 @@ std::vector<std::vector<int32_t>> buffers_read(const ir::Graph& g, const fusion:
     };
     if (st.kind == StepKind::Copy) {
       reads[i].push_back(st.source.buffer);
+      if (st.into) reads[i].push_back(st.into->buffer);  // kept until every copy into it has run
       continue;
     }
     if (st.kind == StepKind::Attention || st.kind == StepKind::AttentionGrad) {

@@ -2,7 +2,8 @@
 // jit_consistency_cases.shf (every tensor builtin) and of cpu_fusion_cases.shf (fused patterns:
 // elementwise chains over broadcasts and views, reductions in every position, softmax,
 // layer-norm, losses, matmuls with transposed and batched operands, optimizer updates, odd
-// sizes) runs twice: compiled for the CPU backend (generated C++, OpenBLAS) and compiled for the
+// sizes) and of cpu_merged_cases.shf (products the CPU backend merges, at sizes only it runs)
+// runs twice: compiled for the CPU backend (generated C++, OpenBLAS) and compiled for the
 // reference executor. Final values must agree (floats within 20× the tolerance of
 // value_compare.hpp: native code sums in another order and contracts multiply-adds), the
 // printed output must be equal, and the CPU backend must really have built native code for
@@ -44,6 +45,10 @@ const std::vector<Case>& fusion_cases() {
   static const std::vector<Case> c = cases_of("cpu_fusion_cases.shf");
   return c;
 }
+const std::vector<Case>& merged_cases() {
+  static const std::vector<Case> c = cases_of("cpu_merged_cases.shf");
+  return c;
+}
 
 class CpuBackend : public ::testing::TestWithParam<Case> {};
 
@@ -73,8 +78,12 @@ std::string test_name(const ::testing::TestParamInfo<Case>& info) { return testi
 
 INSTANTIATE_TEST_SUITE_P(Builtins, CpuBackend, ::testing::ValuesIn(builtin_cases()), test_name);
 INSTANTIATE_TEST_SUITE_P(Fusion, CpuBackend, ::testing::ValuesIn(fusion_cases()), test_name);
+INSTANTIATE_TEST_SUITE_P(Merged, CpuBackend, ::testing::ValuesIn(merged_cases()), test_name);
 
-TEST(CpuBackendTable, FusionCasesLoad) { EXPECT_GE(fusion_cases().size(), 20u); }
+TEST(CpuBackendTable, FusionCasesLoad) {
+  EXPECT_GE(fusion_cases().size(), 20u);
+  EXPECT_GE(merged_cases().size(), 1u);
+}
 
 }  // namespace
 }  // namespace sheaf

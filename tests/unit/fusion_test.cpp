@@ -58,6 +58,7 @@ constexpr const char* kProgram = R"(
 (defn projected [p x] (heads (project p x)))
 (defn projected-vg [p x] ((value-and-grad (fn [p] (sum (cast (projected p x) :f32)))) p))
 (defn projected-too [p x] (let [qkv (project p x)] [(heads qkv) qkv]))
+(defn joined [x y] (concat x (exp y) (* x 2) :axis 1))
 (defn odd-heads [qkv]
   (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
@@ -340,6 +341,28 @@ TEST_P(Recompute, AttentionAddsAProjectionsBiasAsItLoads) {
   }
   const Fused both = fuse(in, "projected-too", {"proj", "xin"}, GetParam());
   for (const fusion::Step* st : steps_of(both, fusion::StepKind::Attention)) EXPECT_EQ(st->attention.bias_q.value, -1);
+}
+
+// A concatenation: in a CPU schedule one Copy step per operand, each writing its region of the
+// result's buffer (the first places it); a GPU schedule computes it in a loop.
+TEST_P(Recompute, ConcatenationIsACopyPerOperandOnTheCpu) {
+  const Fused f = fuse(in, "joined", {"x", "y"}, GetParam());
+  const auto copies = steps_of(f, fusion::StepKind::Copy);
+  if (GetParam()) {
+    EXPECT_TRUE(copies.empty());
+    return;
+  }
+  ASSERT_EQ(copies.size(), 3u);
+  const int32_t out = f.graph.results[0];
+  for (size_t j = 0; j < copies.size(); ++j) {
+    ASSERT_TRUE(copies[j]->into.has_value());
+    EXPECT_EQ(copies[j]->into->buffer, out);
+    EXPECT_EQ(copies[j]->into->offset, static_cast<int64_t>(96 * j));
+    EXPECT_EQ(copies[j]->into->strides, (std::vector<int64_t>{288, 1}));
+    EXPECT_EQ(copies[j]->space, (Shape{64, 96}));
+    EXPECT_EQ(copies[j]->outputs, j == 0 ? std::vector<int32_t>{out} : std::vector<int32_t>{});
+  }
+  EXPECT_EQ(f.schedule.steps[static_cast<size_t>(f.schedule.step_of[out])].into->offset, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),

@@ -622,6 +622,36 @@ TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   EXPECT_EQ(count(out, Op::Binary), 2u);
 }
 
+TEST(MergeDots, SharedOperandProductsMergeOverTheConcatenationsOfSums) {
+  // Two heads' input gradients dX_h = Σ_j dot(dy_hj, w_hj) (each a sum group: concat(dy_h1..3)) and
+  // the six weight gradients dot(x, dy_hj) contracting the batch and rows: six are too many to pay
+  // for a concatenation of their own, but each head's three read the one its input gradient
+  // makes, so they merge per head into a product over it (no further concatenation).
+  Graph g;
+  const DotDims input{.lhs_contract = {2}, .rhs_contract = {1}}, weight{.lhs_contract = {0, 1}, .rhs_contract = {0, 1}};
+  int32_t x = param(g, {DType::F32, {2, 128, 256}});
+  std::vector<int32_t> results;
+  for (int h = 0; h < 2; ++h) {
+    int32_t sum = -1;
+    for (int j = 0; j < 3; ++j) {
+      int32_t dy = param(g, {DType::F32, {2, 128, 4}}), w = param(g, {DType::F32, {256, 4}});
+      int32_t term = g.emit(Op::DotGeneral, {dy, w}, {.dot = input});
+      sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
+      results.push_back(g.emit(Op::DotGeneral, {x, dy}, {.dot = weight}));
+    }
+    results.push_back(sum);
+  }
+  g.results = results;
+  Graph out = eliminate_dead_code(cpu::merge_dots(g));
+  expect_close_results(g, out);
+  EXPECT_EQ(count(out, Op::DotGeneral), 4u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 4u) << ir::print(out);
+  for (const ir::Node& n : out.nodes) {
+    if (n.op != Op::DotGeneral || n.in[0] != x) continue;
+    EXPECT_EQ(out.type(n.out).shape, (Shape{256, 12})) << ir::print(out);
+  }
+}
+
 // ---- common subexpressions ----
 
 TEST(Cse, MergesEqualNodesAndConstants) {

@@ -11,9 +11,13 @@
 // A group's operands are concatenated in the order of their value ids, so that two groups over
 // the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group of k products is
 // merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
-// into a concatenation — the loop that renders a concatenation reads all k operands for each
-// element it writes, so the copies then cost far less than the products they widen — and, for
-// a shared operand, only products that do not read each other's results. The nodes are then
+// into a concatenation, so that the copies cost far less than the products they widen (a rule
+// measured when a concatenation was one loop reading all k operands at each element; fusion now
+// copies each operand into its region once, which would allow more) — and, for
+// a shared operand, only products that do not read each other's results; a shared-operand group
+// that does not pay as a whole still merges the products whose other operands a sum group
+// concatenates anyway, over that concatenation (the per-head weight gradients dot(X, dY_h) over
+// the dY_h their input gradient concatenates). The nodes are then
 // reordered: a merged product runs as soon as all its operands are ready, and what read the old
 // products waits for it. Sums of products add in another order (float reassociation); the
 // rest is exact. Regions of while/case are merged too. Not part of optimize (passes.hpp).
@@ -172,9 +176,47 @@ std::vector<int32_t> independent(const Graph& g, const std::vector<int32_t>& dot
   return keep;
 }
 
+// The operands `side` of sum part `part` concatenate along `axis` (its last contracting dim there).
+std::vector<int32_t> sum_operands(const Graph& g, const std::vector<int32_t>& part, int side, int64_t& axis) {
+  const DotDims& d = g.nodes[static_cast<size_t>(part[0])].attrs.dot;
+  axis = side ? d.rhs_contract.back() : d.lhs_contract.back();
+  std::vector<int32_t> r;
+  for (int32_t p : part) r.push_back(g.nodes[static_cast<size_t>(p)].in[static_cast<size_t>(side)]);
+  return r;
+}
+
+// Splits off `dots` (products sharing operand 1 - vary, the others concatenated along `axis`) the
+// groups whose other operands a sum group concatenates already, along the same axis: that copy is
+// made anyway, so they merge whatever their number (the weight gradients dot(X, dY1) .. of per-head
+// projections over the concatenation their input gradient reads). Each such group takes the sum
+// part's operand order, so that both read one concatenation; `dots` keeps the rest.
+void split_shared_by_sums(const Graph& g, const std::vector<Group>& sums, int side, int64_t axis, std::vector<int32_t>& dots,
+                          std::vector<Group>& out) {
+  const int vary = 1 - side;
+  for (const Group& s : sums) {
+    if (!s.sum) continue;
+    for (const auto& part : s.parts)
+      for (int sum_side = 0; sum_side < 2; ++sum_side) {
+        int64_t sum_axis = 0;
+        const std::vector<int32_t> operands = sum_operands(g, part, sum_side, sum_axis);
+        if (sum_axis != axis) continue;
+        std::vector<int32_t> group;
+        for (int32_t v : operands) {
+          auto it = std::find_if(dots.begin(), dots.end(), [&](int32_t d) { return g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(vary)] == v; });
+          if (it == dots.end() || std::find(group.begin(), group.end(), *it) != group.end()) break;
+          group.push_back(*it);
+        }
+        if (group.size() != operands.size()) continue;
+        for (int32_t d : group) std::erase(dots, d);
+        out.push_back(Group{.sum = false, .side = side, .parts = {group}});
+      }
+  }
+}
+
 // Products sharing an operand (lhs first, then rhs among the rest), the other operand concatenated
 // along its last free dim.
 void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>& out) {
+  const std::vector<Group> sums = out;
   for (int side = 0; side < 2; ++side) {
     const int vary = 1 - side;
     std::map<std::vector<int64_t>, std::vector<int32_t>> by_key;
@@ -190,12 +232,17 @@ void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>&
     for (auto& [key, dots] : by_key) {
       if (dots.size() < 2) continue;
       std::vector<int32_t> keep = independent(g, dots);
-      if (keep.size() < 2 || !pays(g, keep, vary)) continue;
-      std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
-        return g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)] < g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)];
-      });
-      for (int32_t d : keep) claimed[static_cast<size_t>(d)] = true;
-      out.push_back(Group{.sum = false, .side = side, .parts = {keep}});
+      if (keep.size() < 2) continue;
+      const size_t first = out.size();
+      if (!pays(g, keep, vary)) split_shared_by_sums(g, sums, side, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).back(), keep, out);
+      if (keep.size() >= 2 && pays(g, keep, vary)) {
+        std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
+          return g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)] < g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)];
+        });
+        out.push_back(Group{.sum = false, .side = side, .parts = {keep}});
+      }
+      for (size_t k = first; k < out.size(); ++k)
+        for (int32_t d : out[k].parts[0]) claimed[static_cast<size_t>(d)] = true;
     }
   }
 }
