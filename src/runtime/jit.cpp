@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "backend/ref_backend.hpp"
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
 #include "dist/comm.hpp"
@@ -23,9 +24,7 @@
 namespace sheaf {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // SPEC §7.3: a data handle passed to a compiled call is materialized.
 Value materialized(const Value& v, SrcLoc site) {
@@ -77,7 +76,7 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
     exe->result = std::move(t.result);
     exe->guarded = t.guarded;
-    stats_.trace_s += since(t0);  // tracing and the IR passes; the backend counts its build
+    stats_.trace_s += seconds_since(t0);  // tracing and the IR passes; the backend counts its build
     std::string setting = (in.obs ? obs::session_of(in)->compile_key() : "") + world_key();
     CompileContext context{name, key_, setting, [&] { return content_hash(in, fn); }, [&] { return code_hash(in, fn); }};
     exe->compiled = backend->compile(exe->graph, context);
@@ -87,10 +86,10 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     throw;
   } catch (const TraceAbort& abort) {
     e.reason = abort.what();
-    stats_.trace_s += since(t0);
+    stats_.trace_s += seconds_since(t0);
   } catch (const SheafError& err) {  // the interpreter reproduces (and reports) real errors
     e.reason = err.what();
-    stats_.trace_s += since(t0);
+    stats_.trace_s += seconds_since(t0);
   }
   // Ctrl-C during the trace or the build (a terminal's also stops the compiler, which fails it): a
   // safe point, and neither an executable nor a reason to interpret this function from now on.
@@ -181,7 +180,7 @@ std::optional<Value> Jit::call(Interp& in, const Value& fn, std::span<const Valu
     if (in.obs) obs::session_of(in)->compiled_run(std::shared_ptr<const ir::Graph>(exe, &exe->graph), inputs_, run_s);
     inputs_.clear();  // holding the arguments until the next call would keep a training loop's previous parameters alive
     Value r = trace::rebuild(exe->result, results);
-    if (profile) stats_.output_s += since(t2);
+    if (profile) stats_.output_s += seconds_since(t2);
     return r;
   }
   return std::nullopt;

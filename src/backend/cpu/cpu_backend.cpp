@@ -2,7 +2,6 @@
 // (cpu_backend.hpp).
 #include "backend/cpu/cpu_backend.hpp"
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <ostream>
@@ -10,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/ref_backend.hpp"
+#include "base/clock.hpp"
 #include "base/notice.hpp"
 #include "io/atomic_write.hpp"
 #include "io/scratch_dir.hpp"
@@ -17,9 +17,7 @@
 namespace sheaf::cpu {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // A program bound to its shared object; its runs are timed into the backend's profile on request.
 class OnCpu final : public CompiledGraph {
@@ -59,7 +57,7 @@ CpuBackend::CpuBackend(const std::string& cache_dir) {
 std::unique_ptr<CompiledGraph> CpuBackend::compile(const ir::Graph& g, const CompileContext& c) {
   auto t0 = Clock::now();
   Prepared p = prepare(g);
-  stats_.prepare_s += since(t0);
+  stats_.prepare_s += seconds_since(t0);
   if (const char* dump = std::getenv("SHEAF_DUMP_CPP"))
     write_file_atomic(fmt::format("{}/{}.cpp", dump, file_safe_name(c.name)), p.source.text);
   ArtifactId id{file_safe_name(c.name), digest_of(c.cache_key("cpu|" + isa_fingerprint())), "cpu", "so", c.content_hash(),
@@ -73,7 +71,7 @@ std::unique_ptr<CompiledGraph> CpuBackend::compile(const ir::Graph& g, const Com
     DiskCache::Found f = cache_->find(id, compiler);
     if (!f.bytes.empty()) {
       Loaded lib = load_verified_bytes(f.bytes, p.source.digest);
-      stats_.load_s += since(t1);
+      stats_.load_s += seconds_since(t1);
       if (lib.entry) {
         ++stats_.loaded;
         return std::make_unique<OnCpu>(std::move(p), lib, stats_.run);
@@ -82,7 +80,7 @@ std::unique_ptr<CompiledGraph> CpuBackend::compile(const ir::Graph& g, const Com
     } else {
       problem = f.problem;
       trouble = f.trouble;
-      stats_.load_s += since(t1);
+      stats_.load_s += seconds_since(t1);
     }
   }
   if (!tc) return without_compiler(g, c.name, problem, trouble);
@@ -97,7 +95,7 @@ std::unique_ptr<CompiledGraph> CpuBackend::compile(const ir::Graph& g, const Com
     ++stats_.ref_runs;
     return reference_fallback("cpu", c.name, e, g);
   }
-  stats_.compile_s += since(t2);
+  stats_.compile_s += seconds_since(t2);
   ++stats_.built;
   Loaded lib = load_shared_object(built, p.source.digest);
   if (!lib.entry) throw SheafError(fmt::format("internal: the build of '{}' {}", c.name, lib.problem));

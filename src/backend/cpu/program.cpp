@@ -5,13 +5,13 @@
 #include <malloc.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <new>
 
 #include "backend/cpu/lowering.hpp"
 #include "backend/cpu/parallel.hpp"
 #include "backend/ref/executor.hpp"
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
 #include "tensor/blas.hpp"
@@ -80,9 +80,7 @@ Prepared prepare(const ir::Graph& g) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
            int64_t b_cs, float* c) {
@@ -98,7 +96,7 @@ void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_c
                  int64_t b_cs, float* c) {
   const auto t0 = Clock::now();
   sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
-  profiling->product_s += since(t0);
+  profiling->product_s += seconds_since(t0);
   profiling->product_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   ++profiling->products;
 }
@@ -158,7 +156,7 @@ void Program::host_step(void* self, int32_t unit, int32_t step, void** buffers) 
   const auto t0 = Clock::now();
   static_cast<Program*>(self)->run_host_step(unit, step, buffers);
   if (profiling) {
-    profiling->host_s += since(t0);
+    profiling->host_s += seconds_since(t0);
     ++profiling->host_steps;
   }
 }
@@ -223,7 +221,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profi
     timed.sgemm = sgemm_timed;
     const auto t0 = Clock::now();
     lib_.entry(&timed, buffers_.data());
-    profile->entry_s += since(t0);
+    profile->entry_s += seconds_since(t0);
     ++profile->calls;
     profiling = nullptr;
   } else {

@@ -3,20 +3,19 @@
 #include "backend/cuda/cuda_backend.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <ostream>
 
 #include <fmt/format.h>
 
 #include "backend/ref_backend.hpp"
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "io/atomic_write.hpp"
 
 namespace sheaf::cuda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // A program on the GPU; its runs are counted in the backend's statistics.
 class OnGpu final : public CompiledGraph {
@@ -47,7 +46,7 @@ std::unique_ptr<CompiledGraph> CudaBackend::compile(const ir::Graph& g, const Co
       write_file_atomic(fmt::format("{}/{}.cu", dump, file_safe_name(c.name)),
                         p->program().kernels().source + "\n/* launch table\n" + p->program().launch_table() + "*/\n");
     ++stats_.built;
-    stats_.build_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    stats_.build_s += seconds_since(t0);
     return p;
   } catch (const SheafError& e) {
     if (std::getenv("SHEAF_CUDA_STRICT")) throw;
