@@ -8,7 +8,9 @@
 // values, so Σ_i VJP(n_i, c_i) = VJP(n, Σ_i c_i): a subexpression traced k times (a layer-norm
 // per attention head) gets one backward pass instead of k. Every op is pure (random numbers are
 // integer ops on explicit keys); multi-result nodes (while, case, call) merge all results at once,
-// and only when they share their region graphs (node_key compares regions by identity).
+// and only when they share their region graphs (node_key compares regions by identity): each
+// call of a custom-vjp function, whose rule need not be linear in its cotangent (a clipped
+// gradient), traces regions of its own and so never merges.
 #include "autodiff/reverse.hpp"
 
 #include <algorithm>
