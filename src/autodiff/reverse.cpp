@@ -1,13 +1,26 @@
 // autodiff/reverse.cpp — activity analysis and the reverse sweep over the bindings of the
 // active trace. The backward nodes are appended to the same graph, after the forward nodes they
 // read, so one executable computes value and gradients and reuses the activations.
+// Before the sweep, the nodes after the first wrt value are value-numbered (ir::node_key, the key
+// CSE compares): a node equal to an earlier one — same op, attributes, result types and result
+// activity, operands equal after numbering — hands its cotangents to that representative and
+// applies no rule of its own. Every VJP is linear in its cotangent and the operands are the same
+// values, so Σ_i VJP(n_i, c_i) = VJP(n, Σ_i c_i): a subexpression traced k times (a layer-norm
+// per attention head) gets one backward pass instead of k. Every op is pure (random numbers are
+// integer ops on explicit keys); multi-result nodes (while, case, call) merge all results at once,
+// and only when they share their region graphs (node_key compares regions by identity): each
+// call of a custom-vjp function, whose rule need not be linear in its cotangent (a clipped
+// gradient), traces regions of its own and so never merges.
 #include "autodiff/reverse.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "autodiff/vjp_rules.hpp"
+#include "ir/node_key.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/recorder.hpp"
 #include "trace/tracer.hpp"
@@ -18,6 +31,43 @@ Tensor zeros(DType dtype, const Shape& shape) {
   Tensor z = Tensor::scalar(dtype, 0);
   return broadcast_to(!shape.empty() && ir::active_recorder() ? ir::recorder().lift(z) : z, shape);
 }
+
+namespace {
+
+// For each node i of g in [first, end): the index of the earlier node it equals (its
+// representative), or i itself. Parameters and wrt values are never merged (equal types do not
+// make two inputs equal; a wrt value keeps its own cotangent). The result activity is part of the
+// key: stop_gradient marks a value in place, so an equal node may differ in what it passes back.
+std::vector<size_t> representatives(const ir::Graph& g, size_t first, size_t end, const std::vector<char>& active,
+                                    const std::vector<char>& is_wrt) {
+  std::vector<size_t> rep(end - first);
+  std::iota(rep.begin(), rep.end(), first);
+  std::vector<int32_t> number(g.types.size());  // value id → the value id of its representative
+  std::iota(number.begin(), number.end(), 0);
+  std::unordered_map<std::string, size_t> seen;
+  std::vector<int32_t> in;
+  for (size_t i = first; i < end; ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op == ir::Op::Parameter || is_wrt[static_cast<size_t>(n.out)]) continue;
+    in.clear();
+    for (int32_t v : n.in) in.push_back(number[static_cast<size_t>(v)]);
+    std::string key = ir::node_key(g, n, in);
+    for (int32_t r = 0; r < n.nout; ++r) key.push_back(active[static_cast<size_t>(n.out + r)]);
+    auto [it, fresh] = seen.try_emplace(std::move(key), i);
+    if (fresh) continue;
+    rep[i - first] = it->second;
+    for (int32_t r = 0; r < n.nout; ++r) number[static_cast<size_t>(n.out + r)] = g.nodes[it->second].out + r;
+  }
+  return rep;
+}
+
+// cot[v] += c.
+void accumulate(std::unordered_map<int32_t, Tensor>& cot, int32_t v, const Tensor& c) {
+  auto [it, fresh] = cot.try_emplace(v, c);
+  if (!fresh) it->second = binary(Binary::Add, it->second, c);
+}
+
+}  // namespace
 
 std::vector<Tensor> gradients(const Tensor& loss, std::span<const Tensor> wrt) {
   // The seed is a constant of the trace, so that the rules broadcast it in the graph (the VJP of a
@@ -56,17 +106,24 @@ std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tens
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& y = outputs[i];
     if (!trace::in_current_trace(y) || !active[static_cast<size_t>(y.symbol_id())]) continue;
-    Tensor c = convert(cotangents[i], y.dtype());
-    auto [it, fresh] = cot.try_emplace(y.symbol_id(), c);
-    if (!fresh) it->second = binary(Binary::Add, it->second, c);
+    accumulate(cot, y.symbol_id(), convert(cotangents[i], y.dtype()));
   }
   if (cot.empty()) return out;
   std::vector<char> is_wrt(g.types.size(), 0);
   for (const Tensor& w : wrt)
     if (trace::in_current_trace(w)) is_wrt[static_cast<size_t>(w.symbol_id())] = 1;
+  const std::vector<size_t> rep = representatives(g, first, end, active, is_wrt);
   for (size_t i = end; i-- > first;) {
     const ir::Node n = g.nodes[i];  // a copy: rules append nodes to the graph
     if (is_wrt[static_cast<size_t>(n.out)]) continue;  // the sweep ends at the inputs: keep their cotangents
+    if (size_t r0 = rep[i - first]; r0 != i) {  // a duplicate: its representative (earlier) passes back the sum
+      for (int32_t r = 0; r < n.nout; ++r)
+        if (auto it = cot.find(n.out + r); it != cot.end()) {
+          accumulate(cot, g.nodes[r0].out + r, it->second);
+          cot.erase(it);
+        }
+      continue;
+    }
     std::vector<std::optional<Tensor>> gs(static_cast<size_t>(n.nout));
     bool any = false;
     for (int32_t r = 0; r < n.nout; ++r) {
@@ -86,9 +143,7 @@ std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tens
     for (int32_t r = 0; r < n.nout; ++r) y.push_back(trace::current_value(n.out + r));
     std::vector<std::optional<Tensor>> gx = vjp(n, x, y, gs, need);
     for (size_t k = 0; k < n.in.size(); ++k) {
-      if (!need[k] || k >= gx.size() || !gx[k]) continue;
-      auto [it, fresh] = cot.try_emplace(n.in[k], *gx[k]);
-      if (!fresh) it->second = binary(Binary::Add, it->second, *gx[k]);
+      if (need[k] && k < gx.size() && gx[k]) accumulate(cot, n.in[k], *gx[k]);
     }
   }
   for (size_t i = 0; i < wrt.size(); ++i)

@@ -1,6 +1,6 @@
 // passes/cse.cpp — common-subexpression elimination on the tensor IR.
-// Two nodes are equal when op, attributes, operands and result types are equal (node_key in
-// rewrite.hpp: constants by dtype, shape and bytes when small, by storage identity when large;
+// Two nodes are equal when op, attributes, operands and result types are equal (ir::node_key in
+// ir/node_key.hpp: constants by dtype, shape and bytes when small, by storage identity when large;
 // float attributes by bits, so a pad with -0.0 is not one with +0.0). The later node is replaced
 // by the earlier, all its results at once. Operands are compared after mapping, so chains of
 // equal nodes collapse in one sweep; runs after constant folding so folded constants dedupe too.
@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "ir/node_key.hpp"
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
 
@@ -17,7 +18,7 @@ namespace sheaf::passes {
 ir::Graph eliminate_common_subexpressions(const ir::Graph& g) {
   std::unordered_map<std::string, int32_t> first;  // node key → first result id in the new graph
   return rewrite(g, [&](Rewriter& rw, const ir::Node& n) {
-    std::string key = node_key(rw.src(), n, rw.map(n.in));
+    std::string key = ir::node_key(rw.src(), n, rw.map(n.in));
     if (auto it = first.find(key); it != first.end()) {
       rw.map_results(n, it->second);
     } else {

@@ -8,7 +8,7 @@
 //
 // Helpers look at the graph being built: constants, splats (constants whose elements are all
 // bit-identical, seen through broadcast/reshape/transpose/slice/reverse chains), use counts,
-// and a byte key that identifies a node by op, attributes, operands and result types.
+// and structural graph equality (over the node keys of ir/node_key.hpp).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -97,13 +97,6 @@ struct Readers {
     return uses[static_cast<size_t>(v)] == 1 && nodes[static_cast<size_t>(v)].size() == 1 ? nodes[static_cast<size_t>(v)][0] : -1;
   }
 };
-
-// Byte string identifying node `n` of `g` read with operands `in`: equal keys ⇔ equal op,
-// operands, result types and attributes (floats compared by bits). Constants are keyed by
-// their bytes up to kConstantKeyBytes, larger ones by storage identity; regions (while, case)
-// by the identity of their graphs. Locations are ignored.
-inline constexpr size_t kConstantKeyBytes = 4096;
-std::string node_key(const ir::Graph& g, const ir::Node& n, std::span<const int32_t> in);
 
 // Structural equality of two graphs (node keys, parameters and results), for fixed points.
 bool same_graph(const ir::Graph& a, const ir::Graph& b);

@@ -700,6 +700,43 @@ TEST(GradCheckExtra, TracingMaterialisesNoZeroCotangents) {
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KB of peak memory grew while tracing";
 }
 
+// A subexpression traced twice (a layer norm per attention head) gets one backward pass: the
+// reverse sweep value-numbers the forward nodes and sends the duplicate's cotangent to the first
+// copy (autodiff/reverse.cpp). The gradient of `twice` records the second forward copy of `ln`
+// and nothing else beyond what `once` (the same function, the copy shared by a let) records; the
+// two agree with each other, compiled and JIT-free.
+TEST(GradCheckExtra, DuplicatedSubexpressionsShareOneBackwardPass) {
+  const std::string defs =
+      "(def a (random-normal 1 [4 6]))\n(def b (random-normal 2 [4 6]))\n"
+      "(def p0 {:x (random-normal 3 [4 6]) :gamma (random-normal 4 [6]) :beta (random-normal 5 [6])})\n"
+      "(defn ln [p] (let [x (get p :x) mu (mean x :axis -1 :keepdims) v (var x :axis -1 :keepdims)]"
+      " (+ (* (/ (- x mu) (sqrt (+ v 1e-5))) (get p :gamma)) (get p :beta))))\n"
+      "(defn twice [p] (+ (sum (* (ln p) a)) (sum (* (ln p) b))))\n"
+      "(defn once [p] (let [y (ln p)] (+ (sum (* y a)) (sum (* y b)))))\n"
+      "(defn leaves [[l g]] (list l (get g :x) (get g :gamma) (get g :beta)))\n"
+      "(defn g-twice [p] (leaves ((value-and-grad twice) p)))\n(defn g-once [p] (leaves ((value-and-grad once) p)))\n";
+  std::ostringstream out;
+  Interp in(out);
+  in.run_text(defs, "duplicates.shf");
+  std::vector<Value> args{in.global(symbols::intern("p0"))->value};
+  auto nodes = [&](const char* fn) {
+    return trace::trace_call(in, in.global(symbols::intern(fn))->value, args, SrcLoc{}, false).graph.nodes.size();
+  };
+  const size_t params = 3, forward_copy = nodes("ln") - params;
+  EXPECT_EQ(nodes("g-twice"), nodes("g-once") + forward_copy);
+  for (bool with_jit : {true, false}) {
+    Outcome r = run_program(defs + "(list (g-twice p0) (g-once p0))", with_jit);
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.jit, "");
+    const auto& v = r.value.as_list().items;
+    std::vector<double> twice = numbers(v[0]), once = numbers(v[1]);
+    ASSERT_EQ(twice.size(), 1 + 24 + 6 + 6u);
+    ASSERT_EQ(twice.size(), once.size());
+    for (size_t i = 0; i < once.size(); ++i)
+      EXPECT_TRUE(close(twice[i], once[i], 1e-6, 1e-6)) << "element " << i << ": " << twice[i] << " vs " << once[i] << (with_jit ? " (JIT)" : "");
+  }
+}
+
 // SPEC §5.4: the gradient of max/min flows to every position equal to the result.
 TEST(GradCheckExtra, MaxTiesShareTheGradient) {
   for (bool with_jit : {true, false}) {

@@ -622,6 +622,30 @@ TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   EXPECT_EQ(count(out, Op::Binary), 2u);
 }
 
+TEST(MergeDots, ASumTooLongToPayAsOneMergesInRuns) {
+  // Six summed products dot(dy_j [2 128 4], w_j [256 4]) do 512 flops per element of either operand:
+  // a concatenation of six does not pay (6·128 per element), runs of four and two do (the input
+  // gradients of all heads summed into one cotangent, as the reverse sweep gives a layer norm
+  // traced per head): two products over four concatenations, in the order of the operands.
+  Graph g;
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {1}};
+  int32_t sum = -1;
+  for (int j = 0; j < 6; ++j) {
+    int32_t dy = param(g, {DType::F32, {2, 128, 4}}), w = param(g, {DType::F32, {256, 4}});
+    int32_t term = g.emit(Op::DotGeneral, {dy, w}, {.dot = dims});
+    sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
+  }
+  g.results = {sum};
+  Graph out = eliminate_dead_code(cpu::merge_dots(g));
+  expect_close_results(g, out);
+  EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 4u) << ir::print(out);
+  std::vector<Shape> widths;
+  for (const ir::Node& n : out.nodes)
+    if (n.op == Op::DotGeneral) widths.push_back(out.type(n.in[1]).shape);
+  EXPECT_EQ(widths, (std::vector<Shape>{{256, 16}, {256, 8}})) << ir::print(out);
+}
+
 TEST(MergeDots, SharedOperandProductsMergeOverTheConcatenationsOfSums) {
   // Two heads' input gradients dX_h = Σ_j dot(dy_hj, w_hj) (each a sum group: concat(dy_h1..3)) and
   // the six weight gradients dot(x, dy_hj) contracting the batch and rows: six are too many to pay

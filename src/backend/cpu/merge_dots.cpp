@@ -7,7 +7,9 @@
 //     gradients dot(X, dY1) .. dot(X, dYk)); the same with X on the right.
 //   Sum of products: dot(A1, B1) + .. + dot(Ak, Bk), each product read only by the additions,
 //     with equal dims and operands that differ only along their last contracting dims, becomes
-//     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections).
+//     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections); a sum too
+//     long to pay as one merges in runs of consecutive products that do (all heads' input
+//     gradients summed into one cotangent, as the reverse sweep gives a layer norm per head).
 // A group's operands are concatenated in the order of their value ids, so that two groups over
 // the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group of k products is
 // merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
@@ -89,6 +91,19 @@ bool pays(const Graph& g, const std::vector<int32_t>& dots, int side) {
   return std::all_of(dots.begin(), dots.end(), [&](int32_t d) { return flops_per_element(g, g.nodes[static_cast<size_t>(d)], side) >= need; });
 }
 
+// `dots` (in concatenation order) cut into runs of k consecutive products, k the largest for which
+// every run of two or more pays on both sides; those runs (a sum of 12 per-head products, 4 of
+// whose 3 pay, merges as 4 sums of 3). None when no k ≥ 2 pays.
+std::vector<std::vector<int32_t>> paying_runs(const Graph& g, const std::vector<int32_t>& dots) {
+  for (size_t k = dots.size(); k >= 2; --k) {
+    std::vector<std::vector<int32_t>> runs;
+    for (size_t i = 0; i < dots.size(); i += k)
+      if (dots.size() - i >= 2) runs.emplace_back(dots.begin() + static_cast<ptrdiff_t>(i), dots.begin() + static_cast<ptrdiff_t>(std::min(i + k, dots.size())));
+    if (std::all_of(runs.begin(), runs.end(), [&](const std::vector<int32_t>& r) { return pays(g, r, 0) && pays(g, r, 1); })) return runs;
+  }
+  return {};
+}
+
 // What products must share to merge: the kind, dims and dtypes, and the operand shapes with the
 // concatenated axes left out (`axis[side]` < 0: that operand is not concatenated; `shared`: its value).
 std::vector<int64_t> merge_key(const Graph& g, const Node& n, int kind, const int64_t axis[2], int32_t shared) {
@@ -141,9 +156,8 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       leaves.push_back(value);
     }
     for (auto& [key, dots] : by_key) {
-      if (dots.size() < 2 || !pays(g, dots, 0) || !pays(g, dots, 1)) continue;
       std::sort(dots.begin(), dots.end(), [&](int32_t a, int32_t b) { return g.nodes[static_cast<size_t>(a)].in < g.nodes[static_cast<size_t>(b)].in; });
-      grp.parts.push_back(dots);
+      for (std::vector<int32_t>& part : paying_runs(g, dots)) grp.parts.push_back(std::move(part));
     }
     std::reverse(grp.adds.begin(), grp.adds.end());  // the root last
     for (int32_t a : grp.adds) claimed[static_cast<size_t>(a)] = true;  // inner additions are no roots
