@@ -40,11 +40,12 @@ class SwitchingOnce final : public Backend {
   std::function<std::unique_ptr<Backend>()> find_;
 };
 
-cuda::ProgramOptions gpu_options(const BackendOptions& o) {
-  cuda::ProgramOptions r;
-  r.tf32 = o.tf32;
-  r.cache_dir = o.cache_dir;
-  return r;
+// The CUDA backend on `gpu`, its programs built with `o`'s options.
+std::unique_ptr<Backend> cuda_backend(std::shared_ptr<cuda::Device> gpu, const BackendOptions& o) {
+  cuda::ProgramOptions p;
+  p.tf32 = o.tf32;
+  p.cache_dir = o.cache_dir;
+  return std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(std::move(gpu)), std::move(p));
 }
 
 // The CUDA backend on GPU 0 with NVRTC and cuBLASLt to build for it; null when any is missing or
@@ -53,7 +54,7 @@ std::unique_ptr<Backend> usable_gpu(const BackendOptions& o) {
   if (dist::distributed()) return nullptr;
   std::shared_ptr<cuda::Device> gpu = cuda::gpu();
   if (!gpu || !cuda::nvrtc() || !cuda::cublaslt()) return nullptr;
-  return std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(gpu), gpu_options(o));
+  return cuda_backend(std::move(gpu), o);
 }
 
 [[noreturn]] void refuse(std::string_view name, const std::string& why, const DeviceNames& allowed) {
@@ -82,7 +83,7 @@ void choose_device(Jit& jit, std::string_view name, const DeviceNames& allowed, 
     std::string why;
     std::shared_ptr<cuda::Device> gpu = cuda::gpu(&why);
     if (!gpu) refuse(name, why, allowed);
-    jit.backend = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(gpu), gpu_options(o));
+    jit.backend = cuda_backend(std::move(gpu), o);
   } else if (name == "ref") {
     jit.backend = std::make_unique<RefBackend>();
   } else {

@@ -17,8 +17,6 @@
 namespace sheaf::cpu {
 namespace {
 
-
-
 // A program bound to its shared object; its runs are timed into the backend's profile on request.
 class OnCpu final : public CompiledGraph {
  public:

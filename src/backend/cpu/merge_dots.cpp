@@ -13,9 +13,9 @@
 // A group's operands are concatenated in the order of their value ids, so that two groups over
 // the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group of k products is
 // merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
-// into a concatenation, so that the copies cost far less than the products they widen (a rule
-// measured when a concatenation was one loop reading all k operands at each element; fusion now
-// copies each operand into its region once, which would allow more) — and, for
+// into a concatenation, so that the copies cost far less than the products they widen (the
+// threshold holds even for a concatenation that reads all k operands at each element; fusion
+// copies each operand into its region once, so it is conservative) — and, for
 // a shared operand, only products that do not read each other's results; a shared-operand group
 // that does not pay as a whole still merges the products whose other operands a sum group
 // concatenates anyway, over that concatenation (the per-head weight gradients dot(X, dY_h) over

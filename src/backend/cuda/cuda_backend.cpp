@@ -16,7 +16,6 @@
 namespace sheaf::cuda {
 namespace {
 
-
 // A program on the GPU; its runs are counted in the backend's statistics.
 class OnGpu final : public CompiledGraph {
  public:
