@@ -8,6 +8,7 @@
 
 #include <sstream>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/toolchain.hpp"
 #include "backend/cuda/allocator.hpp"
 #include "backend/cuda/cuda_backend.hpp"
@@ -66,7 +67,10 @@ TEST(Backend, EveryDeviceNameCompilesAndRunsAlike) {
     EXPECT_EQ(jit.backend->name(), device);
     EXPECT_EQ(runs_alike(*jit.backend, t), "") << device;
   }
-  if (!cpu::toolchain()) return;  // the emulated GPU's kernels are compiled C++
+  if (!cpu::toolchain()) return;  // generated C++ (the CPU backend's, the emulated GPU's kernels)
+  const cpu::CpuStats& cpu = static_cast<const cpu::CpuBackend&>(*jit_of(t.in)->backend).stats();
+  EXPECT_EQ(cpu.built + cpu.loaded, 1u) << "the cpu run was native code";
+  EXPECT_EQ(cpu.ref_runs, 0u);
   cuda::CudaBackend gpu(std::make_shared<cuda::Allocator>(testing_support::emulated_device()));
   EXPECT_EQ(gpu.name(), "cuda");
   EXPECT_EQ(runs_alike(gpu, t), "");
