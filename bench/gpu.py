@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/gpu.py — the GPT-2-small bf16 training-step benchmark on a GPU: sheaf beside PyTorch and JAX.
+"""bench/gpu.py — GPT-2 small and medium bf16 training-step benchmarks on a GPU: sheaf beside PyTorch and JAX.
 
 Builds nothing. In one run, on a machine with an NVIDIA GPU, it runs
   sheaf          bench/gpt2_gpu.shf with --device cuda (from a fresh temporary directory, so no
@@ -11,13 +11,14 @@ Builds nothing. In one run, on a machine with an NVIDIA GPU, it runs
 each --rounds times (each figure keeps its best round), and prints one table: first and second
 step, ms/step, tokens/s and MFU of every column, and the ratio of sheaf to each peer (> 1: sheaf
 better). It writes the table to bench/gpu_results.md with the GPU (nvidia-smi), date and versions.
-Model: GPT-2 small (vocab 50304, d 768, 12 layers, 12 heads, T 1024), batch --B (default 8);
-MFU against --peak-tflops (default: from the GPU name, 989 for H100 SXM / H200, else 989).
+Models (--models, default both, one table each): GPT-2 small (vocab 50304, d 768, 12 layers,
+12 heads, T 1024) and GPT-2 medium (d 1024, 24 layers, 16 heads, the rest alike), batch --B
+(default 8); MFU against --peak-tflops (default: from the GPU name, 989 for H100 SXM / H200, else 989).
 A missing peer prints `-` and the run goes on; nothing fails on a slow result.
 `--tiny` validates everything on the CPU instead: d 64, 2 layers, 2 heads, T 64, B 2, vocab 512,
 2 steps, every column with --device cpu (torch.compile skipped), and writes no file unless --out.
-usage: python3 bench/gpu.py [--sheaf build/sheaf] [--B 8] [--steps 10] [--rounds 1] [--timeout S]
-                            [--peak-tflops X] [--no-compile] [--out bench/gpu_results.md]
+usage: python3 bench/gpu.py [--sheaf build/sheaf] [--models small,medium] [--B 8] [--steps 10] [--rounds 1]
+                            [--timeout S] [--peak-tflops X] [--no-compile] [--out bench/gpu_results.md]
        python3 bench/gpu.py --tiny --sheaf build/sheaf
 """
 import argparse
@@ -35,6 +36,8 @@ TORCH_TWIN = os.path.join(HERE, "twins", "gpt2_torch_gpu.py")
 JAX_TWIN = os.path.join(HERE, "twins", "gpt2_jax_gpu.py")
 COLUMNS = ["sheaf", "torch", "torch compile", "jax"]
 FIGURES = ["gpt2_first_step_s", "gpt2_second_step_s", "gpt2_ms_per_step", "gpt2_tokens_per_s", "gpt2_mfu"]
+# name → (--d, --layers, --heads); vocab 50304 and T 1024 are the programs' defaults
+MODELS = {"small": (768, 12, 12), "medium": (1024, 24, 16)}
 TINY = ["--d", "64", "--layers", "2", "--heads", "2", "--T", "64", "--B", "2", "--vocab", "512", "--steps", "2"]
 # dense bf16 tensor-core peak, TFLOP/s (without sparsity), by a substring of nvidia-smi's name; first match wins
 PEAKS = [("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0), ("H200", 989.0), ("H800", 989.0),
@@ -98,6 +101,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sheaf", default=os.path.join(HERE, "..", "build", "sheaf"))
     ap.add_argument("--tiny", action="store_true", help="the tiny config on the CPU (validation)")
+    ap.add_argument("--models", default="small,medium", help="comma-separated: %s" % ", ".join(MODELS))
     ap.add_argument("--B", type=int, default=8)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=1, help="rounds; each figure keeps its best round")
@@ -106,6 +110,12 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     ap.add_argument("--out", default=None, help="default bench/gpu_results.md (none with --tiny)")
     args = ap.parse_args()
+    models = [m for m in args.models.split(",") if m]
+    if args.tiny:
+        models = ["tiny"]
+    elif not models or any(m not in MODELS for m in models):
+        print("gpu.py: --models takes a comma-separated list of %s" % ", ".join(MODELS), file=sys.stderr)
+        return 2
     args.sheaf = os.path.abspath(args.sheaf)
     if not os.path.exists(args.sheaf):
         print("gpu.py: no sheaf binary at %s (run 'make build' first)" % args.sheaf, file=sys.stderr)
@@ -117,8 +127,7 @@ def main():
     peak = args.peak_tflops
     if peak is None:
         peak = next((p for key, p in PEAKS if gpu and key in gpu), 989.0)
-    model_args = TINY if args.tiny else ["--B", str(args.B), "--steps", str(args.steps)]
-    model_args = model_args + ["--peak-tflops", "%g" % peak]
+    common = ["--peak-tflops", "%g" % peak] + ([] if args.tiny else ["--B", str(args.B), "--steps", str(args.steps)])
     out = args.out or (None if args.tiny else os.path.join(HERE, "gpu_results.md"))
 
     py_torch, py_jax = python_with("torch"), python_with("jax")
@@ -133,7 +142,7 @@ def main():
             "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "- sheaf: %s (%s, --device %s)" % (version([args.sheaf, "--version"]), args.sheaf, device),
             "- torch %s (%s), jax %s (%s)" % (torch_ver, py_torch or "-", jax_ver, py_jax or "-"),
-            "- model args: %s" % " ".join(model_args)]
+            "- model args: %s" % " ".join(TINY + common if args.tiny else common)]
     print("\n".join(head) + "\n")
     sys.stdout.flush()
 
@@ -145,21 +154,30 @@ def main():
             peers.append(("torch compile", [py_torch, TORCH_TWIN, "--device", device, "--compile"]))
     if py_jax:
         peers.append(("jax", [py_jax, JAX_TWIN, "--device", device]))
-    table, losses = {}, {}
-    for r in range(args.rounds):
-        for column, cmd in [("sheaf", None)] + peers:
-            print("round %d of %d: %s" % (r + 1, args.rounds, column), file=sys.stderr)
-            on_line = loss_lines(column, losses)
-            found = (run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args, timeout=args.timeout, on_line=on_line)
-                     if cmd is None else results(cmd + model_args, timeout=args.timeout, on_line=on_line))
-            print("  %s: %s" % (column, ", ".join("%s %g %s" % (k, v, u) for k, (v, u) in sorted(found.items())) or "no results"),
-                  file=sys.stderr)  # as soon as the column ends: a later one may time out
-            keep_best(table, column, found)
-
-    title = ("GPT-2 small bf16 training step (vocab 50304, d 768, 12 layers, 12 heads, T 1024, B %d), peak %g TFLOP/s"
-             % (args.B, peak)) if not args.tiny else "tiny GPT-2 config on the CPU (validation only; MFU meaningless)"
-    section = render(table, losses, title, 512 if args.tiny else 50304)
-    print(section)
+    sections = []
+    for model in models:
+        if model == "tiny":
+            model_args = TINY + common
+            title = "tiny GPT-2 config on the CPU (validation only; MFU meaningless)"
+        else:
+            d, layers, heads = MODELS[model]
+            model_args = ["--d", str(d), "--layers", str(layers), "--heads", str(heads)] + common
+            title = ("GPT-2 %s bf16 training step (vocab 50304, d %d, %d layers, %d heads, T 1024, B %d), peak %g TFLOP/s"
+                     % (model, d, layers, heads, args.B, peak))
+        table, losses = {}, {}
+        for r in range(args.rounds):
+            for column, cmd in [("sheaf", None)] + peers:
+                print("%s, round %d of %d: %s" % (model, r + 1, args.rounds, column), file=sys.stderr)
+                on_line = loss_lines(column, losses)
+                found = (run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args, timeout=args.timeout, on_line=on_line)
+                         if cmd is None else results(cmd + model_args, timeout=args.timeout, on_line=on_line))
+                print("  %s: %s" % (column, ", ".join("%s %g %s" % (k, v, u) for k, (v, u) in sorted(found.items())) or "no results"),
+                      file=sys.stderr)  # as soon as the column ends: a later one may time out
+                keep_best(table, column, found)
+        sections.append(render(table, losses, title, 512 if args.tiny else 50304))
+        print(sections[-1])
+        sys.stdout.flush()
+    section = "\n".join(sections)
     notes = ("Best of %d rounds. Each program reads its own clock around its steps and reads the last loss on "
              "the host before the clock stops (torch also synchronizes). first step = trace/compile + one "
              "step; ms/step = the mean of the steps after the second. MFU = (6·N + 12·layers·T·d)·tokens / "
@@ -169,7 +187,7 @@ def main():
              % args.rounds)
     if out:
         with open(out, "w") as f:
-            f.write("# GPT-2 small bf16 training step on a GPU (bench/gpu.py)\n\n" + "\n".join(head) + "\n\n"
+            f.write("# GPT-2 bf16 training steps on a GPU (bench/gpu.py)\n\n" + "\n".join(head) + "\n\n"
                     + notes + "\n\n" + section)
         print("wrote " + out)
     else:

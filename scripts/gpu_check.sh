@@ -10,7 +10,7 @@
 #           each failure's log and a summary → tests.log; every log, skip reasons → test-logs.tgz
 #   run     the XOR and MLP examples with --device cuda --jit-profile, then the same on the CPU,
 #           losses side by side                                           → run.log
-#   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small, bf16; $BENCH_ARGS, default
+#   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small and medium, bf16; $BENCH_ARGS, default
 #           --steps 10 --rounds 1 --timeout 150), ≤ $BENCH_S (420) s      → bench.log, gpu_results.md
 #   sanitize compute-sanitizer's memcheck, racecheck and synccheck over two steps of a tiny GPT-2
 #           (bench/gpt2_gpu.shf's tiny config), each ≤ 60 s                → sanitize.log
