@@ -157,9 +157,11 @@ int run(int argc, char** argv) {
   close();
   std::cout << "\nwork of the last call, per compiled function:\n";
   for (const auto& [name, c] : by_fn)
-    std::cout << fmt::format("  {:<24} {:>5} calls  {:>6} kernels {:>9.3f} GB of buffers  {:>5} products {:>10.3f} GFLOP\n",
+    std::cout << fmt::format("  {:<24} {:>5} calls  {:>6} kernels {:>9.3f} GB of buffers  {:>5} products {:>10.3f} GFLOP "
+                             "{:>7.3f} GB   moved {:>7.3f} GB, floor {:>7.3f} GB\n",
                              name, c.calls, c.last.kernels, c.last.kernel_bytes / 1e9, c.last.products,
-                             c.last.product_flops / 1e9);
+                             c.last.product_flops / 1e9, c.last.product_bytes / 1e9, c.last.moved_bytes() / 1e9,
+                             c.last.floor_bytes / 1e9);
   jit_of(in)->report(std::cout);
   return 0;
 }

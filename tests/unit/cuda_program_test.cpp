@@ -473,7 +473,8 @@ TEST(CudaResidency, Tf32OnlyWhenAskedAndOnlyForF32) {
   }
 }
 
-// --jit-profile's "cuda work" line: kernels and the bytes of their buffers, products and FLOPs.
+// --jit-profile's "cuda work" line: kernels and the bytes of their buffers, products with their
+// FLOPs and bytes, and the floor of the bytes moved.
 TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   OnEmulatedGpu gpu;
@@ -489,9 +490,30 @@ TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {
   EXPECT_EQ(s.work.product_flops, 2 * 2.0 * 40 * 30 * 50);
   EXPECT_EQ(s.work.kernels, 2u);                        // x·2, once a call
   EXPECT_EQ(s.work.kernel_bytes, 2 * (4000 + 4000.0));  // reads x, writes the result
+  EXPECT_EQ(s.work.product_bytes, 2 * (8000 + 6000 + 4800.0));  // reads a and b, writes a·b
+  // The floor: a, b and x read once, both results written once — what the calls moved.
+  EXPECT_EQ(s.work.floor_bytes, 2 * (8000 + 6000 + 4000 + 4800 + 4000.0));
+  EXPECT_EQ(s.work.moved_bytes(), s.work.floor_bytes);
   std::ostringstream report;
   jit_of(gpu.in)->report(report);
   EXPECT_NE(report.str().find("cuda work: 2 kernels touching 0.000 GB of buffers, 2 products of 0.000 TFLOP"), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find("against a floor of 0.000 GB (1.00x"), std::string::npos) << report.str();
+}
+
+// The floor counts a value once however many views read it, and a value the fusion must write
+// and read again (a product's result that a loop reads) both ways.
+TEST(CudaResidency, FloorCountsEachBufferOnceEachWay) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  OnEmulatedGpu gpu;
+  gpu.in.run_text(R"(
+(defn f [a b] (tanh (@ (@ a b) (transpose b))))
+(def r (f (random-normal 1 [40 50]) (random-normal 2 [50 30])))
+)", "floor.shf");
+  const cuda::ProgramStats& s = gpu.stats();
+  // a [40 50] and b [50 30] read once (bᵀ is a view of b); a·b [40 30] and a·b·bᵀ [40 50] written
+  // and read once; the result [40 50] written once.
+  EXPECT_EQ(s.work.floor_bytes, 4 * (2000 + 1500 + 2 * 1200 + 2 * 2000 + 2000.0));
+  EXPECT_EQ(s.work.product_bytes, 4 * (2000 + 1500 + 1200 + 1200 + 1500 + 2000.0));
 }
 
 // SHEAF_CUDA_PROFILE (ProgramOptions::profile): every launch is timed between two stamps, calls

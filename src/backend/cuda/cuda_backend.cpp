@@ -62,8 +62,12 @@ void CudaBackend::report(std::ostream& os, double) const {
                     "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",
                     gpu_->device().describe(), stats_.built, stats_.build_s * 1e3, r.resident, r.reused, r.uploaded, r.captured,
                     r.replayed, r.host_steps, r.in_place, m.in_use / 1048576.0, m.peak_in_use / 1048576.0, m.cached / 1048576.0);
-  os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP\n", r.work.kernels,
-                    r.work.kernel_bytes / 1e9, r.work.products, r.work.product_flops / 1e12);
+  os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP and {:.3f} GB; "
+                    "moved {:.3f} GB against a floor of {:.3f} GB ({:.2f}x: inputs, results and products' operands "
+                    "crossing memory once)\n",
+                    r.work.kernels, r.work.kernel_bytes / 1e9, r.work.products, r.work.product_flops / 1e12,
+                    r.work.product_bytes / 1e9, r.work.moved_bytes() / 1e9, r.work.floor_bytes / 1e9,
+                    r.work.floor_bytes > 0 ? r.work.moved_bytes() / r.work.floor_bytes : 0.0);
   if (!r.times.empty()) os << launch_time_report(r.times);
 }
 

@@ -72,18 +72,52 @@ double dot_flops(const fusion::DotLayout& d) {
   return 2.0 * batches * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
 }
 
+// The least one call of `g` could move: each value that must be in memory crosses it once each
+// way — written once where the device computes it, read once where anything reads it. In memory
+// must be the inputs, the results and what products read or write (cuBLASLt takes its operands
+// from memory and leaves its result there); every other value could live in the registers of a
+// fused pass. A view counts as the buffer it views, once.
+double floor_bytes(const ir::Graph& g, const fusion::Schedule& s) {
+  auto base = [&](int32_t v) {
+    const std::optional<fusion::View>& w = s.view[static_cast<size_t>(v)];
+    return static_cast<size_t>(w ? w->buffer : v);
+  };
+  std::vector<bool> read(g.types.size(), false), in_memory(g.types.size(), false);
+  for (const ir::Node& n : g.nodes)
+    for (int32_t v : n.in) read[base(v)] = true;
+  for (int32_t v : g.params) in_memory[base(v)] = true;
+  for (int32_t v : g.results) in_memory[base(v)] = true;
+  for (const fusion::Step& st : s.steps) {
+    if (st.kind != fusion::StepKind::Dot) continue;
+    const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
+    for (int32_t v : {n.in[0], n.in[1], n.out}) in_memory[base(v)] = true;
+  }
+  double bytes = 0;
+  for (size_t v = 0; v < in_memory.size(); ++v) {
+    if (!in_memory[v]) continue;
+    const ir::Op op = g.producer(static_cast<int32_t>(v)).op;
+    const bool written = op != ir::Op::Parameter && op != ir::Op::Constant;
+    bytes += static_cast<double>(bytes_of(g.type(static_cast<int32_t>(v)))) * ((written ? 1 : 0) + (read[v] ? 1 : 0));
+  }
+  return bytes;
+}
+
 // The work of one run of launch table `k`: kernels and the bytes of their arguments' buffers,
-// copies and fills, products and their FLOPs. Host steps and loops count when they run.
+// copies and fills, products with their FLOPs and bytes, and the floor. Host steps and loops
+// count when they run.
 Work work_of(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, const Kernels& k) {
   std::vector<double> bytes = launch_bytes(g, m, k);
-  Work w;
+  Work w{.floor_bytes = floor_bytes(g, s)};
   for (size_t i = 0; i < k.launches.size(); ++i) {
     const Launch& l = k.launches[i];
     w.kernel_bytes += bytes[i];
     if (l.kind == Launch::Kind::Kernel) ++w.kernels;
     if (l.kind != Launch::Kind::Dot) continue;
+    const fusion::Step& st = s.steps[l.step];
+    const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
     ++w.products;
-    w.product_flops += dot_flops(s.steps[l.step].dot);
+    w.product_flops += dot_flops(st.dot);
+    for (int32_t v : {n.in[0], n.in[1], n.out}) w.product_bytes += static_cast<double>(bytes_of(g.type(v)));
   }
   return w;
 }

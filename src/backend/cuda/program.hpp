@@ -35,17 +35,22 @@ namespace sheaf::cuda {
 
 // The work launch tables asked for: kernels launched and the bytes of the buffers they touch (each
 // counted once a launch: the memory traffic if every element moves once; copies count both sides,
-// fills one), products and their FLOPs (2·m·n·k each).
+// fills one), products, their FLOPs (2·m·n·k each) and bytes (both operands read once, the result
+// written once), and `floor_bytes`, the least the same calls could move (floor_bytes in
+// program.cpp): kernel_bytes + product_bytes against it says how much traffic the fusion left.
 struct Work {
   uint64_t kernels = 0, products = 0;
-  double kernel_bytes = 0, product_flops = 0;
+  double kernel_bytes = 0, product_flops = 0, product_bytes = 0, floor_bytes = 0;
   Work& operator+=(const Work& w) {
     kernels += w.kernels, products += w.products, kernel_bytes += w.kernel_bytes, product_flops += w.product_flops;
+    product_bytes += w.product_bytes, floor_bytes += w.floor_bytes;
     return *this;
   }
   Work operator-(const Work& w) const {
-    return {kernels - w.kernels, products - w.products, kernel_bytes - w.kernel_bytes, product_flops - w.product_flops};
+    return {kernels - w.kernels, products - w.products, kernel_bytes - w.kernel_bytes, product_flops - w.product_flops,
+            product_bytes - w.product_bytes, floor_bytes - w.floor_bytes};
   }
+  double moved_bytes() const { return kernel_bytes + product_bytes; }
 };
 
 // The launches of one kind timed on the GPU (ProgramOptions::profile): a function's kernel (every
