@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$("$1" bench/gpt2_gpu.shf -- --d 64 --layers 2 --heads 2 --T 64 --B 2 --vocab 512 --steps 2)
 line=$(grep -E '^  train-step ' <<<"$out") || { echo "no train-step line in:"; echo "$out"; exit 1; }
-grep -Eq 'train-step +4 calls +[1-9][0-9]* kernels +0\.0[0-9]+ GB of buffers +27 products +0\.101 GFLOP$' <<<"$line" ||
+grep -Eq 'train-step +4 calls +[1-9][0-9]* kernels +0\.0[0-9]+ GB of buffers +27 products +0\.101 GFLOP +0\.0[0-9]+ GB +moved +0\.0[0-9]+ GB, floor +0\.0[0-9]+ GB$' <<<"$line" ||
   { echo "unexpected: $line"; exit 1; }
 grep -q '^  cuda work: ' <<<"$out" || { echo "no cuda work line in:"; echo "$out"; exit 1; }
 echo "ok: $line"
