@@ -126,6 +126,7 @@ static_assert(kPassesAs<sheaf::cuda::ncclResult_t, ::ncclResult_t>);
 // Enum values (driver.hpp).
 static_assert(sheaf::cuda::kStreamNonBlocking == CU_STREAM_NON_BLOCKING);
 static_assert(sheaf::cuda::kCaptureModeThreadLocal == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+static_assert(sheaf::cuda::kCaptureStatusNone == CU_STREAM_CAPTURE_STATUS_NONE);
 static_assert(sheaf::cuda::kErrorOutOfMemory == CUDA_ERROR_OUT_OF_MEMORY);
 static_assert(sheaf::cuda::kAttrMultiprocessors == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
 static_assert(sheaf::cuda::kAttrMajor == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);

@@ -1,5 +1,6 @@
 // backend/cuda/cublaslt.cpp — cuBLASLt loaded with dlopen, Gemm → cuBLASLt plans, the cached
-// per-shape descriptors and algorithms, and the fallback kernel's source (see cublaslt.hpp).
+// per-shape descriptors and algorithms (chosen as lt_tuning.hpp says), and the fallback kernel's
+// source (see cublaslt.hpp).
 #include "backend/cuda/cublaslt.hpp"
 
 #include "backend/cuda/dynlib.hpp"
@@ -7,7 +8,11 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <cstdio>
+#include <filesystem>
 #include <vector>
+
+#include "backend/cuda/lt_tuning.hpp"
 
 #include "base/error.hpp"
 
@@ -100,8 +105,8 @@ uint32_t operand_alignment(DevicePtr p, int64_t batch_stride, int32_t batches, s
   return static_cast<uint32_t>(bits & (~bits + 1));  // lowest set bit
 }
 
-// The descriptors of one Gemm shape and the algorithm the heuristic chose (ok), or ok = false
-// when cuBLASLt has none for it. Destroys what it created.
+// The descriptors of one Gemm shape and its algorithm (ok), or ok = false when cuBLASLt has none
+// for it. Destroys what it created.
 struct LtGemm::Prepared {
   const CublasLt& lt;
   cublasLtMatmulDesc_t desc = nullptr;
@@ -117,11 +122,106 @@ struct LtGemm::Prepared {
   }
 };
 
-LtGemm::LtGemm(const CublasLt& lt) : lt_(lt) { check(lt_.cublasLtCreate(&handle_), "cublasLtCreate"); }
+LtGemm::LtGemm(const CublasLt& lt, StreamTimer timer) : lt_(lt), timer_(std::move(timer)), tune_(lt_tuning_enabled()) {
+  check(lt_.cublasLtCreate(&handle_), "cublasLtCreate");
+}
 
 LtGemm::~LtGemm() {
   prepared_.clear();
   if (handle_) lt_.cublasLtDestroy(handle_);
+}
+
+void LtGemm::set_cache(const std::string& dir, const std::string& gpu) {
+  if (dir.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (cache_path_.empty())
+    cache_path_ = (std::filesystem::path(dir) / lt_choices_name(gpu, lt_.cublasLtGetVersion())).string();
+}
+
+ProductTuning LtGemm::tuning() const {
+  std::lock_guard lock(mutex_);
+  return tuning_;
+}
+
+void LtGemm::load_choices() {
+  if (loaded_ || cache_path_.empty()) return;
+  loaded_ = true;
+  std::string why;
+  if (std::optional<LtChoices> kept = read_lt_choices(cache_path_, &why))
+    choices_.merge(*kept);  // a choice timed here before the file was known stays
+  else if (!why.empty())
+    fmt::print(stderr, "sheaf: ignoring the cuBLASLt algorithm cache {} ({}); timing the products again\n", cache_path_,
+               why);
+}
+
+size_t LtGemm::choose(const LtKey& key, const std::vector<LtMatmulAlgo>& candidates,
+                      const std::function<bool(const LtMatmulAlgo&)>& run) {
+  if (candidates.size() < 2 || !tune_) return 0;
+  load_choices();
+  if (auto kept = choices_.find(key); kept != choices_.end()) {
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (same_algo(candidates[i], kept->second)) {
+        ++tuning_.cached;
+        return i;
+      }
+    choices_.erase(kept);  // not one of cuBLASLt's candidates: never run
+  }
+  std::optional<size_t> best =
+      time_candidates(candidates.size(), [&](size_t i) { return run(candidates[i]); }, timer_);
+  if (!best) return 0;
+  choices_[key] = candidates[*best];
+  ++tuning_.timed;
+  if (!cache_path_.empty()) write_lt_choices(cache_path_, choices_);  // a failure only loses the file
+  return *best;
+}
+
+std::vector<LtMatmulAlgo> LtGemm::prepare(Prepared& p, const LtPlan& plan, int type, bool tf32, uint32_t align_a,
+                                          uint32_t align_b, uint32_t align_d, size_t workspace_bytes) {
+  check(lt_.cublasLtMatmulDescCreate(&p.desc, tf32 ? kComputeF32FastTf32 : kComputeF32, kDataF32),
+        "cublasLtMatmulDescCreate");
+  const int32_t trans_a = plan.a.transpose ? kOpT : kOpN, trans_b = plan.b.transpose ? kOpT : kOpN;
+  check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescTransA, &trans_a, sizeof trans_a),
+        "cublasLtMatmulDescSetAttribute");
+  check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescTransB, &trans_b, sizeof trans_b),
+        "cublasLtMatmulDescSetAttribute");
+  auto layout = [&](cublasLtMatrixLayout_t& l, const LtOperand& o) {
+    check(lt_.cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols), o.ld),
+          "cublasLtMatrixLayoutCreate");
+    if (plan.batches > 1) {
+      const int32_t count = plan.batches;
+      const int64_t stride = o.batch_stride;
+      check(lt_.cublasLtMatrixLayoutSetAttribute(l, kLayoutBatchCount, &count, sizeof count),
+            "cublasLtMatrixLayoutSetAttribute");
+      check(lt_.cublasLtMatrixLayoutSetAttribute(l, kLayoutBatchStride, &stride, sizeof stride),
+            "cublasLtMatrixLayoutSetAttribute");
+    }
+  };
+  layout(p.a, plan.a);
+  layout(p.b, plan.b);
+  layout(p.d, plan.d);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(lt_.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  struct DestroyPref {
+    const CublasLt& lt;
+    cublasLtMatmulPreference_t p;
+    ~DestroyPref() { lt.cublasLtMatmulPreferenceDestroy(p); }
+  } destroy_pref{lt_, pref};
+  const uint64_t max_workspace = workspace_bytes;
+  check(lt_.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMaxWorkspace, &max_workspace, sizeof max_workspace),
+        "cublasLtMatmulPreferenceSetAttribute");
+  for (auto [attr, value] : {std::pair{kPrefAlignA, align_a}, std::pair{kPrefAlignB, align_b},
+                             std::pair{kPrefAlignC, align_d}, std::pair{kPrefAlignD, align_d}})
+    check(lt_.cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value),
+          "cublasLtMatmulPreferenceSetAttribute");
+
+  std::vector<LtHeuristicResult> results(kLtCandidates);
+  int returned = 0;
+  cublasStatus_t s = lt_.cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.d, p.d, pref, kLtCandidates,
+                                                        results.data(), &returned);
+  if (s == kStatusNotSupported) return {};
+  check(s, "cublasLtMatmulAlgoGetHeuristic");
+  return usable_candidates(results, returned);
 }
 
 bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, CUstream stream, DevicePtr workspace,
@@ -135,68 +235,31 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, CUstre
   const uint32_t align_b = operand_alignment(a, plan->b.batch_stride, plan->batches, es);
   const uint32_t align_d = operand_alignment(c, plan->d.batch_stride, plan->batches, es);
   const bool tf32 = g.tf32 && g.dtype == DType::F32;
-  std::vector<int64_t> key = {static_cast<int64_t>(g.dtype), tf32, g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs,
-                              g.batches, g.batches > 1 ? g.a_bs : 0, g.batches > 1 ? g.b_bs : 0, align_a, align_b,
-                              align_d, static_cast<int64_t>(workspace_bytes)};
+  LtKey key = {static_cast<int64_t>(g.dtype), tf32, g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs, g.batches,
+               g.batches > 1 ? g.a_bs : 0, g.batches > 1 ? g.b_bs : 0, align_a, align_b, align_d,
+               static_cast<int64_t>(workspace_bytes)};
+  const float alpha = 1.0f, beta = 0.0f;  // CUBLASLT_POINTER_MODE_HOST (the default): host scalars
+  auto ptr = [](DevicePtr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); };
+  // Queues c = a · b with `algo`; beta 0: c is only written, so any number of runs leave the product.
+  auto launch = [&](const Prepared& p, const LtMatmulAlgo& algo) {
+    return lt_.cublasLtMatmul(handle_, p.desc, &alpha, ptr(b), p.a, ptr(a), p.b, &beta, ptr(c), p.d, ptr(c), p.d,
+                              &algo, ptr(workspace), workspace_bytes, stream);
+  };
 
   std::lock_guard lock(mutex_);
   std::unique_ptr<Prepared>& slot = prepared_[key];
-  if (!slot) {
+  if (!slot) {  // left null when this throws: the next call prepares again
     auto p = std::make_unique<Prepared>(lt_);
-    check(lt_.cublasLtMatmulDescCreate(&p->desc, tf32 ? kComputeF32FastTf32 : kComputeF32, kDataF32),
-          "cublasLtMatmulDescCreate");
-    const int32_t trans_a = plan->a.transpose ? kOpT : kOpN, trans_b = plan->b.transpose ? kOpT : kOpN;
-    check(lt_.cublasLtMatmulDescSetAttribute(p->desc, kDescTransA, &trans_a, sizeof trans_a),
-          "cublasLtMatmulDescSetAttribute");
-    check(lt_.cublasLtMatmulDescSetAttribute(p->desc, kDescTransB, &trans_b, sizeof trans_b),
-          "cublasLtMatmulDescSetAttribute");
-    auto layout = [&](cublasLtMatrixLayout_t& l, const LtOperand& o) {
-      check(lt_.cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols),
-                                           o.ld),
-            "cublasLtMatrixLayoutCreate");
-      if (plan->batches > 1) {
-        const int32_t count = plan->batches;
-        const int64_t stride = o.batch_stride;
-        check(lt_.cublasLtMatrixLayoutSetAttribute(l, kLayoutBatchCount, &count, sizeof count),
-              "cublasLtMatrixLayoutSetAttribute");
-        check(lt_.cublasLtMatrixLayoutSetAttribute(l, kLayoutBatchStride, &stride, sizeof stride),
-              "cublasLtMatrixLayoutSetAttribute");
-      }
-    };
-    layout(p->a, plan->a);
-    layout(p->b, plan->b);
-    layout(p->d, plan->d);
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    check(lt_.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    struct DestroyPref {
-      const CublasLt& lt;
-      cublasLtMatmulPreference_t p;
-      ~DestroyPref() { lt.cublasLtMatmulPreferenceDestroy(p); }
-    } destroy_pref{lt_, pref};
-    const uint64_t max_workspace = workspace_bytes;
-    check(lt_.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMaxWorkspace, &max_workspace, sizeof max_workspace),
-          "cublasLtMatmulPreferenceSetAttribute");
-    for (auto [attr, value] : {std::pair{kPrefAlignA, align_a}, std::pair{kPrefAlignB, align_b},
-                               std::pair{kPrefAlignC, align_d}, std::pair{kPrefAlignD, align_d}})
-      check(lt_.cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value),
-            "cublasLtMatmulPreferenceSetAttribute");
-
-    LtHeuristicResult result{};
-    int returned = 0;
-    cublasStatus_t s =
-        lt_.cublasLtMatmulAlgoGetHeuristic(handle_, p->desc, p->a, p->b, p->d, p->d, pref, 1, &result, &returned);
-    if (s != kStatusNotSupported) check(s, "cublasLtMatmulAlgoGetHeuristic");
-    p->ok = s == 0 && returned > 0 && result.state == 0;
-    if (p->ok) p->algo = result.algo;
+    std::vector<LtMatmulAlgo> candidates = prepare(*p, *plan, type, tf32, align_a, align_b, align_d, workspace_bytes);
+    if (!candidates.empty()) {
+      p->algo = candidates[choose(key, candidates, [&](const LtMatmulAlgo& algo) { return launch(*p, algo) == 0; })];
+      p->ok = true;
+      ++tuning_.shapes;
+    }
     slot = std::move(p);
   }
   if (!slot->ok) return false;
-  const float alpha = 1.0f, beta = 0.0f;  // CUBLASLT_POINTER_MODE_HOST (the default): host scalars
-  auto ptr = [](DevicePtr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); };
-  check(lt_.cublasLtMatmul(handle_, slot->desc, &alpha, ptr(b), slot->a, ptr(a), slot->b, &beta, ptr(c), slot->d,
-                           ptr(c), slot->d, &slot->algo, ptr(workspace), workspace_bytes, stream),
-        "cublasLtMatmul");
+  check(launch(*slot, slot->algo), "cublasLtMatmul");
   return true;
 }
 

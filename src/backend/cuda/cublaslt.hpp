@@ -6,7 +6,9 @@
 //   plan_lt_gemm    a Gemm (row-major semantics) as cuBLASLt's column-major operation, or none
 //                   when an operand has no unit stride (then: the fallback kernel)
 //   LtGemm          one cuBLASLt handle; matmul() runs a Gemm on a stream with a workspace,
-//                   algorithm and descriptors cached per Gemm shape and operand alignment
+//                   algorithm and descriptors cached per Gemm shape and operand alignment; the
+//                   algorithm is the fastest of the heuristic's candidates, timed on the shape's
+//                   first run or read from the choices file (lt_tuning.hpp)
 //   fallback_gemm_source  CUDA C++ (no headers, for NVRTC) of one kernel per dtype: one thread per
 //                   output element, f32 accumulation, any strides
 // Errors throw SheafError("cuBLASLt: cublasLtMatmul failed with status 13
@@ -14,6 +16,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -142,27 +145,67 @@ std::optional<LtPlan> plan_lt_gemm(const Gemm& g);
 // (cuBLASLt's heuristic assumes 256 unless told: a smaller alignment must be declared).
 uint32_t operand_alignment(DevicePtr p, int64_t batch_stride, int32_t batches, size_t element_bytes);
 
+// Times work on the stream the products run on: calls `enqueue` (which queues work there), waits
+// for it and returns the milliseconds it took; nullopt, without calling `enqueue`, when it cannot
+// time now (the stream is being captured into a graph, the driver has no event timing). It may
+// also return nullopt after `enqueue` ran when reading the time fails.
+using StreamTimer = std::function<std::optional<double>(const std::function<void()>& enqueue)>;
+
+// What identifies a product for cuBLASLt (LtGemm::matmul: dtype, TF32, shape, strides, operand
+// alignments, workspace) and the algorithm chosen for each.
+using LtKey = std::vector<int64_t>;
+using LtChoices = std::map<LtKey, LtMatmulAlgo>;
+
 // One cuBLASLt handle (created on the thread the caller made the context current on) and the
 // descriptors and algorithm of every Gemm shape it has run. Thread-safe.
+// The algorithm of a shape is decided on its first run (lt_tuning.hpp): the heuristic's only
+// candidate; else, unless SHEAF_CUBLASLT_TUNE=0, the choice kept in the choices file when it is
+// one of the candidates, else the fastest candidate timed with `timer` there and then (kept in
+// the file); else (no timer, the timer cannot time now, tuning off) the heuristic's first.
 class LtGemm {
  public:
-  explicit LtGemm(const CublasLt& lt);
+  explicit LtGemm(const CublasLt& lt, StreamTimer timer = {});
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
+  // Keeps the choices in `dir` (the kernel cache's folder), in the file of the GPU `gpu`
+  // ("NVIDIA H100 80GB HBM3 (sm_90)") and this cuBLASLt (lt_choices_name). The first call with a
+  // non-empty `dir` decides; later calls change nothing. Without one, choices are not kept.
+  void set_cache(const std::string& dir, const std::string& gpu);
+
   // Queues c = a · b (Gemm's semantics) on `stream`, the algorithm allowed `workspace_bytes` of
   // scratch at `workspace`. False (nothing queued) when plan_lt_gemm finds no plan or cuBLASLt
   // has no algorithm for it: the caller runs the fallback kernel. Throws SheafError on errors.
+  // A shape's first run may run its candidates on these operands first (c is overwritten, a and
+  // b only read) and waits for them.
   bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, CUstream stream, DevicePtr workspace,
               size_t workspace_bytes);
 
+  // The shapes prepared with an algorithm, how many were decided by timing and how many by the
+  // choices file.
+  ProductTuning tuning() const;
+
  private:
   struct Prepared;  // descriptors and algorithm of one shape (absent: no algorithm)
+  // Creates p's descriptors for `plan` (cuBLASLt's operands aligned to align_a, align_b and
+  // align_d bytes) and returns the heuristic's usable candidates (none: cuBLASLt has no algorithm).
+  std::vector<LtMatmulAlgo> prepare(Prepared& p, const LtPlan& plan, int type, bool tf32, uint32_t align_a,
+                                    uint32_t align_b, uint32_t align_d, size_t workspace_bytes);
+  // The candidates' index to run (the first, the file's choice or the fastest); may run them.
+  size_t choose(const LtKey& key, const std::vector<LtMatmulAlgo>& candidates,
+                const std::function<bool(const LtMatmulAlgo&)>& run);
+  void load_choices();  // once the cache file is known: its choices join choices_
   const CublasLt& lt_;
+  const StreamTimer timer_;
+  const bool tune_;  // SHEAF_CUBLASLT_TUNE is not 0
   cublasLtHandle_t handle_ = nullptr;
-  std::mutex mutex_;
-  std::map<std::vector<int64_t>, std::unique_ptr<Prepared>> prepared_;
+  mutable std::mutex mutex_;
+  std::map<LtKey, std::unique_ptr<Prepared>> prepared_;
+  LtChoices choices_;       // timed here or read from the file
+  std::string cache_path_;  // the choices file; empty: not kept
+  bool loaded_ = false;     // cache_path_ was read
+  ProductTuning tuning_;
 };
 
 // The fallback kernels: `fallback_gemm_kernel(dtype)` of `fallback_gemm_source()` computes

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/lt_tuning.hpp"
 #include "backend/ref_backend.hpp"
 #include "base/clock.hpp"
 #include "base/error.hpp"
@@ -58,10 +59,12 @@ BufferCounts CudaBackend::buffers(uint64_t) const { return {stats_.run.resident 
 void CudaBackend::report(std::ostream& os, double) const {
   const ProgramStats& r = stats_.run;
   const AllocatorStats& m = gpu_->stats();
+  const std::string tuning = describe_product_tuning(gpu_->device().product_tuning());
   os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
-                    "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached\n",
+                    "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached{}{}\n",
                     gpu_->device().describe(), stats_.built, stats_.build_s * 1e3, r.resident, r.reused, r.uploaded, r.captured,
-                    r.replayed, r.host_steps, r.in_place, m.in_use / 1048576.0, m.peak_in_use / 1048576.0, m.cached / 1048576.0);
+                    r.replayed, r.host_steps, r.in_place, m.in_use / 1048576.0, m.peak_in_use / 1048576.0, m.cached / 1048576.0,
+                    tuning.empty() ? "" : "; ", tuning);
   os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP and {:.3f} GB; "
                     "moved {:.3f} GB against a floor of {:.3f} GB ({:.2f}x: inputs, results and products' operands "
                     "crossing memory once)\n",

@@ -46,6 +46,13 @@ struct Gemm {
   bool tf32 = false;
 };
 
+// How the cuBLASLt algorithms of the products run so far were chosen (cublaslt.hpp's LtGemm):
+// `shapes` products (shape, layout, dtype, alignment) with an algorithm, `timed` of them by
+// timing the heuristic's candidates, `cached` by the choices file.
+struct ProductTuning {
+  int64_t shapes = 0, timed = 0, cached = 0;
+};
+
 // Queued work recorded once and replayed as one submission (a CUDA graph). Replays read and
 // write the very addresses used while recording.
 class Capture {
@@ -102,6 +109,9 @@ class Device {
   virtual bool keeps_time() const { return false; }
   virtual void stamp() {}
   virtual std::vector<double> stamps_ms() { return {}; }
+
+  // How the products' algorithms were chosen (zeros: this device does not choose).
+  virtual ProductTuning product_tuning() const { return {}; }
 
   // Records the work `record` queues (launches, products, device copies; no upload or download)
   // into a Capture; nullptr when this device cannot capture (record then has run normally).

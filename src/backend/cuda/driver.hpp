@@ -75,12 +75,16 @@ struct Driver {
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGraphDestroy)(CUgraph graph);
 
-  // Events: timestamps queued on a stream (kernel timing, SHEAF_CUDA_PROFILE). cuEventElapsedTime_v2
-  // is optional (drivers of CUDA 12.8 and later): null where absent, and launches are then not timed.
+  // Events: timestamps queued on a stream (kernel timing, SHEAF_CUDA_PROFILE; timing cuBLASLt's
+  // candidates). cuEventElapsedTime_v2 is optional (drivers of CUDA 12.8 and later): null where
+  // absent, and nothing is then timed.
   CUresult (*cuEventCreate)(CUevent* event, unsigned flags);
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
   CUresult (*cuEventDestroy_v2)(CUevent event);
   CUresult (*cuEventElapsedTime_v2)(float* ms, CUevent start, CUevent end);
+  // Whether a stream is being captured (status: a CUstreamCaptureStatus); optional: where absent,
+  // cuBLASLt's candidates are not timed (nothing may wait on a stream while it is captured).
+  CUresult (*cuStreamIsCapturing)(CUstream stream, int* status);
 };
 
 #define SHEAF_CUDA_DRIVER_ENTRY_POINTS(X) X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) \
@@ -90,11 +94,12 @@ struct Driver {
   X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
   X(cuLaunchKernel) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
   X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy_v2)
-#define SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) X(cuEventElapsedTime_v2)
+#define SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) X(cuEventElapsedTime_v2) X(cuStreamIsCapturing)
 
 // Enum values of cuda.h used with these entry points.
 constexpr unsigned kStreamNonBlocking = 1;  // CUstream_flags: CU_STREAM_NON_BLOCKING
 constexpr int kCaptureModeThreadLocal = 1;  // CUstreamCaptureMode: CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+constexpr int kCaptureStatusNone = 0;       // CUstreamCaptureStatus: CU_STREAM_CAPTURE_STATUS_NONE
 constexpr CUresult kErrorOutOfMemory = 2;   // cudaError_enum: CUDA_ERROR_OUT_OF_MEMORY
 constexpr int kAttrMultiprocessors = 16;    // CUdevice_attribute: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 constexpr int kAttrMajor = 75;              // CUdevice_attribute: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR

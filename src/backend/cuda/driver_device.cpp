@@ -2,8 +2,10 @@
 // everything on one non-blocking stream of its GPU's primary context through the CUDA driver
 // API (driver.hpp), loads kernels compiled by NVRTC to a cubin for the GPU's own architecture
 // (cached on disk, driver_device.hpp), multiplies matrices with cuBLASLt (cublaslt.hpp; a strided
-// kernel takes what cuBLASLt cannot, and everything when cuBLASLt is absent), captures work as
-// CUDA graphs and sums over the ranks of a data-parallel job with NCCL (nccl.hpp).
+// kernel takes what cuBLASLt cannot, and everything when cuBLASLt is absent; cuBLASLt's candidates
+// are timed on the stream, never while it is captured, and the choices kept beside the cubins:
+// lt_tuning.hpp), captures work as CUDA graphs and sums over the ranks of a data-parallel job with
+// NCCL (nccl.hpp).
 // Its GPU is device gpu_ordinal(local_rank(), device count): one per rank of a multi-GPU node.
 // The job's NCCL communicator is made on the first all-reduce of a job of several ranks, after the
 // ranks agree (one all-gather) that every one of them has NCCL; otherwise no rank uses it and
@@ -53,19 +55,38 @@ uint64_t get_u64(const std::string& in, size_t at) {
 // The cache file at `path` passed the file checks and parses; nullopt with `why` (empty when
 // there is no such file).
 std::optional<CubinFile> read_cubin_file(const std::string& path, std::string* why) {
-  auto bad = [&](std::string w) -> std::optional<CubinFile> {
+  std::optional<std::string> bytes = read_cache_file(path, why);
+  if (!bytes) return std::nullopt;
+  return unpack_cubin(*bytes, why);
+}
+}  // namespace
+
+std::optional<std::string> read_cache_file(const std::string& path, std::string* why, size_t limit) {
+  auto bad = [&](std::string w) -> std::optional<std::string> {
     if (why) *why = std::move(w);
     return std::nullopt;
   };
   if (why) why->clear();
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  trust::Candidate c = trust::read_candidate(path);
+  trust::Candidate c = trust::read_candidate(path, limit);
   if (c.missing) return std::nullopt;
   if (std::string folder = trust::folder_problem(dir); !folder.empty()) return bad("its folder " + folder);
   if (!c.problem.empty()) return bad("it " + c.problem);
-  return unpack_cubin(c.bytes, why);
+  return std::move(c.bytes);
 }
-}  // namespace
+
+bool write_cache_file(const std::string& path, const std::string& payload,
+                      std::string (*pack)(const std::string& payload, const std::string& mac)) {
+  try {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    trust::make_folder(dir);
+    if (!trust::folder_problem(dir).empty()) return false;  // never write where others may plant links
+    trust::replace_file(path, pack(payload, trust::sign(payload)));
+    return true;
+  } catch (const std::exception&) {  // a read-only or blocked directory, no key: only the cache is lost
+    return false;
+  }
+}
 
 std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& compiler) {
   uint64_t h = kFnvOffset;
@@ -109,15 +130,7 @@ std::optional<std::string> read_cached_cubin(const std::string& path, std::strin
 }
 
 bool write_cached_cubin(const std::string& path, const std::string& cubin) {
-  try {
-    const std::string dir = std::filesystem::path(path).parent_path().string();
-    trust::make_folder(dir);
-    if (!trust::folder_problem(dir).empty()) return false;  // never write where others may plant links
-    trust::replace_file(path, pack_cubin(cubin, trust::sign(cubin)));
-    return true;
-  } catch (const std::exception&) {  // a read-only or blocked directory, no key: only the cache is lost
-    return false;
-  }
+  return write_cache_file(path, cubin, pack_cubin);
 }
 
 std::optional<size_t> resign_cached_cubin(const std::string& path, std::string* why) {
@@ -211,7 +224,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     std::string why;
     if (const CublasLt* lt = cublaslt(&why)) {
       try {
-        lt_ = std::make_unique<LtGemm>(*lt);
+        lt_ = std::make_unique<LtGemm>(*lt, [this](const std::function<void()>& work) { return time_on_stream(work); });
         workspace_ = allocate(kLtWorkspaceBytes);
       } catch (const SheafError& e) {
         lt_.reset();
@@ -233,6 +246,8 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
       fallback_.reset();
       if (workspace_) d_.cuMemFree_v2(workspace_);
       for (CUevent e : events_) d_.cuEventDestroy_v2(e);
+      for (CUevent e : timing_)
+        if (e) d_.cuEventDestroy_v2(e);
       if (stream_) d_.cuStreamDestroy_v2(stream_);
     }
     if (retained_) d_.cuDevicePrimaryCtxRelease_v2(dev_);
@@ -306,6 +321,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   std::unique_ptr<Module> load_module(const std::string& source, const std::vector<std::string>& names,
                                       const std::string& cache_dir, std::shared_ptr<DriverDevice> keep) {
     bind();
+    if (lt_) lt_->set_cache(cache_dir, fmt::format("{} ({})", info_.name, arch()));  // its choices beside the cubins
     std::string path, cubin;
     CUmodule mod = nullptr;
     if (!cache_dir.empty()) {
@@ -394,6 +410,8 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     return true;
   }
 
+  ProductTuning product_tuning() const override { return lt_ ? lt_->tuning() : ProductTuning{}; }
+
   std::unique_ptr<Capture> capture(const std::function<void()>& record) override {
     bind();
     // Whatever stops the capture, `record` then runs again uncaptured (device.hpp's contract);
@@ -407,6 +425,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     if (r != 0) return uncaptured("cuStreamBeginCapture: " + error_name(r));
     CUgraph graph = nullptr;
     try {
+      Recording recording(recording_);
       record();
     } catch (const std::exception& e) {
       if (d_.cuStreamEndCapture(stream_, &graph) == 0 && graph) d_.cuGraphDestroy(graph);
@@ -425,6 +444,36 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   }
 
  private:
+  // Sets `flag` while capture() records (the stream is captured: nothing may wait on it).
+  struct Recording {
+    std::atomic<bool>& flag;
+    explicit Recording(std::atomic<bool>& f) : flag(f) { flag = true; }
+    ~Recording() { flag = false; }
+  };
+
+  // LtGemm's StreamTimer (cublaslt.hpp): the milliseconds between events recorded before and
+  // after `enqueue`'s work, once the stream is done with it; nullopt, before queuing anything, while
+  // the stream is captured (or may be: without cuStreamIsCapturing) or when events keep no time,
+  // and when an event fails (timing is then given up, not the product). A failed wait is the
+  // queued work's error and throws. Called with LtGemm's lock held: one caller at a time.
+  std::optional<double> time_on_stream(const std::function<void()>& enqueue) {
+    if (recording_ || !d_.cuEventElapsedTime_v2 || !d_.cuStreamIsCapturing) return std::nullopt;
+    int status = -1;
+    if (d_.cuStreamIsCapturing(stream_, &status) != 0 || status != kCaptureStatusNone) return std::nullopt;
+    for (CUevent& e : timing_)
+      if (!e && d_.cuEventCreate(&e, 0) != 0) {
+        e = nullptr;
+        return std::nullopt;
+      }
+    if (d_.cuEventRecord(timing_[0], stream_) != 0) return std::nullopt;
+    enqueue();
+    const bool stamped = d_.cuEventRecord(timing_[1], stream_) == 0;
+    check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize after timing a product");
+    float ms = 0;
+    if (!stamped || d_.cuEventElapsedTime_v2(&ms, timing_[0], timing_[1]) != 0) return std::nullopt;
+    return ms;
+  }
+
   // The job's communicator, decided on the first call (collectives over MPI and ncclCommInitRank:
   // that call must not be one recorded by capture()); null when NCCL is not used.
   NcclComm* job_comm() {
@@ -486,6 +535,8 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   std::atomic<bool> lt_notice_{false}, capture_notice_{false}, nccl_notice_{false};
   std::vector<CUevent> events_;  // stamps: the first stamped_ are recorded since stamps_ms
   size_t stamped_ = 0;
+  CUevent timing_[2] = {nullptr, nullptr};  // time_on_stream's start and end, made on first use
+  std::atomic<bool> recording_{false};      // capture() is recording
   // The job's NCCL communicator: decided on the first all-reduce of a job of several ranks (a
   // collective, so every rank decides at the same call); null when some rank lacks NCCL.
   std::mutex comm_mutex_;

@@ -24,6 +24,7 @@
 #include "backend/cuda/driver.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/hash.hpp"
+#include "io/artifact_trust.hpp"
 
 namespace sheaf::cuda {
 
@@ -48,6 +49,16 @@ std::optional<std::string> read_cached_cubin(const std::string& path, std::strin
 // Writes `cubin` to `path` atomically with this user's MAC (creating its folder); false when it
 // could not (the cache is then only lost).
 bool write_cached_cubin(const std::string& path, const std::string& cubin);
+// The cache files' checks, shared with the cuBLASLt choices file (lt_tuning.hpp):
+// read_cache_file gives the bytes of the file at `path` (at most `limit`) when it and its folder
+// pass the file checks above; nullopt with `why` empty when there is no such file, else with `why`
+// ("its folder is writable by group or others ...", "it is a FIFO"). write_cache_file writes
+// pack(payload, the payload's MAC under this user's key) there atomically, creating the folder,
+// never into a folder that fails the checks; false when it could not (only the cache is lost).
+std::optional<std::string> read_cache_file(const std::string& path, std::string* why,
+                                           size_t limit = trust::kMaxArtifactBytes);
+bool write_cache_file(const std::string& path, const std::string& payload,
+                      std::string (*pack)(const std::string& payload, const std::string& mac));
 // `sheaf trust`: rewrites the cache file at `path` with this user's MAC when it passes the file
 // checks and parses; the cubin's size, or nullopt with `why`. Throws SheafError when it cannot write.
 std::optional<size_t> resign_cached_cubin(const std::string& path, std::string* why);
