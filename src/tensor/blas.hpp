@@ -5,10 +5,12 @@
 // Environment: SHEAF_NUM_THREADS sets OpenBLAS's thread count (default: the cores this process
 // may use, shared among the ranks on its machine, less those other processes keep busy:
 // tensor/blas_threads.hpp);
-// OPENBLAS_CORETYPE, when set by the user, is left alone.
+// OPENBLAS_CORETYPE and OPENBLAS_THREAD_TIMEOUT, when set by the user, are left alone.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sheaf {
 
@@ -33,5 +35,12 @@ std::string blas_description();
 // The threads the next product gets (SHEAF_NUM_THREADS, or adapted to the load; 1 on the
 // portable kernel): also the parts a generated loop splits into (backend/cpu/parallel.hpp).
 int blas_threads();
+
+// The variables set for OpenBLAS while it loads, as (name, value), each only where the user has
+// not set it: OPENBLAS_CORETYPE for a library that may not know this CPU (not `shipped`, PyPI's
+// recent OpenBLAS: SkylakeX with AVX-512, Haswell with AVX2 and FMA), and OPENBLAS_THREAD_TIMEOUT
+// 16: idle workers sleep after 2^16 cycles instead of spinning for 2^28 on the cores the generated
+// loops run on between products.
+std::vector<std::pair<std::string, std::string>> blas_load_environment(bool shipped);
 
 }  // namespace sheaf

@@ -169,3 +169,28 @@ TEST(Gemm, PortableKernelMatchesNaiveLoop) {
 TEST(Gemm, DescribesItsBackend) { EXPECT_FALSE(blas_description().empty()); }
 
 }  // namespace
+
+// OpenBLAS's idle workers must not spin for 2^28 cycles on the cores the generated loops share:
+// sheaf asks for 2^16 while OpenBLAS loads, and asks for a core only where the library may not
+// know this CPU — never over what the user set.
+TEST(Gemm, LoadEnvironmentShortensTheWorkersSpinUnlessTheUserChose) {
+  auto value = [](const std::vector<std::pair<std::string, std::string>>& vars, const std::string& name) {
+    for (const auto& [n, v] : vars)
+      if (n == name) return v;
+    return std::string("(unset)");
+  };
+  const char* user_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  const char* user_core = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved_timeout = user_timeout ? user_timeout : "", saved_core = user_core ? user_core : "";
+  unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  unsetenv("OPENBLAS_CORETYPE");
+  EXPECT_EQ(value(blas_load_environment(true), "OPENBLAS_THREAD_TIMEOUT"), "16");
+  EXPECT_EQ(value(blas_load_environment(false), "OPENBLAS_THREAD_TIMEOUT"), "16");
+  EXPECT_EQ(value(blas_load_environment(true), "OPENBLAS_CORETYPE"), "(unset)");  // the shipped one detects the CPU
+  setenv("OPENBLAS_THREAD_TIMEOUT", "20", 1);
+  setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  EXPECT_EQ(value(blas_load_environment(false), "OPENBLAS_THREAD_TIMEOUT"), "(unset)");
+  EXPECT_EQ(value(blas_load_environment(false), "OPENBLAS_CORETYPE"), "(unset)");
+  user_timeout ? setenv("OPENBLAS_THREAD_TIMEOUT", saved_timeout.c_str(), 1) : unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  user_core ? setenv("OPENBLAS_CORETYPE", saved_core.c_str(), 1) : unsetenv("OPENBLAS_CORETYPE");
+}
