@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -158,9 +159,11 @@ OpenBlas& openblas() {
   return lib;
 }
 
+std::atomic<bool> serial_blas{false};  // a SerialBlas is open: the count stays at one
+
 // Applies the adaptive count before a product (under a lock: products may come from several threads).
 void adapt_threads(OpenBlas& lib) {
-  if (!lib.adaptive) return;
+  if (!lib.adaptive || serial_blas.load(std::memory_order_relaxed)) return;
   static std::mutex m;
   std::lock_guard<std::mutex> lock(m);
   if (int n = lib.adaptive->next(); n != lib.threads) {
@@ -261,6 +264,18 @@ void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
 }
 
 std::string blas_description() { return openblas().description; }
+
+SerialBlas::SerialBlas() {
+  OpenBlas& lib = openblas();
+  serial_blas = true;
+  if (lib.set_threads && lib.threads != 1) lib.set_threads(1);
+}
+
+SerialBlas::~SerialBlas() {
+  OpenBlas& lib = openblas();
+  if (lib.set_threads && lib.threads != 1) lib.set_threads(lib.threads);
+  serial_blas = false;
+}
 
 int blas_threads() {
   OpenBlas& lib = openblas();

@@ -36,6 +36,19 @@ std::string blas_description();
 // portable kernel): also the parts a generated loop splits into (backend/cpu/parallel.hpp).
 int blas_threads();
 
+// While one lives, f32 products run on the thread that asks for them (OpenBLAS at one thread, its
+// count not adapted to the load), so that a batch of small products can run in parts on the loop
+// threads, side by side, where OpenBLAS's own threads would split each small product at a loss
+// (backend/cpu/program.cpp). Open one at a time, on the thread that runs the products, while none
+// is running; each element of a product is computed as with any thread count.
+class SerialBlas {
+ public:
+  SerialBlas();
+  ~SerialBlas();
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+};
+
 // The variables set for OpenBLAS while it loads, as (name, value), each only where the user has
 // not set it: OPENBLAS_CORETYPE for a library that may not know this CPU (not `shipped`, PyPI's
 // recent OpenBLAS: SkylakeX with AVX-512, Haswell with AVX2 and FMA), and OPENBLAS_THREAD_TIMEOUT

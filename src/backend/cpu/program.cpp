@@ -90,15 +90,37 @@ void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, con
 // rt->parallel: a loop's outermost range in as many parts as the products get threads.
 void run_parallel(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { parallel_for(fn, args, n, blas_threads()); }
 
-thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run)
+// rt->parallel_products: a batch of small products in as many parts, each product on its part's
+// thread (SerialBlas).
+void run_parallel_products(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n, double) {
+  const int threads = blas_threads();
+  SerialBlas serial;
+  parallel_for(fn, args, n, threads);
+}
+
+thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run); null on loop threads
 
 void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
                  int64_t b_cs, float* c) {
+  RunProfile* p = profiling;
+  if (!p) return sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);  // a part of a batch, timed as a whole
   const auto t0 = Clock::now();
   sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
-  profiling->product_s += seconds_since(t0);
-  profiling->product_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  ++profiling->products;
+  p->product_s += seconds_since(t0);
+  p->product_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  ++p->products;
+}
+
+// The batch timed as a whole on the calling thread, its parts' products untimed.
+void run_parallel_products_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n, double flops) {
+  RunProfile* p = profiling;
+  profiling = nullptr;
+  const auto t0 = Clock::now();
+  run_parallel_products(fn, args, n, flops);
+  p->product_s += seconds_since(t0);
+  p->product_flops += flops;
+  p->products += static_cast<uint64_t>(n);
+  profiling = p;
 }
 
 // Once per process: glibc malloc keeps freed memory instead of handing it back to the kernel.
@@ -126,7 +148,7 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
   keep_freed_memory();
-  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr};
+  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr, run_parallel_products};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
@@ -219,6 +241,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profi
     profiling = profile;
     Runtime timed = rt_;
     timed.sgemm = sgemm_timed;
+    timed.parallel_products = run_parallel_products_timed;
     const auto t0 = Clock::now();
     lib_.entry(&timed, buffers_.data());
     profile->entry_s += seconds_since(t0);

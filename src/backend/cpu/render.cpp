@@ -61,6 +61,7 @@ struct sheaf_rt {
   void* self;
   void (*parallel)(void (*)(void* const*, i64, i64), void* const*, i64);
   const bool* stop;
+  void (*parallel_products)(void (*)(void* const*, i64, i64), void* const*, i64, double);
 };
 )";
 
@@ -92,7 +93,7 @@ class Renderer {
         case StepKind::Loop:
         case StepKind::Copy: out.entry += place(loop_function(i, st), out); break;
         case StepKind::Update: out.entry += update_copy(i, st) + place(loop_function(i, st), out); break;
-        case StepKind::Dot: out.entry += dot_call(i, st); break;
+        case StepKind::Dot: out.entry += dot_call(i, st, out); break;
         case StepKind::While: out.entry += while_loop(i, st); break;
         case StepKind::Host: {
           const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
@@ -331,7 +332,7 @@ class Renderer {
   // every size; a library call would cost more than the arithmetic); larger ones call rt->sgemm.
   static constexpr int64_t kInlineDotMacs = 32 * 32 * 32;
 
-  std::string dot_call(size_t index, const Step& st) {
+  std::string dot_call(size_t index, const Step& st, UnitCode& unit) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
     const View& l = at(n.in[0], index);
     const View& r = at(n.in[1], index);
@@ -339,6 +340,10 @@ class Renderer {
     std::string a = fmt::format("(const float*)b[{}] + {}", m_.slot[l.buffer], l.offset);
     std::string bb = fmt::format("(const float*)b[{}] + {}", m_.slot[r.buffer], r.offset);
     std::string c = fmt::format("(float*)b[{}]", m_.slot[n.out]);
+    int64_t batch = 1;
+    for (int64_t size : d.batch) batch *= size;
+    if (batch >= kPartsMinBatch && d.m * d.n * d.k > kInlineDotMacs && d.m * d.n * d.k <= kPartsMaxMacs)
+      return batch_in_parts(index, d, batch, a, bb, c, unit);
     std::string code = "  {\n";
     int indent = 4;
     std::string batch_linear = "0";
@@ -370,6 +375,29 @@ class Renderer {
     }
     for (size_t k = 0; k < d.batch.size(); ++k) indent -= 2, code += fmt::format("{:{}}}}\n", "", indent);
     return code + "  }\n";
+  }
+
+  // A batch of `batch` products (dot_call's operands a, b and result c) as a function
+  // d<index>(args, lo, hi) running products lo..hi of the batch (row-major over d.batch), added
+  // to `unit`, and its call through rt->parallel_products.
+  std::string batch_in_parts(size_t index, const fusion::DotLayout& d, int64_t batch, const std::string& a,
+                             const std::string& b, const std::string& c, UnitCode& unit) {
+    const std::string name = fmt::format("{}d{}", prefix_, index);
+    const std::string prototype =
+        fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}(void* const* a, i64 lo, i64 hi)", name);
+    std::string body = "  const sheaf_rt* rt = (const sheaf_rt*)a[0];\n  for (i64 i = lo; i < hi; ++i) {\n    i64 r = i;\n";
+    std::string pa = "(const float*)a[1]", pb = "(const float*)a[2]";
+    for (size_t k = d.batch.size(); k-- > 0;) body += fmt::format("    const i64 t{} = r % {};\n    r /= {};\n", k, d.batch[k], d.batch[k]);
+    for (size_t k = 0; k < d.batch.size(); ++k) {
+      pa += fmt::format(" + t{} * {}", k, d.batch_lhs[k]);
+      pb += fmt::format(" + t{} * {}", k, d.batch_rhs[k]);
+    }
+    body += fmt::format("    rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, (float*)a[3] + i * {});\n  }}\n", pa, d.m, d.k, d.a_rs,
+                        d.a_cs, pb, d.n, d.b_rs, d.b_cs, d.m * d.n);
+    unit.prototypes += prototype + ";\n";
+    unit.functions.push_back(prototype + " {\n" + body + "}\n");
+    return fmt::format("  {{ void* const a[] = {{(void*)rt, (void*)({}), (void*)({}), (void*)({})}}; rt->parallel_products({}, a, {}, {:.17g}); }}\n",
+                       a, b, c, name, batch, 2.0 * static_cast<double>(batch * d.m * d.n * d.k));
   }
 };
 

@@ -11,7 +11,8 @@
 // s<i>(args, lo, hi), run in parts by rt->parallel: kParallelPoints), except that
 // steps whose functions have the same code up to their slot and value numbers (a model's repeated
 // layers; loop_code::canonical) call one function; Dot steps call rt->sgemm per
-// batch, Host steps call rt->host with their unit and step index. A While step runs its regions'
+// batch (a batch of small products from a function d<i>(args, lo, hi) that
+// rt->parallel_products runs in parts: kPartsMinBatch), Host steps call rt->host with their unit and step index. A While step runs its regions'
 // entries (u<k>_entry, over the region's range of the table) in a C++ loop: the carried values
 // alternate between the node's result buffers and a second set (the unit's loop-buffer slots),
 // reading the operands themselves in the first iteration; loop invariants are passed through
@@ -30,7 +31,7 @@
 
 namespace sheaf::cpu {
 
-inline constexpr int kAbiVersion = 4;
+inline constexpr int kAbiVersion = 5;
 
 // Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
 struct Runtime {
@@ -42,7 +43,18 @@ struct Runtime {
   // fn(args, lo, hi) over parts of [0, n), at once on the loop threads (parallel.hpp).
   void (*parallel)(void (*fn)(void* const* args, int64_t lo, int64_t hi), void* const* args, int64_t n);
   const bool* stop;  // polled once per loop iteration: true asks the entry to return early
+  // fn(args, lo, hi) over parts of [0, n) like `parallel`, for a batch of n products (`flops` in
+  // all) that fn runs with rt->sgemm, each on the thread of its part (tensor/blas.hpp: SerialBlas).
+  void (*parallel_products)(void (*fn)(void* const* args, int64_t lo, int64_t hi), void* const* args, int64_t n,
+                            double flops);
 };
+
+// A batched product of at least kPartsMinBatch products of at most kPartsMaxMacs multiply-adds
+// each runs its batch in parts on the loop threads (rt->parallel_products), each product on one
+// thread: OpenBLAS splits a small product between its threads at a loss. A batch of 128
+// attention-head products 128×128×64 took 2.4–5.5 ms on one thread and 6.6–28 ms on two (2
+// cores, bench/gpt_step.shf's shapes).
+inline constexpr int64_t kPartsMinBatch = 8, kPartsMaxMacs = int64_t{1} << 22;
 
 // Loop nests of at least this many points whose outermost loop keeps its points (not a reduced
 // dim) run their outermost range in parts on the loop threads (rt->parallel); smaller ones, and
