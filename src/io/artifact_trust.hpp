@@ -44,7 +44,9 @@ Key load_or_create_key(const std::string& dir);
 // This user's key (load_or_create_key(key_dir())), loaded once per process.
 const Key& user_key();
 
-// The MAC of `bytes` under this user's key; throws SheafError when there is no usable key.
+// The MAC of `bytes` under this user's key (HMAC-SHA-256 as kMacChars hex digits); throws
+// SheafError when there is no usable key.
+inline constexpr size_t kMacChars = 64;
 std::string sign(std::string_view bytes);
 // "" when `mac` is the MAC of `bytes` under this user's key (compared in constant time), else
 // why not: "is not signed with this user's key (...)", or the key's problem.

@@ -41,7 +41,6 @@ namespace sheaf::cuda {
 
 namespace {
 constexpr char kCubinMagic[12] = {'S', 'H', 'E', 'A', 'F', 'C', 'U', 'B', 'I', 'N', '2', '\n'};
-constexpr size_t kMacChars = 64;  // HMAC-SHA-256 in hex
 
 void put_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -98,9 +97,9 @@ std::string cubin_cache_name(const std::string& source, const std::string& arch,
 std::string pack_cubin(const std::string& cubin, const std::string& mac) {
   std::string out(kCubinMagic, sizeof kCubinMagic);
   put_u64(out, cubin.size());
-  out += mac.substr(0, kMacChars);
+  out += mac.substr(0, trust::kMacChars);
   out.resize(kCubinHeaderBytes, '0');
-  static_assert(sizeof kCubinMagic + 8 + kMacChars == kCubinHeaderBytes);
+  static_assert(sizeof kCubinMagic + 8 + trust::kMacChars == kCubinHeaderBytes);
   return out + cubin;
 }
 
@@ -116,7 +115,7 @@ std::optional<CubinFile> unpack_cubin(const std::string& file, std::string* why)
   if (size == 0) return bad("its cubin is empty");
   if (have < size) return bad(fmt::format("truncated: {} of {} payload bytes", have, size));
   if (have > size) return bad(fmt::format("{} bytes past its {}-byte payload", have - size, size));
-  return CubinFile{file.substr(kCubinHeaderBytes), file.substr(sizeof kCubinMagic + 8, kMacChars)};
+  return CubinFile{file.substr(kCubinHeaderBytes), file.substr(sizeof kCubinMagic + 8, trust::kMacChars)};
 }
 
 std::optional<std::string> read_cached_cubin(const std::string& path, std::string* why) {

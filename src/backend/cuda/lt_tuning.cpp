@@ -17,7 +17,6 @@ namespace sheaf::cuda {
 namespace {
 
 constexpr size_t kAlgoWords = sizeof(LtMatmulAlgo::data) / sizeof(uint64_t);  // 8
-constexpr size_t kMacChars = 64;                                             // HMAC-SHA-256 in hex
 
 // `text` split at single spaces ("a  b" has an empty field).
 std::vector<std::string_view> fields(std::string_view text) {
@@ -161,13 +160,13 @@ std::optional<LtChoices> read_lt_choices(const std::string& path, std::string* w
   std::optional<std::string> bytes = read_cache_file(path, why, kLtChoicesMaxBytes);
   if (!bytes) return std::nullopt;
   const std::string head = fmt::format("{}\nmac ", kLtChoicesMagic);
-  const size_t body_at = head.size() + kMacChars + 1;
+  const size_t body_at = head.size() + trust::kMacChars + 1;
   if (bytes->compare(0, head.size(), head) != 0 || bytes->size() < body_at || (*bytes)[body_at - 1] != '\n') {
     if (why) *why = fmt::format("not a '{}' file", kLtChoicesMagic);
     return std::nullopt;
   }
   const std::string body = bytes->substr(body_at);
-  if (std::string problem = trust::mac_problem(body, bytes->substr(head.size(), kMacChars)); !problem.empty()) {
+  if (std::string problem = trust::mac_problem(body, bytes->substr(head.size(), trust::kMacChars)); !problem.empty()) {
     if (why) *why = "it " + problem;
     return std::nullopt;
   }
