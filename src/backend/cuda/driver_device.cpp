@@ -88,10 +88,7 @@ bool write_cache_file(const std::string& path, const std::string& payload,
 }
 
 std::string cubin_cache_name(const std::string& source, const std::string& arch, const std::string& compiler) {
-  uint64_t h = kFnvOffset;
-  for (const std::string* part : {&source, &arch, &compiler})
-    h = fnv1a64(std::string_view(part->c_str(), part->size() + 1), h);  // with its NUL: parts stay apart
-  return fmt::format("cuda-{:016x}.{}.cubin", h, arch);
+  return fmt::format("cuda-{:016x}.{}.cubin", fnv1a64_parts({source, arch, compiler}), arch);
 }
 
 std::string pack_cubin(const std::string& cubin, const std::string& mac) {

@@ -115,11 +115,7 @@ std::optional<size_t> time_candidates(size_t count, const std::function<bool(siz
 }
 
 std::string lt_choices_name(const std::string& gpu, size_t version) {
-  const std::string v = std::to_string(version);
-  uint64_t h = kFnvOffset;
-  for (const std::string* part : {&gpu, &v})
-    h = fnv1a64(std::string_view(part->c_str(), part->size() + 1), h);  // with its NUL: parts stay apart
-  return fmt::format("cublaslt-{:016x}.algos", h);
+  return fmt::format("cublaslt-{:016x}.algos", fnv1a64_parts({gpu, std::to_string(version)}));
 }
 
 std::string format_lt_choices(const LtChoices& choices) {
