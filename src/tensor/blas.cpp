@@ -37,6 +37,7 @@ struct OpenBlas {
   SgemmFn sgemm = nullptr;
   std::string description = "portable kernel";
   void (*set_threads)(int) = nullptr;
+  int (*get_threads)() = nullptr;
   std::optional<BlasThreads> adaptive;  // when no variable fixes the count
   int threads = 1;                      // the count OpenBLAS has now
 };
@@ -146,6 +147,7 @@ OpenBlas load_openblas() {
     size_t sp = c.find(' ', c.find(' ') + 1);
     version = c.substr(0, sp);
   }
+  lib.get_threads = get_threads;
   lib.threads = get_threads ? get_threads() : 1;
   const std::string name = std::filesystem::path(from.path).filename().string();
   lib.description = fmt::format("{} {} ({}, {}), {} thread{}{}", version, corename ? corename() : "?", name, from.origin, lib.threads,
@@ -279,6 +281,7 @@ SerialBlas::~SerialBlas() {
 
 int blas_threads() {
   OpenBlas& lib = openblas();
+  if (serial_blas) return lib.get_threads ? lib.get_threads() : 1;  // the count OpenBLAS runs at now
   adapt_threads(lib);
   return lib.threads;
 }

@@ -33,7 +33,8 @@ void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float
 std::string blas_description();
 
 // The threads the next product gets (SHEAF_NUM_THREADS, or adapted to the load; 1 on the
-// portable kernel): also the parts a generated loop splits into (backend/cpu/parallel.hpp).
+// portable kernel and while a SerialBlas lives): also the parts a generated loop splits into
+// (backend/cpu/parallel.hpp).
 int blas_threads();
 
 // While one lives, f32 products run on the thread that asks for them (OpenBLAS at one thread, its

@@ -194,3 +194,18 @@ TEST(Gemm, LoadEnvironmentShortensTheWorkersSpinUnlessTheUserChose) {
   user_timeout ? setenv("OPENBLAS_THREAD_TIMEOUT", saved_timeout.c_str(), 1) : unsetenv("OPENBLAS_THREAD_TIMEOUT");
   user_core ? setenv("OPENBLAS_CORETYPE", saved_core.c_str(), 1) : unsetenv("OPENBLAS_CORETYPE");
 }
+
+// While a SerialBlas lives, OpenBLAS runs each product on its calling thread (the loop threads
+// then run a batch of small products side by side); afterwards it has its count back.
+TEST(Gemm, SerialBlasRunsProductsOnOneThreadAndRestoresTheCount) {
+  const int before = blas_threads();
+  {
+    SerialBlas serial;
+    EXPECT_EQ(blas_threads(), 1);
+    std::vector<float> a(64 * 64, 1.0f), c(64 * 64);
+    gemm(MatView<const float>{a.data(), 64, 64, 64, 1}, MatView<const float>{a.data(), 64, 64, 64, 1}, MatView<float>{c.data(), 64, 64, 64, 1});
+    EXPECT_EQ(c[0], 64.0f);
+    EXPECT_EQ(blas_threads(), 1);  // a product inside does not adapt the count back up
+  }
+  EXPECT_EQ(blas_threads(), before);
+}
