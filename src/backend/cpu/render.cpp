@@ -349,10 +349,9 @@ class Renderer {
     std::string batch_linear = "0";
     for (size_t k = 0; k < d.batch.size(); ++k, indent += 2) {
       code += fmt::format("{:{}}for (i64 t{} = 0; t{} < {}; ++t{}) {{\n", "", indent, k, k, d.batch[k], k);
-      a += fmt::format(" + t{} * {}", k, d.batch_lhs[k]);
-      bb += fmt::format(" + t{} * {}", k, d.batch_rhs[k]);
       batch_linear = fmt::format("({}) * {} + t{}", batch_linear, d.batch[k], k);
     }
+    a = at_batch(a, d.batch_lhs), bb = at_batch(bb, d.batch_rhs);
     std::string out = fmt::format("{} + ({}) * {}", c, batch_linear, d.m * d.n);
     if (d.m * d.n * d.k <= kInlineDotMacs) {
       std::string pad(static_cast<size_t>(indent), ' ');
@@ -370,11 +369,21 @@ class Renderer {
           "{0}}}\n",
           pad, a, bb, out, d.m, d.n, d.k, d.a_rs, d.a_cs, d.b_rs, d.b_cs);
     } else {
-      code += fmt::format("{:{}}rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", "", indent, a, d.m, d.k, d.a_rs,
-                          d.a_cs, bb, d.n, d.b_rs, d.b_cs, out);
+      code += fmt::format("{:{}}{}", "", indent, sgemm_call(d, a, bb, out));
     }
     for (size_t k = 0; k < d.batch.size(); ++k) indent -= 2, code += fmt::format("{:{}}}}\n", "", indent);
     return code + "  }\n";
+  }
+
+  // `base` moved to batch index (t0, t1, ..) along `strides`: "base + t0 * s0 + t1 * s1".
+  static std::string at_batch(std::string base, const std::vector<int64_t>& strides) {
+    for (size_t k = 0; k < strides.size(); ++k) base += fmt::format(" + t{} * {}", k, strides[k]);
+    return base;
+  }
+
+  // The call of one product c = a · b of layout d, a line.
+  static std::string sgemm_call(const fusion::DotLayout& d, const std::string& a, const std::string& b, const std::string& c) {
+    return fmt::format("rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", a, d.m, d.k, d.a_rs, d.a_cs, b, d.n, d.b_rs, d.b_cs, c);
   }
 
   // A batch of `batch` products (dot_call's operands a, b and result c) as a function
@@ -386,14 +395,9 @@ class Renderer {
     const std::string prototype =
         fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}(void* const* a, i64 lo, i64 hi)", name);
     std::string body = "  const sheaf_rt* rt = (const sheaf_rt*)a[0];\n  for (i64 i = lo; i < hi; ++i) {\n    i64 r = i;\n";
-    std::string pa = "(const float*)a[1]", pb = "(const float*)a[2]";
     for (size_t k = d.batch.size(); k-- > 0;) body += fmt::format("    const i64 t{} = r % {};\n    r /= {};\n", k, d.batch[k], d.batch[k]);
-    for (size_t k = 0; k < d.batch.size(); ++k) {
-      pa += fmt::format(" + t{} * {}", k, d.batch_lhs[k]);
-      pb += fmt::format(" + t{} * {}", k, d.batch_rhs[k]);
-    }
-    body += fmt::format("    rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, (float*)a[3] + i * {});\n  }}\n", pa, d.m, d.k, d.a_rs,
-                        d.a_cs, pb, d.n, d.b_rs, d.b_cs, d.m * d.n);
+    body += "    " + sgemm_call(d, at_batch("(const float*)a[1]", d.batch_lhs), at_batch("(const float*)a[2]", d.batch_rhs),
+                               fmt::format("(float*)a[3] + i * {}", d.m * d.n)) + "  }\n";
     unit.prototypes += prototype + ";\n";
     unit.functions.push_back(prototype + " {\n" + body + "}\n");
     return fmt::format("  {{ void* const a[] = {{(void*)rt, (void*)({}), (void*)({}), (void*)({})}}; rt->parallel_products({}, a, {}, {:.17g}); }}\n",
