@@ -10,7 +10,10 @@
 // function: one step), then the --jit-profile report. --compile: NVRTC also compiles every unit
 // to an sm_90 cubin, as the GPU would load it (no GPU needed): the compile time is printed, and
 // each kernel's registers, spills, shared memory and resident threads per SM (print_occupancy).
-//   build/bench/gpu_dry [--compile] bench/gpt2_gpu.shf -- --steps 1
+// --cudnn: the device has cuDNN's fused attention (a GPU where libcudnn loads): attention chains
+// that map (cuda/sdpa.hpp) become cuDNN launches, each problem checked by cudnn-frontend's own
+// validation when libsheaf_cudnn.so and libcudnn load here (CudnnSdpa::validate), refused if it fails.
+//   build/bench/gpu_dry [--compile] [--cudnn] bench/gpt2_gpu.shf -- --steps 1
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -20,6 +23,7 @@
 
 #include "backend/cuda/allocator.hpp"
 #include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/cudnn_sdpa.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
 #include "builtins/init_runtime.hpp"
@@ -78,7 +82,7 @@ void print_occupancy(const std::string& source, const std::string& log) {
 
 class DryDevice : public cuda::Device {
  public:
-  explicit DryDevice(bool compile) : compile_(compile) {}
+  DryDevice(bool compile, bool cudnn) : compile_(compile), cudnn_(cudnn) {}
   std::string describe() const override { return "dry GPU (sm_90, nothing runs)"; }
   std::string arch() const override { return "sm_90"; }
   cuda::DevicePtr allocate(size_t bytes) override {
@@ -104,13 +108,33 @@ class DryDevice : public cuda::Device {
   }
   void gemm(const cuda::Gemm&, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr) override {}
   void synchronize() override {}
+  bool has_sdpa() const override { return cudnn_; }
+  bool prepare_sdpa(const cuda::Sdpa& a, std::string* why) override {
+    std::string w;
+    const bool checked = cuda::CudnnSdpa::available(&w);
+    const bool ok = cudnn_ && (!checked || cuda::CudnnSdpa::validate(a, 90, w));
+    ++(ok ? taken_ : refused_);
+    if (checked) ++validated_;
+    if (!ok) last_refusal_ = w;
+    if (why) *why = w;
+    return ok;
+  }
+  std::string describe_sdpa() const override {
+    if (taken_ + refused_ == 0) return {};
+    return fmt::format("attention: dry cuDNN takes {} of {} chains ({} checked by cudnn-frontend{}){}", taken_, taken_ + refused_,
+                       validated_, validated_ ? "" : ": libsheaf_cudnn.so or libcudnn did not load",
+                       refused_ ? "; last refusal: " + last_refusal_ : "");
+  }
+  void sdpa(const cuda::Sdpa&, bool, const cuda::SdpaBuffers&) override {}
   std::unique_ptr<cuda::Capture> capture(const std::function<void()>& record) override {
     record();
     return std::make_unique<DryCapture>();
   }
 
  private:
-  bool compile_;
+  bool compile_, cudnn_;
+  size_t taken_ = 0, refused_ = 0, validated_ = 0;
+  std::string last_refusal_;
   cuda::DevicePtr next_ = cuda::DevicePtr{1} << 40;
 };
 
@@ -120,17 +144,19 @@ struct Calls {
 };
 
 int run(int argc, char** argv) {
-  const bool compile = argc > 1 && std::strcmp(argv[1], "--compile") == 0;
-  const int file = compile ? 2 : 1;
+  bool compile = false, cudnn = false;
+  int file = 1;
+  for (; file < argc && (std::strcmp(argv[file], "--compile") == 0 || std::strcmp(argv[file], "--cudnn") == 0); ++file)
+    (std::strcmp(argv[file], "--compile") == 0 ? compile : cudnn) = true;
   if (argc <= file || std::strcmp(argv[file], "--help") == 0) {
-    std::cerr << "usage: gpu_dry [--compile] FILE.shf [-- ARGS]\n";
+    std::cerr << "usage: gpu_dry [--compile] [--cudnn] FILE.shf [-- ARGS]\n";
     return 2;
   }
   init_runtime();
   Interp in(std::cout);
   for (int i = file + 1; i < argc; ++i)
     if (i > file + 1 || std::strcmp(argv[i], "--") != 0) in.program_args.push_back(argv[i]);
-  auto backend = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile)));
+  auto backend = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile, cudnn)));
   const cuda::CudaStats& stats = backend->stats();
   jit_of(in)->backend = std::move(backend);
 

@@ -71,4 +71,12 @@ assert pybind11.version_info >= (2, 13)" 2>/dev/null; then
   $PY -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt ||
     $PY -m pip install --quiet --disable-pip-version-check --break-system-packages -r scripts/requirements-test.txt
 fi
+# NVIDIA's header-only cudnn-frontend (its C++ headers in site-packages/include) builds
+# libsheaf_cudnn.so, cuDNN's attention on GPUs (CMakeLists.txt); --no-deps: the headers need none of
+# the wheel's Python dependencies.
+if ! $PY -c "import os, site, sys; sys.exit(not any(os.path.exists(p + '/include/cudnn_frontend.h') for p in site.getsitepackages()))" 2>/dev/null; then
+  echo "bootstrap: pip install --no-deps nvidia-cudnn-frontend"
+  $PY -m pip install --quiet --disable-pip-version-check --no-deps -r scripts/requirements-cudnn.txt ||
+    $PY -m pip install --quiet --disable-pip-version-check --no-deps --break-system-packages -r scripts/requirements-cudnn.txt
+fi
 echo "bootstrap: ok"

@@ -10,14 +10,16 @@
 #           each failure's log and a summary → tests.log; every log, skip reasons → test-logs.tgz
 #   run     the XOR and MLP examples with --device cuda --jit-profile, then the same on the CPU,
 #           losses side by side                                           → run.log
-#   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small and medium, bf16; $BENCH_ARGS, default
-#           --steps 10 --rounds 1 --timeout 150), ≤ $BENCH_S (420) s      → bench.log, gpu_results.md
+#   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small and medium, bf16, sheaf with cuDNN's
+#           attention and with its own; $BENCH_ARGS, default --steps 10 --rounds 1 --timeout 150
+#           --own-attention), ≤ $BENCH_S (540) s                          → bench.log, gpu_results.md
 #   sanitize compute-sanitizer's memcheck, racecheck and synccheck over two steps of a tiny GPT-2
 #           (bench/gpt2_gpu.shf's tiny config), each ≤ 60 s                → sanitize.log
 #   profile the GPT-2 small step with SHEAF_CUDA_PROFILE=1 --jit-profile: the time of every
-#           launch (kernels by name, products by shape), the launch table  → profile.txt; its CUDA
-#           source and, unless ONE_POINT=0, the same with a point per thread
-#           (SHEAF_CUDA_POINTS_PER_THREAD=1)                                → cuda.tgz
+#           launch (kernels by name, products by shape, cuDNN's attention), the launch table
+#                                                                          → profile.txt; its CUDA
+#           source, the same with SHEAF_CUDNN=0 (the own attention kernels) and, with ONE_POINT=1,
+#           with a point per thread (SHEAF_CUDA_POINTS_PER_THREAD=1)       → cuda.tgz
 # OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
 # the sheaf and unit_tests processes only).
 # usage: bash scripts/gpu_check.sh smoke tests run bench sanitize profile   (any of them, in any order)
@@ -69,7 +71,7 @@ smoke() {
 }
 
 tests() {
-  local filter=${GPU_TESTS:-'*gpu*:*Gpu*:Cuda.*:CudaDriver.*:CudaDevice.*:CudaAbi.*:Nvrtc.*:CudaCache.*'}
+  local filter=${GPU_TESTS:-'*gpu*:*Gpu*:Cuda.*:CudaDriver.*:CudaDevice.*:CudaAbi.*:Nvrtc.*:CudaCache.*:CudnnSdpa.*'}
   local logs=/tmp/gpu-logs; rm -rf "$logs"; mkdir -p "$logs"
   "$TESTS" --gtest_list_tests --gtest_filter="$filter" |
     awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}' >"$logs/tests.txt"
@@ -104,7 +106,7 @@ run() {
 }
 
 bench() {
-  PYTHONUNBUFFERED=1 timeout "${BENCH_S:-420}" python3 bench/gpu.py --sheaf "$SHEAF" ${BENCH_ARGS:---steps 10 --rounds 1 --timeout 150} \
+  PYTHONUNBUFFERED=1 timeout "${BENCH_S:-540}" python3 bench/gpu.py --sheaf "$SHEAF" ${BENCH_ARGS:---steps 10 --rounds 1 --timeout 150 --own-attention} \
     --out "$OUT/gpu_results.md" 2>&1 | tee "$OUT/bench.log"
 }
 
@@ -124,9 +126,13 @@ profile() {
   local dir=/tmp/gpu-profile; rm -rf "$dir"; mkdir -p "$dir/cuda"
   SHEAF_CUDA_PROFILE=1 SHEAF_DUMP_CUDA="$dir/cuda" timeout 200 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
     >"$OUT/profile.txt" 2>&1
-  grep -E "RESULT|cuda launch times|products .* kernels" "$OUT/profile.txt"
+  grep -E "RESULT|cuda launch times|products .* kernels|attention" "$OUT/profile.txt" | grep -v "^step"
+  # the own attention kernels instead of cuDNN's
+  SHEAF_CUDNN=0 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+    >"$dir/profile_own_attention.txt" 2>&1
+  grep -s -E "RESULT|products .* kernels" "$dir/profile_own_attention.txt"
   # the same with a point per thread and no unrolled loops (render.hpp: loads in flight)
-  [ "${ONE_POINT:-1}" = 0 ] || SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+  [ "${ONE_POINT:-0}" = 0 ] || SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
     >"$dir/profile_one_point.txt" 2>&1
   grep -s -E "RESULT" "$dir/profile_one_point.txt"
   tar czf "$OUT/cuda.tgz" -C "$dir" .

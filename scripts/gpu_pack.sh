@@ -5,6 +5,7 @@
 # binaries are built here (sheaf and unit_tests link only libc/libstdc++; OpenBLAS and the CUDA
 # libraries are opened at run time) and travel with the working tree (`carry: [".gpu"]`).
 #   .gpu/sheaf, .gpu/unit_tests   Release builds of this checkout
+#   .gpu/libsheaf_cudnn.so        cuDNN's attention (when the build has it), found beside them
 #   .gpu/source_dir               this checkout's path: the unit tests find their case tables
 #                                 through __FILE__, so scripts/gpu_check.sh links it to the copy
 #   .gpu/fashion-mnist            the MLP example's data (dataset-fashion-mnist), which the GPU
@@ -25,6 +26,8 @@ grep -qx '/.gpu/' "$EXCLUDE" 2>/dev/null || echo '/.gpu/' >>"$EXCLUDE"
 rm -rf .gpu && mkdir .gpu
 cp "$BUILD/sheaf" "$BUILD/tests/unit_tests" .gpu/
 strip .gpu/sheaf .gpu/unit_tests
+if [ -f "$BUILD/libsheaf_cudnn.so" ]; then cp "$BUILD/libsheaf_cudnn.so" .gpu/ && strip .gpu/libsheaf_cudnn.so
+else echo "gpu_pack: no $BUILD/libsheaf_cudnn.so (pip install nvidia-cudnn-frontend): the GPU runs the own attention only"; fi
 pwd >.gpu/source_dir
 cp -r /usr/share/datasets/fashion-mnist .gpu/fashion-mnist
 mkdir .gpu/lib

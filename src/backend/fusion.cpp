@@ -646,7 +646,8 @@ class Fuser {
         {a.q, m.bias_q, qk.lhs_batch, free_dim(a.q, qk.lhs_batch, qk.lhs_contract[0]), qk.lhs_contract[0], &a.bias_q},
         {a.k, m.bias_k, qk.rhs_batch, free_dim(a.k, qk.rhs_batch, qk.rhs_contract[0]), qk.rhs_contract[0], &a.bias_k},
         {a.v, m.bias_v, pv.rhs_batch, pv.rhs_contract[0], free_dim(a.v, pv.rhs_batch, pv.rhs_contract[0]), &a.bias_v}};
-    for (const Operand& x : operands) fold_bias(x.under.sum, operands);
+    if (o_.fold_attention_bias)
+      for (const Operand& x : operands) fold_bias(x.under.sum, operands);
     attention_operand(a.q, operands[0].batch, operands[0].rows, operands[0].head, a.batch_q, a.q_rs);
     attention_operand(a.k, operands[1].batch, operands[1].rows, operands[1].head, a.batch_k, a.k_rs);
     attention_operand(a.v, operands[2].batch, operands[2].rows, operands[2].head, a.batch_v, a.v_rs);

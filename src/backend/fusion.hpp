@@ -186,6 +186,10 @@ struct FuseOptions {
   // body, whose parameters are views of its loop's buffers at any offset (an Attention step then
   // copies an operand it would read straight from a parameter).
   bool aligned_params = true;
+  // Attention operands may be read from their projection's product with its bias added as they
+  // load (AttentionLayout::Bias); false when a fused-attention library, which reads plain
+  // operands, may run the chains (cuda/sdpa.hpp).
+  bool fold_attention_bias = true;
 };
 
 inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;

@@ -19,6 +19,10 @@ cmake --install "$(dirname "$SHEAF")" --prefix "$PREFIX" --strip >"$TMP/install.
 for f in bin/sheaf lib/sheaf/libsheaf_mpi.so lib/sheaf/libsheaf_tensorboard.so share/sheaf/lib/optim.shf share/doc/sheaf/reference.md share/doc/sheaf/distributed.md; do
   [[ -f $PREFIX/$f ]] || fail "installed $f"
 done
+# cuDNN's attention library, where the build made it (the cudnn-frontend headers were found)
+if [[ -f $(dirname "$SHEAF")/libsheaf_cudnn.so ]]; then
+  [[ -f $PREFIX/lib/sheaf/libsheaf_cudnn.so ]] || fail "installed lib/sheaf/libsheaf_cudnn.so"
+fi
 SHEAF=$PREFIX/bin/sheaf
 size=$(stat -c %s "$SHEAF")
 echo "installed binary: $size bytes (stripped)"

@@ -21,6 +21,9 @@
 //             at the block's barrier: every thread of a block calls them alike. The reductions'
 //             sh_shfl_xor meets at its warp's barrier instead (the lanes of one warp call it).
 //             SHEAF_EMULATION is defined.
+//   Attention with `library_attention` set: has_sdpa and prepare_sdpa say yes, and sdpa runs
+//             cuDNN's SDPA forward and backward on the host in f32 (cuda_emulator_sdpa.cpp): the
+//             Sdpa launches' plumbing is tested without cuDNN.
 //   Timing    stamps read the host's steady clock when they are queued (work runs then too).
 //   Capture   while `record` runs, launches, products, copies and fills are recorded (with copies of
 //             their arguments) instead of run; upload and download throw. replay() runs them in
@@ -88,7 +91,10 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
     size_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
     size_t copies = 0, fills = 0, launches = 0, gemms = 0, captures = 0, replays = 0, collectives = 0;
     size_t tf32_gemms = 0;  // products that were allowed TF32
+    size_t sdpa_prepared = 0, sdpa_forward = 0, sdpa_backward = 0;
   };
+  bool library_attention = false;  // plays cuDNN's fused attention (has_sdpa)
+  std::vector<cuda::Sdpa> sdpa_problems;  // those prepare_sdpa took, in order
   Counters counters;
 
   ~EmulatedDevice() override;
@@ -112,6 +118,9 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
   void stamp() override;
   std::vector<double> stamps_ms() override;
   std::unique_ptr<cuda::Capture> capture(const std::function<void()>& record) override;
+  bool has_sdpa() const override { return library_attention; }
+  bool prepare_sdpa(const cuda::Sdpa& a, std::string* why) override;
+  void sdpa(const cuda::Sdpa& a, bool backward, const cuda::SdpaBuffers& p) override;
   // A job of one: the sum over ranks is a copy (f32, i32, u32, as NCCL's types); counted in `collectives`.
   bool all_reduce_sum(cuda::DevicePtr in, cuda::DevicePtr out, int64_t count, DType dtype) override;
 

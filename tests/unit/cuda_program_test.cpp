@@ -25,6 +25,7 @@
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/toolchain.hpp"
 #include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/cudnn_sdpa.hpp"
 #include "case_file.hpp"
 #include "cuda_emulator.hpp"
 #include "runtime/device_choice.hpp"
@@ -44,14 +45,23 @@ constexpr double kNativeTolerance = 20;  // as cpu_backend_test.cpp
 
 std::vector<Case> cases_of(const char* file) { return testing_support::read_case_sections(testing_support::unit_dir() / file); }
 
-// The GPU a test runs on: "emulated" or "gpu"; null with the reason to skip.
+// The GPU a test runs on: "emulated", "emulated_sdpa" (attention by the emulated library:
+// cuda_emulator_sdpa.cpp) or "gpu"; null with the reason to skip.
 std::shared_ptr<cuda::Device> device_named(const std::string& name, std::string& why) {
   if (name == "gpu") return cuda::gpu(&why);
   if (!cpu::toolchain()) {
     why = "no C++ compiler: the kernels cannot be emulated here";
     return nullptr;
   }
-  return testing_support::emulated_device();
+  std::shared_ptr<testing_support::EmulatedDevice> d = testing_support::emulated_device();
+  d->library_attention = name == "emulated_sdpa";
+  return d;
+}
+
+// The attention launches the library ran on `device` (an emulated one; 0 for a GPU).
+size_t library_attention_runs(const std::shared_ptr<cuda::Device>& device) {
+  const auto* e = dynamic_cast<const testing_support::EmulatedDevice*>(device.get());
+  return e ? e->counters.sdpa_forward + e->counters.sdpa_backward : 0;
 }
 
 // Makes the JIT of `in` compile for `device` with `o` (compile errors fail instead of falling
@@ -86,6 +96,9 @@ std::vector<CaseOnDevice> all_cases() {
   for (const char* d : {"emulated", "gpu"})
     for (auto [table, file] : {std::pair{"builtins", "jit_consistency_cases.shf"}, std::pair{"fusion", "cpu_fusion_cases.shf"}})
       for (Case& c : cases_of(file)) out.push_back({d, table, std::move(c)});
+  // the attention cases again with the library's attention (those it takes; the rest fall back)
+  for (Case& c : cases_of("cpu_fusion_cases.shf"))
+    if (c.name.starts_with("attention")) out.push_back({"emulated_sdpa", "fusion", std::move(c)});
   return out;
 }
 
@@ -110,6 +123,9 @@ TEST_P(CudaBackend, MatchesReferenceExecutor) {
   EXPECT_EQ(testing_support::compiled_cleanly(gpu), "");
   EXPECT_EQ(difference(got.value, want.value, "", kNativeTolerance), "");
   EXPECT_EQ(out_gpu.str(), out_ref.str());
+  if (GetParam().device == "emulated_sdpa") {
+    EXPECT_GT(library_attention_runs(device), 0u) << "no attention ran in the library";
+  }
 }
 
 std::string test_name(const ::testing::TestParamInfo<CaseOnDevice>& info) {
@@ -185,26 +201,66 @@ TEST_P(CudaExamples, MlpLossAndAccuracyMatchCpu) {
   EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
 }
 
+// The tiny GPT-2 of CudaGpt: 4 steps, each loss printed.
+std::string gpt_program() {
+  std::string program = edited(testing_support::unit_dir() / "../../bench/gpt2_gpu.shf",
+                               {{":vocab 50304 :d 768 :layers 12 :heads 12 :T 1024 :B 8", ":vocab 512 :d 64 :layers 2 :heads 2 :T 64 :B 2"},
+                                {":lr 0.0003", ":lr 0.001"}});
+  return program.substr(0, program.find(";; ---- measurement ----")) +
+         "(loop [s state0 i 0] (when (< i 4) (let [[l s] (train-step s idx tgt)] (print \"step {} loss {:.4f}\" i l) (recur s (+ i 1)))))\n";
+}
+
 // A tiny GPT-2 (bench/gpt2_gpu.shf: bf16 products, causal attention — fused forward and backward
-// on the GPU —, AdamW at lr 0.01) trains for 4 steps with the CPU backend's losses (6.27 → 5.33)
-// within the noise of bf16 rounding (≈2e-3 apart): the whole step end to end. The attention
-// kernels' gradients are checked element by element by cpu_fusion_cases.shf's
-// attention-gradients.
-TEST_P(CudaExamples, GptLossesMatchCpu) {
+// on the GPU, by the own kernels or the library's —, AdamW at lr 0.001) trains for 4 steps with
+// the CPU backend's losses (6.27 → 5.35) within the noise of bf16 rounding: the whole step end to
+// end. (The library computes the scores in f32 where the graph rounds them to bf16; at lr 0.01
+// Adam turns that into steps of another sign for weights whose gradients are near 0, and the
+// losses part by 1e-2 after 3 steps, while its gradients agree with the CPU's element by element
+// in cpu_fusion_cases.shf's attention cases, which the library runs too.)
+class CudaGpt : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaGpt, LossesMatchCpu) {
   std::string why;
   std::shared_ptr<cuda::Device> device = device_named(GetParam(), why);
   if (!device) GTEST_SKIP() << why;
-  std::string program = edited(testing_support::unit_dir() / "../../bench/gpt2_gpu.shf",
-                               {{":vocab 50304 :d 768 :layers 12 :heads 12 :T 1024 :B 8", ":vocab 512 :d 64 :layers 2 :heads 2 :T 64 :B 2"},
-                                {":lr 0.0003", ":lr 0.01"}});
-  program = program.substr(0, program.find(";; ---- measurement ----")) +
-            "(loop [s state0 i 0] (when (< i 4) (let [[l s] (train-step s idx tgt)] (print \"step {} loss {:.4f}\" i l) (recur s (+ i 1)))))\n";
+  const std::string program = gpt_program();
   std::string want = output_of(program, "gpt2_gpu.shf", nullptr), got = output_of(program, "gpt2_gpu.shf", device);
   EXPECT_NE(want.find("step 3 loss"), std::string::npos) << want;
   EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
+  // with a library, each layer's attention runs there: forward and backward, 2 layers, 4 steps
+  if (GetParam() == "emulated_sdpa") {
+    EXPECT_EQ(library_attention_runs(device), 2u * 2u * 4u);
+  }
+}
+
+// The problems the GPT-2 step gives a library (causal attention with its backward, q, k and v
+// read from the projection [B, T, 3, H, hd], the gradients written into its gradient) pass
+// cudnn-frontend's own checks of shapes, strides and options (CudnnSdpa::validate, no GPU needed),
+// and a head dim cuDNN does not take fails them. Needs libsheaf_cudnn.so (built beside the binary
+// when nvidia-cudnn-frontend is installed) and libcudnn.so.9.
+TEST(CudnnSdpa, FrontendValidatesTheGptStepsProblems) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  const std::filesystem::path plugin = std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "libsheaf_cudnn.so";
+  if (!std::getenv("SHEAF_CUDNN_LIB") && std::filesystem::exists(plugin)) setenv("SHEAF_CUDNN_LIB", plugin.c_str(), 1);
+  std::string why;
+  if (!cuda::CudnnSdpa::available(&why)) GTEST_SKIP() << why;
+  std::shared_ptr<testing_support::EmulatedDevice> device = testing_support::emulated_device();
+  device->library_attention = true;
+  const std::string out = output_of(gpt_program(), "gpt2_gpu.shf", device);
+  ASSERT_NE(out.find("step 3 loss"), std::string::npos) << out;
+  ASSERT_EQ(device->sdpa_problems.size(), 2u) << "a problem per layer";
+  for (const cuda::Sdpa& p : device->sdpa_problems) {
+    EXPECT_TRUE(p.grad && p.causal && p.b == 2 && p.h == 2 && p.t == 64 && p.d == 32) << cuda::sdpa_key(p);
+    EXPECT_TRUE(cuda::CudnnSdpa::validate(p, 90, why)) << cuda::sdpa_key(p) << ": " << why;
+  }
+  cuda::Sdpa wide = device->sdpa_problems[0];
+  wide.d = wide.dv = 1024;
+  EXPECT_FALSE(cuda::CudnnSdpa::validate(wide, 90, why)) << "a head dim of 1024 passed";
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, CudaExamples, ::testing::Values("emulated", "gpu"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Devices, CudaGpt, ::testing::Values("emulated", "emulated_sdpa", "gpu"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // ---- the default device -------------------------------------------------------------------------

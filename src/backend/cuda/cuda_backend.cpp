@@ -59,7 +59,8 @@ BufferCounts CudaBackend::buffers(uint64_t) const { return {stats_.run.resident 
 void CudaBackend::report(std::ostream& os, double) const {
   const ProgramStats& r = stats_.run;
   const AllocatorStats& m = gpu_->stats();
-  const std::string tuning = describe_product_tuning(gpu_->device().product_tuning());
+  std::string tuning = describe_product_tuning(gpu_->device().product_tuning());
+  if (const std::string a = gpu_->device().describe_sdpa(); !a.empty()) tuning += (tuning.empty() ? "" : "; ") + a;
   os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
                     "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached{}{}\n",
                     gpu_->device().describe(), stats_.built, stats_.build_s * 1e3, r.resident, r.reused, r.uploaded, r.captured,

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "backend/cuda/render.hpp"
+#include "backend/cuda/sdpa.hpp"
+#include "base/error.hpp"
 #include "tensor/dtype.hpp"
 
 namespace sheaf::cuda {
@@ -44,6 +46,13 @@ struct Gemm {
   int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
   int64_t batches = 1, a_bs = 0, b_bs = 0;  // c's batch stride is m·n
   bool tf32 = false;
+};
+
+// The addresses of a Sdpa problem's tensors (their first elements: offsets applied); the
+// forward reads q, k, v and writes o (and stats with a backward); the backward reads q, k, v, o,
+// stats and d_o and writes dq, dk, dv.
+struct SdpaBuffers {
+  DevicePtr q = 0, k = 0, v = 0, o = 0, stats = 0, d_o = 0, dq = 0, dk = 0, dv = 0;
 };
 
 // How the cuBLASLt algorithms of the products run so far were chosen (cublaslt.hpp's LtGemm):
@@ -109,6 +118,25 @@ class Device {
   virtual bool keeps_time() const { return false; }
   virtual void stamp() {}
   virtual std::vector<double> stamps_ms() { return {}; }
+
+  // Fused attention by the GPU's library (cuDNN's SDPA, sdpa.hpp). has_sdpa: whether a library is
+  // there, so that fusion leaves projection biases unfolded (the library reads plain operands).
+  // prepare_sdpa builds what problem `a` needs (its forward, and its backward when a.grad) now,
+  // outside any capture; false with `why` when the library does not take it (its steps then run
+  // the own kernels). sdpa queues the forward or the backward of a prepared problem.
+  virtual bool has_sdpa() const { return false; }
+  virtual bool prepare_sdpa(const Sdpa& a, std::string* why) {
+    (void)a;
+    if (why) *why = "this device has no fused-attention library";
+    return false;
+  }
+  // One line for --jit-profile: which attention ran ("attention: cuDNN 9.14.0 runs 12 of 12
+  // chains"); empty when no chain was offered.
+  virtual std::string describe_sdpa() const { return {}; }
+  virtual void sdpa(const Sdpa& a, bool backward, const SdpaBuffers& p) {
+    (void)backward, (void)p;
+    throw SheafError("internal: attention " + sdpa_key(a) + " was given to a device without a fused-attention library");
+  }
 
   // How the products' algorithms were chosen (zeros: this device does not choose).
   virtual ProductTuning product_tuning() const { return {}; }

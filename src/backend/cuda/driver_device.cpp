@@ -27,6 +27,7 @@
 #include <mutex>
 
 #include "backend/cuda/cublaslt.hpp"
+#include "backend/cuda/cudnn_sdpa.hpp"
 #include "backend/cuda/device.hpp"
 #include "backend/cuda/nccl.hpp"
 #include "backend/cuda/nvrtc.hpp"
@@ -239,6 +240,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     if (retained_ && d_.cuCtxSetCurrent(ctx_) == 0) {
       if (stream_) d_.cuStreamSynchronize(stream_);
       lt_.reset();
+      sdpa_.reset();
       fallback_.reset();
       if (workspace_) d_.cuMemFree_v2(workspace_);
       for (CUevent e : events_) d_.cuEventDestroy_v2(e);
@@ -359,6 +361,34 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     if (lt_ && lt_->matmul(g, a, b, c, stream_, workspace_, kLtWorkspaceBytes)) return;
     if (!lt_) notice_once(lt_notice_, "matrix products run on a simple kernel: " + lt_why_);
     fallback_gemm(g, a, b, c);
+  }
+
+  // cuDNN's fused attention (cudnn_sdpa.hpp) on sm_80 and newer, opened at the first problem.
+  bool has_sdpa() const override { return info_.major >= 8 && CudnnSdpa::available(); }
+  bool prepare_sdpa(const Sdpa& a, std::string* why) override {
+    bind();
+    std::call_once(sdpa_once_, [this] {
+      sdpa_ = CudnnSdpa::open(stream_, info_.major * 10 + info_.minor,
+                              {[this](size_t bytes) { return allocate(bytes); }, [this](DevicePtr p) { release(p); }}, sdpa_why_);
+    });
+    std::string w;
+    const bool ok = sdpa_ && sdpa_->prepare(a, w);
+    ++(ok ? sdpa_taken_ : sdpa_refused_);
+    if (!sdpa_) w = sdpa_why_;
+    if (!ok) last_refusal_ = w;
+    if (why) *why = w;
+    return ok;
+  }
+  void sdpa(const Sdpa& a, bool backward, const SdpaBuffers& p) override {
+    bind();
+    if (!sdpa_) throw SheafError("internal: attention " + sdpa_key(a) + " was not prepared for cuDNN");
+    sdpa_->run(a, backward, p);
+  }
+  std::string describe_sdpa() const override {
+    if (sdpa_taken_ + sdpa_refused_ == 0) return {};
+    std::string r = sdpa_ ? fmt::format("attention: {} runs {} of {} chains", sdpa_->version(), sdpa_taken_, sdpa_taken_ + sdpa_refused_)
+                          : "attention: own kernels";
+    return sdpa_refused_ ? fmt::format("{} (last refusal: {})", r, last_refusal_) : r;
   }
 
   void synchronize() override {
@@ -533,6 +563,10 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   size_t stamped_ = 0;
   CUevent timing_[2] = {nullptr, nullptr};  // time_on_stream's start and end, made on first use
   std::atomic<bool> recording_{false};      // capture() is recording
+  std::once_flag sdpa_once_;
+  std::unique_ptr<CudnnSdpa> sdpa_;  // null: not opened yet, or cuDNN is absent (sdpa_why_)
+  std::string sdpa_why_, last_refusal_;
+  size_t sdpa_taken_ = 0, sdpa_refused_ = 0;  // attention chains prepare_sdpa took and refused
   // The job's NCCL communicator: decided on the first all-reduce of a job of several ranks (a
   // collective, so every rank decides at the same call); null when some rank lacks NCCL.
   std::mutex comm_mutex_;

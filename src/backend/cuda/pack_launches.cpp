@@ -73,7 +73,7 @@ struct Access {
   bool barrier = false;
 };
 
-Access access_of(const Launch& l, const KernelText* k) {
+Access access_of(const Launch& l, const KernelText* k, const Kernels& all) {
   Access a;
   switch (l.kind) {
     case Launch::Kind::Kernel:
@@ -86,6 +86,15 @@ Access access_of(const Launch& l, const KernelText* k) {
     case Launch::Kind::Copy: a.reads = {l.slots[0]}, a.writes = {l.slots[1]}; break;
     case Launch::Kind::Fill: a.writes = {l.slots[0]}; break;
     case Launch::Kind::Host: a.barrier = true; break;
+    case Launch::Kind::Sdpa: {
+      const Sdpa& p = all.sdpa[static_cast<size_t>(l.sdpa)];
+      if (l.backward)
+        a.reads = {p.q.slot, p.k.slot, p.v.slot, p.o.slot, p.stats.slot, p.d_o.slot}, a.writes = {p.dq.slot, p.dk.slot, p.dv_.slot};
+      else
+        a.reads = {p.q.slot, p.k.slot, p.v.slot}, a.writes = {p.o.slot, p.stats.slot};
+      a.writes.erase(-1);
+      break;
+    }
   }
   return a;
 }
@@ -154,7 +163,7 @@ class Packer {
     for (size_t i = 0; i < k_.launches.size(); ++i) {
       const Launch& l = k_.launches[i];
       const KernelText* text = l.kind == Launch::Kind::Kernel ? &kernel(l.kernel) : nullptr;
-      const Access a = access_of(l, text);
+      const Access a = access_of(l, text, k_);
       const bool packable = text && text->simple && l.grid <= o_.max_grid && l.block <= o_.max_block && l.grid > 0;
       if (a.barrier) open = false;
       if (packable && !(open && may_join(groups.back(), a, l.slots.size(), o_, regions_))) {

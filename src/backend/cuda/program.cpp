@@ -34,9 +34,19 @@ namespace {
 
 size_t bytes_of(const ir::Type& t) { return static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype); }
 
+// The bytes a fused attention moves if each tensor crosses memory once: the forward reads q, k, v
+// and writes o (and the stats); the backward reads q, k, v, o, d_o and the stats and writes dq,
+// dk, dv.
+double sdpa_bytes(const Sdpa& a, bool backward) {
+  const double h = static_cast<double>(dtype_size(a.dtype)), bh = static_cast<double>(a.b * a.h);
+  const double q = bh * static_cast<double>(a.t * a.d) * h, kv = bh * static_cast<double>(a.s * (a.d + a.dv)) * h,
+               o = bh * static_cast<double>(a.t * a.dv) * h, stats = a.grad ? bh * static_cast<double>(a.t) * 4.0 : 0.0;
+  return backward ? 2.0 * (q + kv) + 2.0 * o + stats : q + kv + o + stats;
+}
+
 // The bytes each launch of `k` moves if every element of its buffers moves once: a kernel's
 // distinct argument buffers (of the scratch buffer, the part it uses), a copy's both sides, a
-// fill's one; 0 for products, host steps and loops.
+// fill's one, a fused attention's tensors (sdpa_bytes); 0 for products, host steps and loops.
 std::vector<double> launch_bytes(const ir::Graph& g, const fusion::MemoryPlan& m, const Kernels& k) {
   std::vector<double> slot_bytes(static_cast<size_t>(m.slots), 0);
   for (size_t v = 0; v < m.slot.size(); ++v)
@@ -51,6 +61,8 @@ std::vector<double> launch_bytes(const ir::Graph& g, const fusion::MemoryPlan& m
       for (int32_t slot : slots) b += slot == m.slots ? static_cast<double>(l.scratch) : slot_bytes[static_cast<size_t>(slot)];
     } else if (l.kind == Launch::Kind::Copy || l.kind == Launch::Kind::Fill) {
       b = (l.kind == Launch::Kind::Copy ? 2.0 : 1.0) * static_cast<double>(l.bytes);
+    } else if (l.kind == Launch::Kind::Sdpa) {
+      b = sdpa_bytes(k.sdpa[static_cast<size_t>(l.sdpa)], l.backward);
     }
     bytes.push_back(b);
   }
@@ -111,7 +123,7 @@ Work work_of(const ir::Graph& g, const fusion::Schedule& s, const fusion::Memory
   for (size_t i = 0; i < k.launches.size(); ++i) {
     const Launch& l = k.launches[i];
     w.kernel_bytes += bytes[i];
-    if (l.kind == Launch::Kind::Kernel) ++w.kernels;
+    if (l.kind == Launch::Kind::Kernel || l.kind == Launch::Kind::Sdpa) ++w.kernels;
     if (l.kind != Launch::Kind::Dot) continue;
     const fusion::Step& st = s.steps[l.step];
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
@@ -142,6 +154,12 @@ std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g,
                           st.dot.m, st.dot.n, st.dot.k);
         t.what = dtype_name(g.type(st.nodes[0]).dtype), t.flops = dot_flops(st.dot);
         break;
+      case Launch::Kind::Sdpa: {
+        const Sdpa& a = k.sdpa[static_cast<size_t>(l.sdpa)];
+        key = fmt::format("attention {} [{},{}] {}x{}x{}", l.backward ? "backward" : "forward", a.b, a.h, a.t, a.s, a.d);
+        t.what = fmt::format("cuDNN {}{}", dtype_name(a.dtype), a.causal ? " causal" : ""), t.flops = a.flops(l.backward);
+        break;
+      }
       case Launch::Kind::Copy: key = "copy"; break;
       case Launch::Kind::Fill: key = "fill"; break;
       case Launch::Kind::Host: break;
@@ -198,7 +216,8 @@ struct Program::Impl {
   }
 
   DevicePtr input(size_t position, const Tensor& t, ProgramStats& stats);
-  void launch(const Launch& l, size_t index);  // queues launch `index` of the table (not a Host step)
+  void launch(const Launch& l, size_t index, const Kernels& k);  // queues launch `index` of table k (not a Host step)
+  void sdpa(const Launch& l, const Kernels& k);  // a Sdpa launch: the device's fused attention
   void enqueue(const Kernels& k);
   void run_in_order(const Kernels& k, ProgramStats& stats, bool timed);  // the launch table, host steps in between
   void dot(const Launch& l);
@@ -214,10 +233,14 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
   Impl& p = *impl_;
   // Attention kernels need bf16 tensor-core products (sm_80+); a loop body's parameters are
   // views of its loop's buffers at any offset.
-  p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(p.alloc->device().arch()) >= 80, .aligned_params = !loop_body});
+  // A fused-attention library reads plain operands: no projection bias is folded into them.
+  Device& device = p.alloc->device();
+  p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(device.arch()) >= 80, .aligned_params = !loop_body,
+                                .fold_attention_bias = !device.has_sdpa()});
   p.memory = fusion::plan_memory(g, p.schedule);
-  RenderOptions ro = render_options_for(p.alloc->device().multiprocessors());
+  RenderOptions ro = render_options_for(device.multiprocessors());
   if (o.points_per_thread > 0) ro.points_per_thread = o.points_per_thread;
+  if (device.has_sdpa()) ro.sdpa = [&device](const Sdpa& a) { return device.prepare_sdpa(a, nullptr); };
   kernels_ = render(g, p.schedule, p.memory, ro);
   const std::vector<std::string> names = kernel_names(kernels_);
   for (const Launch& l : kernels_.launches) {
@@ -456,7 +479,7 @@ void Program::Impl::host(const Launch& l, size_t index, ProgramStats& stats) {
   }
 }
 
-void Program::Impl::launch(const Launch& l, size_t index) {
+void Program::Impl::launch(const Launch& l, size_t index, const Kernels& k) {
   if (l.kind == Launch::Kind::Dot) return dot(l);
   if (l.kind == Launch::Kind::Copy) {
     const DevicePtr dst = buffers[static_cast<size_t>(l.slots[1])], src = buffers[static_cast<size_t>(l.slots[0])] + static_cast<uint64_t>(l.offset);
@@ -464,14 +487,24 @@ void Program::Impl::launch(const Launch& l, size_t index) {
     return;
   }
   if (l.kind == Launch::Kind::Fill) return alloc->device().fill(buffers[static_cast<size_t>(l.slots[0])], l.byte, static_cast<size_t>(l.bytes));
+  if (l.kind == Launch::Kind::Sdpa) return sdpa(l, k);
   values.resize(l.slots.size());
   args.resize(l.slots.size());
   for (size_t j = 0; j < l.slots.size(); ++j) values[j] = buffers[static_cast<size_t>(l.slots[j])], args[j] = &values[j];
   module->launch(kernel_index[index], l.grid, l.block, args.data());
 }
 
+void Program::Impl::sdpa(const Launch& l, const Kernels& k) {
+  const Sdpa& a = k.sdpa[static_cast<size_t>(l.sdpa)];
+  auto ptr = [&](const SdpaTensor& x, DType t) { return x.slot < 0 ? DevicePtr{0} : at(x.slot, x.offset, t); };
+  const SdpaBuffers b{.q = ptr(a.q, a.dtype), .k = ptr(a.k, a.dtype), .v = ptr(a.v, a.dtype), .o = ptr(a.o, a.dtype),
+                      .stats = ptr(a.stats, DType::F32), .d_o = ptr(a.d_o, a.dtype), .dq = ptr(a.dq, a.dtype),
+                      .dk = ptr(a.dk, a.dtype), .dv = ptr(a.dv_, a.dtype)};
+  alloc->device().sdpa(a, l.backward, b);
+}
+
 void Program::Impl::enqueue(const Kernels& k) {
-  for (size_t i = 0; i < k.launches.size(); ++i) launch(k.launches[i], i);
+  for (size_t i = 0; i < k.launches.size(); ++i) launch(k.launches[i], i, k);
 }
 
 // The launches in order, the host steps in between. `timed`: each launch between two stamps, the
@@ -498,11 +531,11 @@ void Program::Impl::run_in_order(const Kernels& k, ProgramStats& stats, bool tim
       continue;
     }
     if (!timed) {
-      launch(l, i);
+      launch(l, i, k);
       continue;
     }
     d.stamp();
-    launch(l, i);
+    launch(l, i, k);
     d.stamp();
     pending.push_back(i);
   }
@@ -537,6 +570,11 @@ std::string Program::launch_table() const {
       case Launch::Kind::Host:
         r += fmt::format("step {:<3} host  {}\n", l.step, ops);
         break;
+      case Launch::Kind::Sdpa:
+        r += fmt::format("step {:<3} attention {} by cuDNN  {:.6g} GFLOP  {:.3f} MB  {}\n", l.step, l.backward ? "backward" : "forward",
+                         kernels_.sdpa[static_cast<size_t>(l.sdpa)].flops(l.backward) / 1e9, bytes[i] / 1e6,
+                         sdpa_key(kernels_.sdpa[static_cast<size_t>(l.sdpa)]));
+        break;
     }
   }
   return r;
@@ -548,7 +586,7 @@ std::string launch_time_report(const std::map<std::string, LaunchTime>& times, s
   LaunchTime total, products, kernels, moves;  // moves: copies and fills
   for (const auto& [key, t] : sorted) {
     total += t;
-    (t.kind == Launch::Kind::Dot ? products : t.kind == Launch::Kind::Kernel ? kernels : moves) += t;
+    (t.kind == Launch::Kind::Dot ? products : t.kind == Launch::Kind::Kernel || t.kind == Launch::Kind::Sdpa ? kernels : moves) += t;
   }
   auto pct = [&](double ms) { return total.ms > 0 ? 100.0 * ms / total.ms : 0.0; };
   std::string r = fmt::format("  cuda launch times (SHEAF_CUDA_PROFILE: each launch between two CUDA events; calls not captured): "

@@ -99,6 +99,10 @@ class Renderer {
           break;
         case StepKind::Attention:
         case StepKind::AttentionGrad: {
+          if (const int64_t p = library_problem(i, k); p >= 0) {
+            l.kind = Launch::Kind::Sdpa, l.sdpa = p, l.backward = st.kind == StepKind::AttentionGrad;
+            break;
+          }
           const std::string name = fmt::format("s{}", i);
           l.kernel = place(attention_kernel(g_, s_, m_, i, name, l), name, k);
           break;
@@ -127,6 +131,27 @@ class Renderer {
   std::string code_;
   int indent_ = 0;
   std::map<std::string, std::string> shared_;  // canonical kernel text → the kernel's name
+  std::map<size_t, int64_t> sdpa_of_;          // an AttentionGrad step → its chain's problem in Kernels::sdpa
+
+  // The problem in k.sdpa of attention step i when the library runs its chain (decided at the
+  // chain's Attention step, which comes first), else −1.
+  int64_t library_problem(size_t i, Kernels& k) {
+    if (s_.steps[i].kind == StepKind::AttentionGrad) {
+      auto it = sdpa_of_.find(i);
+      return it == sdpa_of_.end() ? -1 : it->second;
+    }
+    if (!o_.sdpa) return -1;
+    const fusion::AttentionLayout& a = s_.steps[i].attention;
+    int64_t grad = -1;
+    for (size_t j = i + 1; j < s_.steps.size() && a.row_max >= 0 && grad < 0; ++j)
+      if (s_.steps[j].kind == StepKind::AttentionGrad && s_.steps[j].attention.row_max == a.row_max) grad = static_cast<int64_t>(j);
+    const std::optional<Sdpa> p = sdpa_problem(g_, s_, m_, i, grad);
+    if (!p || !o_.sdpa(*p)) return -1;
+    k.sdpa.push_back(*p);
+    const int64_t index = static_cast<int64_t>(k.sdpa.size()) - 1;
+    if (grad >= 0) sdpa_of_[static_cast<size_t>(grad)] = index;
+    return index;
+  }
 
   // Appends kernel `text` (named `name`) to `k.source` unless a kernel with the same canonical
   // text is there already; returns the name to launch.

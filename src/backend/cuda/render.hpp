@@ -13,7 +13,9 @@
 // passes, each finding the first element in arg_reduce's order after the previous pass's pick —
 // its threads stride over the row, then combine their (value, index) candidates in __shared__
 // memory. An Attention step is the flash-attention kernel of attention_kernel.hpp (its helpers
-// join the unit's prelude). Kernels are shared: a step whose kernel has the same code as an earlier one's, but
+// join the unit's prelude) — or, when RenderOptions::sdpa takes its chain (sdpa.hpp), a Sdpa
+// launch: the device's library runs it, the Attention step's as the forward, its AttentionGrad
+// step's as the backward, and the unit has no kernel for either. Kernels are shared: a step whose kernel has the same code as an earlier one's, but
 // for the slots and value ids in its names (canonical in render.cpp; a model's repeated layers),
 // launches that earlier kernel with its own arguments, and the unit holds the code once.
 // Three strategies, per step:
@@ -73,15 +75,17 @@
 // each point of the space exactly once.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "backend/cuda/sdpa.hpp"
 #include "backend/memory.hpp"
 
 namespace sheaf::cuda {
 
 struct Launch {
-  enum class Kind { Kernel, Dot, Host, Copy, Fill } kind = Kind::Kernel;
+  enum class Kind { Kernel, Dot, Host, Copy, Fill, Sdpa } kind = Kind::Kernel;
   size_t step = 0;
   std::string kernel;              // Kernel: "s{step}" ("s{step}f": a split's finish), or an
                                    // earlier step's kernel with the same code (shared kernels)
@@ -96,6 +100,8 @@ struct Launch {
   int64_t scratch = 0;             // Kernel: the bytes of the scratch buffer (Kernels) it writes or reads
   uint8_t byte = 0;                // Fill: every byte's value (x a splat: fusion::splat_byte)
   int64_t packs = 1;               // Kernel: the launches it runs (pack_launches.hpp)
+  int64_t sdpa = -1;               // Sdpa: its problem in Kernels::sdpa (slots and offsets there)
+  bool backward = false;           // Sdpa: the problem's backward (an AttentionGrad step)
 };
 
 struct Kernels {
@@ -104,6 +110,7 @@ struct Kernels {
   // Split reductions' and column phases' partial results: the caller puts a device buffer of this
   // many bytes at slot MemoryPlan::slots (one past the plan's slots) when it is not 0.
   int64_t scratch_bytes = 0;
+  std::vector<Sdpa> sdpa;  // the problems of the Sdpa launches
 };
 
 // Block per point pays (1) for row reductions: a thread per point would walk its own row, so the
@@ -153,6 +160,9 @@ struct RenderOptions {
   int64_t points_per_thread_min_grid = 528;   // … elementwise: when the grid keeps this many blocks (4 per SM of an H100)
   int64_t unroll_max_point_bytes = 8;         // … steps whose points load at most this many bytes that a block loop cannot hoist (LoopBody::point_bytes)
   int64_t unrolled_sm_threads = 1024;         // kernels with unrolled calls: threads per SM (__launch_bounds__: ≤ 64 registers)
+  // Whether the device's fused-attention library runs an attention chain that maps (sdpa.hpp);
+  // unset, or false for the problem: the own kernels (attention_kernel.hpp).
+  std::function<bool(const Sdpa&)> sdpa;
 };
 
 // The options for a GPU of `sms` multiprocessors: split reductions aim at 4 blocks per SM,

@@ -1,0 +1,211 @@
+// backend/cuda/cudnn_plugin.cpp — libsheaf_cudnn.so (cudnn_abi.h): cuDNN's fused scaled-dot-product
+// attention through cudnn-frontend graphs, in the frontend's dynamic-loading mode (cuDNN's entry
+// points come from the libcudnn handle the binary passes; cudart, which the frontend asks for a
+// few things, by its soname). Per problem one forward graph — Q, K, V in; O out, and with a
+// backward the rows' f32 log-sum-exp ("stats") — and one backward graph — Q, K, V, O, dO, stats
+// in; dQ, dK, dV out —, each validated, lowered, its heuristic's plans (mode A) checked and built
+// once; running one only queues it on the stream with the tensors' addresses.
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
+#include <cudnn_frontend.h>
+
+#include "backend/cuda/cudnn_abi.h"
+
+// The library the frontend resolves cuDNN's entry points from.
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}  // namespace cudnn_frontend
+
+namespace {
+
+namespace fe = cudnn_frontend;
+using Graph = std::shared_ptr<fe::graph::Graph>;
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+// The tensors' uids in a graph's variant pack.
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+
+std::vector<int64_t> dims(int64_t b, int64_t h, int64_t rows, int64_t cols) { return {b, h, rows, cols}; }
+std::vector<int64_t> strides(const int64_t (&x)[4]) { return {x[0], x[1], x[2], x[3]}; }
+
+void check(fe::error_t e, const char* what) {
+  if (e.is_bad()) throw std::runtime_error(std::string(what) + ": " + e.get_message());
+}
+
+TensorPtr input(const Graph& g, const char* name, Uid uid, std::vector<int64_t> d, const int64_t (&x)[4]) {
+  return g->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(std::move(d)).set_stride(strides(x)));
+}
+
+void output(const TensorPtr& t, Uid uid, std::vector<int64_t> d, const int64_t (&x)[4]) {
+  t->set_output(true).set_uid(uid).set_dim(std::move(d)).set_stride(strides(x));
+}
+
+Graph new_graph(const sheaf_sdpa_problem& a, int cc) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(a.bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT)
+      .set_sm_version(cc);
+  return g;
+}
+
+Graph forward_graph(const sheaf_sdpa_problem& a, int cc) {
+  Graph g = new_graph(a, cc);
+  TensorPtr q = input(g, "Q", kQ, dims(a.b, a.h, a.t, a.d), a.q), k = input(g, "K", kK, dims(a.b, a.h, a.s, a.d), a.k),
+            v = input(g, "V", kV, dims(a.b, a.h, a.s, a.dv), a.v);
+  auto options = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(a.grad != 0).set_attn_scale(a.scale);
+  if (a.causal) options.set_causal_mask(true);
+  auto [o, stats] = g->sdpa(q, k, v, options);
+  output(o, kO, dims(a.b, a.h, a.t, a.dv), a.o);
+  if (a.grad) {
+    output(stats, kStats, dims(a.b, a.h, a.t, 1), a.stats);
+    stats->set_data_type(fe::DataType_t::FLOAT);
+  }
+  return g;
+}
+
+Graph backward_graph(const sheaf_sdpa_problem& a, int cc) {
+  Graph g = new_graph(a, cc);
+  TensorPtr q = input(g, "Q", kQ, dims(a.b, a.h, a.t, a.d), a.q), k = input(g, "K", kK, dims(a.b, a.h, a.s, a.d), a.k),
+            v = input(g, "V", kV, dims(a.b, a.h, a.s, a.dv), a.v), o = input(g, "O", kO, dims(a.b, a.h, a.t, a.dv), a.o),
+            d_o = input(g, "dO", kDO, dims(a.b, a.h, a.t, a.dv), a.d_o),
+            stats = input(g, "stats", kStats, dims(a.b, a.h, a.t, 1), a.stats);
+  stats->set_data_type(fe::DataType_t::FLOAT);
+  auto options = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(a.scale);
+  if (a.causal) options.set_causal_mask(true);
+  auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, stats, options);
+  output(dq, kDQ, dims(a.b, a.h, a.t, a.d), a.dq);
+  output(dk, kDK, dims(a.b, a.h, a.s, a.d), a.dk);
+  output(dv, kDV, dims(a.b, a.h, a.s, a.dv), a.dv_);
+  return g;
+}
+
+// A graph lowered to its plan; its workspace's bytes.
+int64_t build(const Graph& g, cudnnHandle_t handle) {
+  check(g->validate(), "validate");
+  check(g->build_operation_graph(handle), "build_operation_graph");
+  check(g->create_execution_plans({fe::HeurMode_t::A}), "create_execution_plans");
+  check(g->check_support(), "check_support");
+  check(g->build_plans(), "build_plans");
+  int64_t bytes = 0;
+  check(g->get_workspace_size(bytes), "get_workspace_size");
+  return bytes;
+}
+
+struct Context {
+  cudnnHandle_t handle = nullptr;
+  int cc = 0;
+  struct Plans {
+    Graph forward, backward;
+  };
+  std::map<std::string, Plans> plans;  // by the problem's bytes
+};
+
+std::string key_of(const sheaf_sdpa_problem& p) { return std::string(reinterpret_cast<const char*>(&p), sizeof p); }
+
+void message(const std::string& m, char* err, int64_t size) {
+  if (!err || size <= 0) return;
+  const size_t n = std::min(m.size(), static_cast<size_t>(size - 1));
+  std::memcpy(err, m.data(), n);
+  err[n] = 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int sheaf_cudnn_abi(void) { return SHEAF_CUDNN_ABI; }
+
+__attribute__((visibility("default"))) void* sheaf_cudnn_open(void* cudnn, void* stream, int cc, char* err, int64_t err_size) {
+  fe::cudnn_dlhandle = cudnn;
+  auto c = std::make_unique<Context>();
+  c->cc = cc;
+  try {
+    if (fe::detail::get_backend_version() < 90000) throw std::runtime_error("cuDNN " + std::to_string(fe::detail::get_backend_version()) + " is older than 9");
+    if (fe::detail::create_handle(&c->handle) != CUDNN_STATUS_SUCCESS) throw std::runtime_error("cudnnCreate failed");
+    if (fe::detail::set_stream(c->handle, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS)
+      throw std::runtime_error("cudnnSetStream failed");
+  } catch (const std::exception& e) {
+    if (c->handle) (void)fe::detail::destroy_handle(c->handle);
+    message(e.what(), err, err_size);
+    return nullptr;
+  }
+  return c.release();
+}
+
+__attribute__((visibility("default"))) void sheaf_cudnn_close(void* ctx) {
+  auto* c = static_cast<Context*>(ctx);
+  if (!c) return;
+  c->plans.clear();
+  if (c->handle) (void)fe::detail::destroy_handle(c->handle);
+  delete c;
+}
+
+__attribute__((visibility("default"))) int64_t sheaf_cudnn_version(void*) {
+  try {
+    return static_cast<int64_t>(fe::detail::get_backend_version());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+__attribute__((visibility("default"))) int sheaf_cudnn_prepare(void* ctx, const sheaf_sdpa_problem* p, int64_t* forward_bytes,
+                                                               int64_t* backward_bytes, char* err, int64_t err_size) {
+  auto* c = static_cast<Context*>(ctx);
+  try {
+    Context::Plans plans;
+    plans.forward = forward_graph(*p, c->cc);
+    *forward_bytes = build(plans.forward, c->handle);
+    *backward_bytes = 0;
+    if (p->grad) {
+      plans.backward = backward_graph(*p, c->cc);
+      *backward_bytes = build(plans.backward, c->handle);
+    }
+    c->plans[key_of(*p)] = std::move(plans);
+    return 0;
+  } catch (const std::exception& e) {
+    message(e.what(), err, err_size);
+    return -1;
+  }
+}
+
+__attribute__((visibility("default"))) int sheaf_cudnn_validate(void* cudnn, const sheaf_sdpa_problem* p, int cc, char* err,
+                                                                int64_t err_size) {
+  fe::cudnn_dlhandle = cudnn;
+  try {
+    check(forward_graph(*p, cc)->validate(), "forward: validate");
+    if (p->grad) check(backward_graph(*p, cc)->validate(), "backward: validate");
+    return 0;
+  } catch (const std::exception& e) {
+    message(e.what(), err, err_size);
+    return -1;
+  }
+}
+
+__attribute__((visibility("default"))) int sheaf_cudnn_run(void* ctx, const sheaf_sdpa_problem* p, int backward,
+                                                           const sheaf_sdpa_pointers* x, void* workspace, char* err,
+                                                           int64_t err_size) {
+  auto* c = static_cast<Context*>(ctx);
+  try {
+    auto it = c->plans.find(key_of(*p));
+    if (it == c->plans.end()) throw std::runtime_error("the problem was not prepared");
+    const Graph& g = backward ? it->second.backward : it->second.forward;
+    if (!g) throw std::runtime_error("the problem has no backward");
+    std::unordered_map<int64_t, void*> pack{{kQ, x->q}, {kK, x->k}, {kV, x->v}, {kO, x->o}};
+    if (p->grad) pack.emplace(kStats, x->stats);
+    if (backward) pack.insert({{kDO, x->d_o}, {kDQ, x->dq}, {kDK, x->dk}, {kDV, x->dv}});
+    check(g->execute(c->handle, pack, workspace), "execute");
+    return 0;
+  } catch (const std::exception& e) {
+    message(e.what(), err, err_size);
+    return -1;
+  }
+}
+
+}  // extern "C"

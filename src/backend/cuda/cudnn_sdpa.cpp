@@ -1,0 +1,151 @@
+// backend/cuda/cudnn_sdpa.cpp — cuDNN's fused attention through libsheaf_cudnn.so (see
+// cudnn_sdpa.hpp): the libraries opened once, problems handed over as cudnn_abi.h's structs.
+#include "backend/cuda/cudnn_sdpa.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/cudnn_abi.h"
+#include "backend/cuda/dynlib.hpp"
+#include "base/companion.hpp"
+#include "base/error.hpp"
+
+namespace sheaf::cuda {
+namespace {
+
+struct Plugin {
+  void* cudnn = nullptr;  // libcudnn.so.9
+  int (*abi)() = nullptr;
+  void* (*open)(void*, void*, int, char*, int64_t) = nullptr;
+  void (*close)(void*) = nullptr;
+  int64_t (*version)(void*) = nullptr;
+  int (*prepare)(void*, const sheaf_sdpa_problem*, int64_t*, int64_t*, char*, int64_t) = nullptr;
+  int (*run)(void*, const sheaf_sdpa_problem*, int, const sheaf_sdpa_pointers*, void*, char*, int64_t) = nullptr;
+  int (*validate)(void*, const sheaf_sdpa_problem*, int, char*, int64_t) = nullptr;
+  std::string error;  // why cuDNN is not available
+};
+
+const Plugin& plugin() {
+  static const Plugin p = [] {
+    Plugin p;
+    if (const char* e = std::getenv("SHEAF_CUDNN"); e && std::string(e) == "0") {
+      p.error = "SHEAF_CUDNN=0";
+      return p;
+    }
+    std::string why;
+    // The frontend finds cudart by its soname: the toolkit's, loaded first, is the one it gets.
+    (void)open_library({"libcudart.so.13", "libcudart.so.12"}, true, why);
+    why.clear();
+    p.cudnn = open_library({"libcudnn.so.9"}, true, why);
+    if (!p.cudnn) {
+      p.error = "libcudnn.so.9 cannot be loaded: " + why;
+      return p;
+    }
+    std::string tried;
+    void* lib = open_companion("libsheaf_cudnn.so", "SHEAF_CUDNN_LIB", RTLD_NOW | RTLD_LOCAL, tried);
+    if (!lib) {
+      p.error = fmt::format("libsheaf_cudnn.so could not be loaded (Sheaf builds it when nvidia-cudnn-frontend and cuDNN's "
+                            "headers are installed; or set SHEAF_CUDNN_LIB):{}", tried);
+      return p;
+    }
+    p.abi = reinterpret_cast<int (*)()>(dlsym(lib, "sheaf_cudnn_abi"));
+    p.open = reinterpret_cast<decltype(p.open)>(dlsym(lib, "sheaf_cudnn_open"));
+    p.close = reinterpret_cast<decltype(p.close)>(dlsym(lib, "sheaf_cudnn_close"));
+    p.version = reinterpret_cast<decltype(p.version)>(dlsym(lib, "sheaf_cudnn_version"));
+    p.prepare = reinterpret_cast<decltype(p.prepare)>(dlsym(lib, "sheaf_cudnn_prepare"));
+    p.run = reinterpret_cast<decltype(p.run)>(dlsym(lib, "sheaf_cudnn_run"));
+    p.validate = reinterpret_cast<decltype(p.validate)>(dlsym(lib, "sheaf_cudnn_validate"));
+    if (!p.abi || !p.open || !p.close || !p.version || !p.prepare || !p.run || !p.validate || p.abi() != SHEAF_CUDNN_ABI)
+      p.error = "libsheaf_cudnn.so does not match this binary: rebuild Sheaf";
+    return p;
+  }();
+  return p;
+}
+
+sheaf_sdpa_problem problem_of(const Sdpa& a) {
+  sheaf_sdpa_problem p;
+  std::memset(&p, 0, sizeof p);  // the plugin keys its plans by these bytes, padding included
+  p.bf16 = a.dtype == DType::BF16;
+  p.b = a.b, p.h = a.h, p.t = a.t, p.s = a.s, p.d = a.d, p.dv = a.dv;
+  p.scale = a.scale, p.causal = a.causal, p.grad = a.grad;
+  auto put = [](int64_t (&to)[4], const SdpaTensor& x) { std::copy(x.strides.begin(), x.strides.end(), to); };
+  put(p.q, a.q), put(p.k, a.k), put(p.v, a.v), put(p.o, a.o), put(p.stats, a.stats);
+  put(p.d_o, a.d_o), put(p.dq, a.dq), put(p.dk, a.dk), put(p.dv_, a.dv_);
+  return p;
+}
+
+void* host(DevicePtr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+
+}  // namespace
+
+bool CudnnSdpa::available(std::string* why) {
+  const Plugin& p = plugin();
+  if (why) *why = p.error;
+  return p.error.empty();
+}
+
+bool CudnnSdpa::validate(const Sdpa& a, int cc, std::string& why) {
+  if (!available(&why)) return false;
+  const sheaf_sdpa_problem p = problem_of(a);
+  char err[1024] = {};
+  if (plugin().validate(plugin().cudnn, &p, cc, err, sizeof err) == 0) return true;
+  why = err;
+  return false;
+}
+
+std::unique_ptr<CudnnSdpa> CudnnSdpa::open(void* stream, int cc, Memory memory, std::string& why) {
+  if (!available(&why)) return nullptr;
+  const Plugin& p = plugin();
+  char err[512] = {};
+  void* ctx = p.open(p.cudnn, stream, cc, err, sizeof err);
+  if (!ctx) {
+    why = fmt::format("cuDNN does not start: {}", err);
+    return nullptr;
+  }
+  return std::unique_ptr<CudnnSdpa>(new CudnnSdpa(ctx, std::move(memory)));
+}
+
+CudnnSdpa::~CudnnSdpa() {
+  for (const auto& [key, w] : prepared_)
+    for (DevicePtr x : {w.forward, w.backward})
+      if (x) memory_.release(x);
+  plugin().close(ctx_);
+}
+
+bool CudnnSdpa::prepare(const Sdpa& a, std::string& why) {
+  const std::string key = sdpa_key(a);
+  if (prepared_.contains(key)) return true;
+  const sheaf_sdpa_problem p = problem_of(a);
+  int64_t forward = 0, backward = 0;
+  char err[1024] = {};
+  if (plugin().prepare(ctx_, &p, &forward, &backward, err, sizeof err) != 0) {
+    why = fmt::format("cuDNN does not take attention {}: {}", key, err);
+    return false;
+  }
+  Workspaces w;
+  if (forward > 0) w.forward = memory_.allocate(static_cast<size_t>(forward));
+  if (backward > 0) w.backward = memory_.allocate(static_cast<size_t>(backward));
+  prepared_.emplace(key, w);
+  return true;
+}
+
+void CudnnSdpa::run(const Sdpa& a, bool backward, const SdpaBuffers& b) {
+  auto it = prepared_.find(sdpa_key(a));
+  if (it == prepared_.end()) throw SheafError("internal: attention " + sdpa_key(a) + " was not prepared for cuDNN");
+  const sheaf_sdpa_problem p = problem_of(a);
+  const sheaf_sdpa_pointers x{host(b.q), host(b.k), host(b.v), host(b.o), host(b.stats), host(b.d_o), host(b.dq), host(b.dk), host(b.dv)};
+  char err[1024] = {};
+  if (plugin().run(ctx_, &p, backward, &x, host(backward ? it->second.backward : it->second.forward), err, sizeof err) != 0)
+    throw SheafError(fmt::format("cuDNN: attention {} of {} failed: {}", backward ? "backward" : "forward", sdpa_key(a), err));
+}
+
+std::string CudnnSdpa::version() const {
+  const int64_t v = plugin().version(ctx_);
+  return fmt::format("cuDNN {}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+}
+
+}  // namespace sheaf::cuda
