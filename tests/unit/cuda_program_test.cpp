@@ -58,6 +58,14 @@ std::shared_ptr<cuda::Device> device_named(const std::string& name, std::string&
   return d;
 }
 
+// Whether cuDNN's frontend can check problems here: SHEAF_CUDNN_LIB set to this build's
+// libsheaf_cudnn.so (unless set already), which loads with libcudnn.
+bool use_cudnn_plugin_of_this_build(std::string* why = nullptr) {
+  const std::filesystem::path plugin = std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "libsheaf_cudnn.so";
+  if (!std::getenv("SHEAF_CUDNN_LIB") && std::filesystem::exists(plugin)) setenv("SHEAF_CUDNN_LIB", plugin.c_str(), 1);
+  return cuda::CudnnSdpa::available(why);
+}
+
 // The attention launches the library ran on `device` (an emulated one; 0 for a GPU).
 size_t library_attention_runs(const std::shared_ptr<cuda::Device>& device) {
   const auto* e = dynamic_cast<const testing_support::EmulatedDevice*>(device.get());
@@ -125,6 +133,12 @@ TEST_P(CudaBackend, MatchesReferenceExecutor) {
   EXPECT_EQ(out_gpu.str(), out_ref.str());
   if (GetParam().device == "emulated_sdpa") {
     EXPECT_GT(library_attention_runs(device), 0u) << "no attention ran in the library";
+    // and cudnn-frontend takes each of the problems (where it loads: CudnnSdpa.FrontendValidates…)
+    std::string why;
+    if (use_cudnn_plugin_of_this_build()) {
+      for (const cuda::Sdpa& p : dynamic_cast<const testing_support::EmulatedDevice&>(*device).sdpa_problems)
+        EXPECT_TRUE(cuda::CudnnSdpa::validate(p, 90, why)) << cuda::sdpa_key(p) << ": " << why;
+    }
   }
 }
 
@@ -240,10 +254,8 @@ TEST_P(CudaGpt, LossesMatchCpu) {
 // when nvidia-cudnn-frontend is installed) and libcudnn.so.9.
 TEST(CudnnSdpa, FrontendValidatesTheGptStepsProblems) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
-  const std::filesystem::path plugin = std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "libsheaf_cudnn.so";
-  if (!std::getenv("SHEAF_CUDNN_LIB") && std::filesystem::exists(plugin)) setenv("SHEAF_CUDNN_LIB", plugin.c_str(), 1);
   std::string why;
-  if (!cuda::CudnnSdpa::available(&why)) GTEST_SKIP() << why;
+  if (!use_cudnn_plugin_of_this_build(&why)) GTEST_SKIP() << why;
   std::shared_ptr<testing_support::EmulatedDevice> device = testing_support::emulated_device();
   device->library_attention = true;
   const std::string out = output_of(gpt_program(), "gpt2_gpu.shf", device);

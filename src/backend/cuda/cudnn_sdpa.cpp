@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "backend/cuda/cudnn_abi.h"
 #include "backend/cuda/dynlib.hpp"
@@ -130,7 +132,52 @@ bool CudnnSdpa::prepare(const Sdpa& a, std::string& why) {
   if (forward > 0) w.forward = memory_.allocate(static_cast<size_t>(forward));
   if (backward > 0) w.backward = memory_.allocate(static_cast<size_t>(backward));
   prepared_.emplace(key, w);
+  try {
+    trial(a);
+  } catch (const SheafError& e) {
+    for (DevicePtr x : {w.forward, w.backward})
+      if (x) memory_.release(x);
+    prepared_.erase(key);
+    why = fmt::format("cuDNN's plans for attention {} do not run: {}", key, e.what());
+    return false;
+  }
   return true;
+}
+
+void CudnnSdpa::trial(const Sdpa& a) {
+  // Scratch tensors covering every element the strides reach, zeroed (probabilities of zeros are
+  // uniform: no NaN), freed at the end.
+  std::vector<DevicePtr> scratch;
+  struct Release {
+    std::vector<DevicePtr>& s;
+    const Memory& m;
+    ~Release() {
+      for (DevicePtr x : s) {
+        try {
+          m.release(x);
+        } catch (const SheafError&) {  // a failed free loses only the scratch
+        }
+      }
+    }
+  } release{scratch, memory_};
+  auto tensor = [&](const SdpaTensor& x, int64_t rows, int64_t cols, size_t element) {
+    int64_t last = 0;
+    for (auto [extent, stride] : {std::pair{a.b, x.strides[0]}, {a.h, x.strides[1]}, {rows, x.strides[2]}, {cols, x.strides[3]}})
+      last += (extent - 1) * stride;
+    const size_t bytes = static_cast<size_t>(last + 1) * element;
+    scratch.push_back(memory_.allocate(bytes));
+    memory_.zero(scratch.back(), bytes);
+    return scratch.back();
+  };
+  const size_t h = dtype_size(a.dtype);
+  SdpaBuffers b{.q = tensor(a.q, a.t, a.d, h), .k = tensor(a.k, a.s, a.d, h), .v = tensor(a.v, a.s, a.dv, h), .o = tensor(a.o, a.t, a.dv, h)};
+  if (a.grad) b.stats = tensor(a.stats, a.t, 1, 4);
+  run(a, false, b);
+  if (a.grad) {
+    b.d_o = tensor(a.d_o, a.t, a.dv, h), b.dq = tensor(a.dq, a.t, a.d, h), b.dk = tensor(a.dk, a.s, a.d, h), b.dv = tensor(a.dv_, a.s, a.dv, h);
+    run(a, true, b);
+  }
+  memory_.synchronize();
 }
 
 void CudnnSdpa::run(const Sdpa& a, bool backward, const SdpaBuffers& b) {

@@ -19,10 +19,13 @@ namespace sheaf::cuda {
 
 class CudnnSdpa {
  public:
-  // Memory for the plans' workspaces: allocate(bytes) and release(ptr) of the device.
+  // The device's memory for the plans' workspaces and trial runs: allocate(bytes), release(ptr),
+  // zero(ptr, bytes) (queued), synchronize() (waits for the queue; throws SheafError on a failure).
   struct Memory {
     std::function<DevicePtr(size_t)> allocate;
     std::function<void(DevicePtr)> release;
+    std::function<void(DevicePtr, size_t)> zero;
+    std::function<void()> synchronize;
   };
 
   // Whether cuDNN may run here, decided once and cheaply: SHEAF_CUDNN is not 0 and both libraries
@@ -38,7 +41,9 @@ class CudnnSdpa {
   CudnnSdpa(const CudnnSdpa&) = delete;
   CudnnSdpa& operator=(const CudnnSdpa&) = delete;
 
-  // Builds problem a's plans (once per key); false with `why` when cuDNN does not take it.
+  // Builds problem a's plans (once per key) and runs them once on zeroed scratch tensors of its
+  // strides, so that a plan that builds but does not run is refused here rather than in the middle
+  // of a step; false with `why` when cuDNN does not take it.
   bool prepare(const Sdpa& a, std::string& why);
   // Queues the forward or the backward of a prepared problem; throws SheafError when cuDNN fails.
   void run(const Sdpa& a, bool backward, const SdpaBuffers& p);
@@ -50,6 +55,7 @@ class CudnnSdpa {
     DevicePtr forward = 0, backward = 0;
   };
   CudnnSdpa(void* ctx, Memory memory) : ctx_(ctx), memory_(std::move(memory)) {}
+  void trial(const Sdpa& a);  // runs a prepared problem once on scratch tensors (throws SheafError)
   void* ctx_;
   Memory memory_;
   std::map<std::string, Workspaces> prepared_;  // by sdpa_key

@@ -369,7 +369,9 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     bind();
     std::call_once(sdpa_once_, [this] {
       sdpa_ = CudnnSdpa::open(stream_, info_.major * 10 + info_.minor,
-                              {[this](size_t bytes) { return allocate(bytes); }, [this](DevicePtr p) { release(p); }}, sdpa_why_);
+                              {[this](size_t bytes) { return allocate(bytes); }, [this](DevicePtr p) { release(p); },
+                               [this](DevicePtr p, size_t bytes) { fill(p, 0, bytes); }, [this] { synchronize(); }},
+                              sdpa_why_);
     });
     std::string w;
     const bool ok = sdpa_ && sdpa_->prepare(a, w);
