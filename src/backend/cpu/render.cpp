@@ -175,15 +175,26 @@ class Renderer {
     // reductions, if any, accumulate in scalars: its range may run in parts.
     const bool parallel = depth > 0 && !nest.reduced[0] && nest.sizes[0] > 1 && (body.scalar_acc || body.reductions.empty()) &&
                           shape_numel(st.space) >= kParallelPoints;
+    // Otherwise a nest whose reduced dims all come before its kept ones, accumulating in place (a
+    // bias gradient's column sums over [tokens, features]), runs in parts of its first kept dim
+    // `split` (of whole blocks of kLanes points when it is the innermost): each part sets and
+    // accumulates the results of its own points, in the order one thread would.
+    size_t split = 0;
+    while (split < depth && nest.reduced[split]) ++split;
+    const int64_t block = split + 1 == depth ? kLanes : 1;
+    const bool columns = !parallel && !body.scalar_acc && !body.reductions.empty() && split > 0 && split < depth &&
+                         std::none_of(nest.reduced.begin() + static_cast<std::ptrdiff_t>(split), nest.reduced.end(), [](bool r) { return r; }) &&
+                         nest.sizes[split] >= 2 * block && shape_numel(st.space) >= kParallelPoints;
+    const size_t part = parallel ? 0 : split;  // the loop that runs in parts
 
     // Buffers are restrict-qualified parameters (GCC honours restrict there, not on locals).
-    std::string params = parallel ? "i64 lo, i64 hi" : "", args, unpack;
+    std::string params = parallel || columns ? "i64 lo, i64 hi" : "", args, unpack;
     for (size_t i = 0; i < body.buffers.size(); ++i) {
       int32_t buffer = body.buffers[i];
       const char* t = ctype(type(buffer).dtype);
       const char* c = body.written[i] ? "" : "const ";
       params += fmt::format("{}{}{}* __restrict__ {}", params.empty() ? "" : ", ", c, t, pointer(buffer));
-      args += parallel ? fmt::format("{}b[{}]", args.empty() ? "" : ", ", m_.slot[buffer])
+      args += parallel || columns ? fmt::format("{}b[{}]", args.empty() ? "" : ", ", m_.slot[buffer])
                        : fmt::format("{}({}{}*)b[{}]", args.empty() ? "" : ", ", c, t, m_.slot[buffer]);
       unpack += fmt::format(", ({}{}*)a[{}]", c, t, i);
     }
@@ -192,7 +203,7 @@ class Renderer {
     int indent = 2;
     auto line = [&](const std::string& text) { code += fmt::format("{:{}}{}\n", "", indent, text); };
     auto open = [&](size_t k) {
-      if (k == 0 && parallel) line("for (i64 i0 = lo; i0 < hi; ++i0) {");
+      if (k == part && (parallel || columns)) line(fmt::format("for (i64 i{0} = lo; i{0} < hi; ++i{0}) {{", k));
       else line(fmt::format("for (i64 i{} = 0; i{} < {}; ++i{}) {{", k, k, nest.sizes[k], k));
       indent += 2;
     };
@@ -201,10 +212,16 @@ class Renderer {
       line("}");
     };
     const std::vector<int32_t>& reductions = body.reductions;
-    if (!body.scalar_acc)
+    if (columns) {  // this part's results
+      for (size_t k = split; k < depth; ++k) open(k);
+      for (size_t r = 0; r < reductions.size(); ++r)
+        line(fmt::format("{}[{}] = {};", pointer(reductions[r]), nest.index(body.kept, 0), body.identities[r]));
+      for (size_t k = split; k < depth; ++k) close();
+    } else if (!body.scalar_acc) {
       for (size_t r = 0; r < reductions.size(); ++r)
         line(fmt::format("for (i64 j = 0; j < {}; ++j) {}[j] = {};", shape_numel(type(reductions[r]).shape), pointer(reductions[r]),
                          body.identities[r]));
+    }
     for (size_t k = 0; k < outer; ++k) open(k);
     if (body.scalar_acc)
       for (size_t r = 0; r < reductions.size(); ++r) line(fmt::format("{} a{} = {};", vtype(type(reductions[r]).dtype), reductions[r], body.identities[r]));
@@ -222,12 +239,12 @@ class Renderer {
     // once two nests over one buffer were inlined into the entry).
     const std::string name = fmt::format("{}s{}", prefix_, index);
     LoopFunction f{name, fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}({})", name, params), code, args};
-    if (parallel) {  // a nest of one loop splits at multiples of kLanes (its vector loop's lanes stay as on one thread)
-      const int64_t block = depth == 1 ? kLanes : 1, n = nest.sizes[0];
-      const std::string range = block == 1 ? "lo, hi" : fmt::format("lo * {0}, hi * {0} < {1} ? hi * {0} : {1}", block, n);
+    if (parallel || columns) {  // an innermost loop splits at multiples of kLanes (its vector loop's lanes stay as on one thread)
+      const int64_t every = parallel ? (depth == 1 ? kLanes : 1) : block, n = nest.sizes[part];
+      const std::string range = every == 1 ? "lo, hi" : fmt::format("lo * {0}, hi * {0} < {1} ? hi * {0} : {1}", every, n);
       f.task = fmt::format("__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{ {0}({1}{2}); }}\n",
                            name, range, unpack);
-      f.outer = (n + block - 1) / block;
+      f.outer = (n + every - 1) / every;
     }
     return f;
   }

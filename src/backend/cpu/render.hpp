@@ -57,8 +57,9 @@ struct Runtime {
 inline constexpr int64_t kPartsMinBatch = 8, kPartsMaxMacs = int64_t{1} << 22;
 
 // Loop nests of at least this many points whose outermost loop keeps its points (not a reduced
-// dim) run their outermost range in parts on the loop threads (rt->parallel); smaller ones, and
-// those whose outputs accumulate in place, run on the calling thread.
+// dim) run their outermost range in parts on the loop threads (rt->parallel), and so do those
+// whose reduced dims all come before their kept ones with outputs accumulating in place (column
+// sums), over their first kept dim; smaller ones run on the calling thread.
 inline constexpr int64_t kParallelPoints = 32768;
 
 // A While step of a unit: its region units and its second set of carried buffers.
