@@ -3,8 +3,9 @@
 # binaries of scripts/gpu_pack.sh carried in .gpu/. Phases run in the order given; each is bounded
 # by a timeout so that a list of them fits one device call. What comes back is at most 8 files in
 # $OUT (the device tool's limit; /tmp/gpu-check without it):
-#   smoke   the machine (nvidia-smi, compilers, libraries) and three tiny programs on --device cuda
-#           with --jit-profile                                            → machine.txt
+#   smoke   the machine (nvidia-smi, compilers, libraries), three tiny programs on --device cuda
+#           with --jit-profile, and a tiny GPT-2 with cuDNN's attention and with the own kernels
+#           (SHEAF_CUDNN=0): which attention ran, and the losses side by side → machine.txt
 #   tests   every unit test that needs a GPU or checks the CUDA backend (gtest filter below, or
 #           $GPU_TESTS), one process each, nproc at a time, each ≤ 120 s, all ≤ $TESTS_S (240) s;
 #           each failure's log and a summary → tests.log; every log, skip reasons → test-logs.tgz
@@ -67,6 +68,14 @@ smoke() {
       timeout 60 "$SHEAF" --device cuda --jit-profile -c "$p" 2>&1 | tail -30
       echo "(exit ${PIPESTATUS[0]}; cpu: $(timeout 60 "$SHEAF" --device cpu -c "$p" 2>&1 | tail -3))"
     done
+    local gpt=$PWD/bench/gpt2_gpu.shf tiny=(--d 64 --layers 2 --heads 2 --T 64 --B 2 --vocab 512 --steps 4)
+    for cudnn in 1 0; do
+      echo "===== tiny GPT-2, SHEAF_CUDNN=$cudnn"
+      SHEAF_CUDNN=$cudnn timeout 120 "$SHEAF" --device cuda --jit-profile "$gpt" -- "${tiny[@]}" 2>&1 |
+        grep -E "^loss|attention:|rror" | sed 's/.*\(attention: [^;]*\).*/\1/' | head -8
+    done
+    echo "===== tiny GPT-2 on the CPU"
+    with_blas timeout 120 "$SHEAF" --device cpu "$gpt" -- "${tiny[@]}" 2>&1 | grep -E "^loss" | head -4
   } 2>&1 | tee "$OUT/machine.txt"
 }
 
