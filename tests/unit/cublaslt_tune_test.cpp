@@ -19,6 +19,7 @@
 #include "backend/cuda/cublaslt.hpp"
 #include "backend/cuda/lt_tuning.hpp"
 #include "io/artifact_trust.hpp"
+#include "temp_dir.hpp"
 
 namespace sheaf::cuda {
 namespace {
@@ -123,20 +124,6 @@ void expect_tuning(const LtGemm& lt, int64_t shapes, int64_t timed, int64_t cach
   EXPECT_EQ(t.cached, cached);
 }
 
-// A fresh folder of mode 0700 (mkdtemp), removed with the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string p = (std::filesystem::temp_directory_path() / "sheaf-lt-tune-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(p.data()), nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 constexpr const char* kGpu = "Fake GPU (sm_90)";
 
 class LtTune : public ::testing::Test {
@@ -155,7 +142,7 @@ class LtTune : public ::testing::Test {
     EXPECT_TRUE(run(lt));
     return fake.ran.back();
   }
-  TempDir dir;
+  testing_support::TempDir dir{"sheaf-lt-tune"};
 };
 
 TEST_F(LtTune, TheFastestCandidateRunsTheProduct) {

@@ -241,9 +241,14 @@ TEST_P(CudaGpt, LossesMatchCpu) {
   std::string want = output_of(program, "gpt2_gpu.shf", nullptr), got = output_of(program, "gpt2_gpu.shf", device);
   EXPECT_NE(want.find("step 3 loss"), std::string::npos) << want;
   EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
-  // with a library, each layer's attention runs there: forward and backward, 2 layers, 4 steps
+  // with a library, each layer's attention runs there: forward and backward, 2 layers, 4 steps;
+  // the layers' problems differ only in where their tensors lie, so they share one plan
   if (GetParam() == "emulated_sdpa") {
     EXPECT_EQ(library_attention_runs(device), 2u * 2u * 4u);
+    const auto& problems = dynamic_cast<const testing_support::EmulatedDevice&>(*device).sdpa_problems;
+    ASSERT_EQ(problems.size(), 2u);
+    EXPECT_FALSE(problems[0] == problems[1]);
+    EXPECT_TRUE(cuda::same_plan(problems[0], problems[1])) << cuda::sdpa_key(problems[0]) << " / " << cuda::sdpa_key(problems[1]);
   }
 }
 

@@ -35,6 +35,7 @@
 #include "base/error.hpp"
 #include "io/artifact_trust.hpp"
 #include "dist/comm.hpp"
+#include "temp_dir.hpp"
 
 namespace sheaf::cuda {
 namespace {
@@ -414,18 +415,9 @@ TEST(CudaCache, FilesRoundTripAndDamagedOnesAreRejected) {
   EXPECT_FALSE(unpack_cubin(pack_cubin("", mac), &why));
 }
 
-// A fresh folder of mode 0700 (mkdtemp), removed with the test.
-struct CacheDir {
-  std::filesystem::path path;
-  CacheDir() {
-    std::string p = (std::filesystem::temp_directory_path() / "sheaf-cuda-cache-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(p.data()), nullptr);
-    path = p;
-  }
-  ~CacheDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
+// A fresh cache folder of mode 0700, removed with the test.
+struct CacheDir : testing_support::TempDir {
+  CacheDir() : TempDir("sheaf-cuda-cache") {}
 };
 
 void put_file(const std::string& path, const std::string& bytes) {

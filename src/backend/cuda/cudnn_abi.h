@@ -33,17 +33,17 @@ void* sheaf_cudnn_open(void* cudnn, void* stream, int cc, char* err, int64_t err
 void sheaf_cudnn_close(void* ctx);
 /* cudnnGetVersion(): 91400 for 9.14.0 */
 int64_t sheaf_cudnn_version(void* ctx);
-/* Builds the problem's forward and (grad) backward plans, once per problem; their workspaces'
+/* Builds the problem's forward and (grad) backward plans: their index in *plan, their workspaces'
  * bytes in *forward_bytes and *backward_bytes. 0, or -1 with a message in err. */
-int sheaf_cudnn_prepare(void* ctx, const sheaf_sdpa_problem* p, int64_t* forward_bytes, int64_t* backward_bytes, char* err,
-                        int64_t err_size);
+int sheaf_cudnn_prepare(void* ctx, const sheaf_sdpa_problem* p, int64_t* plan, int64_t* forward_bytes, int64_t* backward_bytes,
+                        char* err, int64_t err_size);
 /* Builds the problem's graphs for a GPU of compute capability `cc` and validates them — the
  * frontend's checks of shapes, strides and options, without a GPU. 0, or -1 with a message in err. */
 int sheaf_cudnn_validate(void* cudnn, const sheaf_sdpa_problem* p, int cc, char* err, int64_t err_size);
-/* Queues the forward or (backward != 0) the backward of a prepared problem with `workspace`. 0, or
- * -1 with a message in err. */
-int sheaf_cudnn_run(void* ctx, const sheaf_sdpa_problem* p, int backward, const sheaf_sdpa_pointers* ptrs, void* workspace,
-                    char* err, int64_t err_size);
+/* Queues the forward or (backward != 0) the backward of prepared plan `plan` with `workspace`. 0,
+ * or -1 with a message in err. */
+int sheaf_cudnn_run(void* ctx, int64_t plan, int backward, const sheaf_sdpa_pointers* ptrs, void* workspace, char* err,
+                    int64_t err_size);
 #ifdef __cplusplus
 }
 #endif

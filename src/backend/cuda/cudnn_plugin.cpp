@@ -5,11 +5,12 @@
 // backward the rows' f32 log-sum-exp ("stats") — and one backward graph — Q, K, V, O, dO, stats
 // in; dQ, dK, dV out —, each validated, lowered, its heuristic's plans (mode A) checked and built
 // once; running one only queues it on the stream with the tensors' addresses.
+#include <algorithm>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
@@ -102,12 +103,10 @@ struct Context {
   cudnnHandle_t handle = nullptr;
   int cc = 0;
   struct Plans {
-    Graph forward, backward;
+    Graph forward, backward;  // backward: null without a gradient
   };
-  std::map<std::string, Plans> plans;  // by the problem's bytes
+  std::vector<Plans> plans;  // by the index sheaf_cudnn_prepare gave
 };
-
-std::string key_of(const sheaf_sdpa_problem& p) { return std::string(reinterpret_cast<const char*>(&p), sizeof p); }
 
 void message(const std::string& m, char* err, int64_t size) {
   if (!err || size <= 0) return;
@@ -155,8 +154,9 @@ __attribute__((visibility("default"))) int64_t sheaf_cudnn_version(void*) {
   }
 }
 
-__attribute__((visibility("default"))) int sheaf_cudnn_prepare(void* ctx, const sheaf_sdpa_problem* p, int64_t* forward_bytes,
-                                                               int64_t* backward_bytes, char* err, int64_t err_size) {
+__attribute__((visibility("default"))) int sheaf_cudnn_prepare(void* ctx, const sheaf_sdpa_problem* p, int64_t* plan,
+                                                               int64_t* forward_bytes, int64_t* backward_bytes, char* err,
+                                                               int64_t err_size) {
   auto* c = static_cast<Context*>(ctx);
   try {
     Context::Plans plans;
@@ -167,7 +167,8 @@ __attribute__((visibility("default"))) int sheaf_cudnn_prepare(void* ctx, const 
       plans.backward = backward_graph(*p, c->cc);
       *backward_bytes = build(plans.backward, c->handle);
     }
-    c->plans[key_of(*p)] = std::move(plans);
+    *plan = static_cast<int64_t>(c->plans.size());
+    c->plans.push_back(std::move(plans));
     return 0;
   } catch (const std::exception& e) {
     message(e.what(), err, err_size);
@@ -188,17 +189,16 @@ __attribute__((visibility("default"))) int sheaf_cudnn_validate(void* cudnn, con
   }
 }
 
-__attribute__((visibility("default"))) int sheaf_cudnn_run(void* ctx, const sheaf_sdpa_problem* p, int backward,
-                                                           const sheaf_sdpa_pointers* x, void* workspace, char* err,
-                                                           int64_t err_size) {
+__attribute__((visibility("default"))) int sheaf_cudnn_run(void* ctx, int64_t plan, int backward, const sheaf_sdpa_pointers* x,
+                                                           void* workspace, char* err, int64_t err_size) {
   auto* c = static_cast<Context*>(ctx);
   try {
-    auto it = c->plans.find(key_of(*p));
-    if (it == c->plans.end()) throw std::runtime_error("the problem was not prepared");
-    const Graph& g = backward ? it->second.backward : it->second.forward;
+    if (plan < 0 || plan >= static_cast<int64_t>(c->plans.size())) throw std::runtime_error("no such plan");
+    const Context::Plans& plans = c->plans[static_cast<size_t>(plan)];
+    const Graph& g = backward ? plans.backward : plans.forward;
     if (!g) throw std::runtime_error("the problem has no backward");
     std::unordered_map<int64_t, void*> pack{{kQ, x->q}, {kK, x->k}, {kV, x->v}, {kO, x->o}};
-    if (p->grad) pack.emplace(kStats, x->stats);
+    if (plans.backward) pack.emplace(kStats, x->stats);
     if (backward) pack.insert({{kDO, x->d_o}, {kDQ, x->dq}, {kDK, x->dk}, {kDV, x->dv}});
     check(g->execute(c->handle, pack, workspace), "execute");
     return 0;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -25,8 +24,8 @@ struct Plugin {
   void* (*open)(void*, void*, int, char*, int64_t) = nullptr;
   void (*close)(void*) = nullptr;
   int64_t (*version)(void*) = nullptr;
-  int (*prepare)(void*, const sheaf_sdpa_problem*, int64_t*, int64_t*, char*, int64_t) = nullptr;
-  int (*run)(void*, const sheaf_sdpa_problem*, int, const sheaf_sdpa_pointers*, void*, char*, int64_t) = nullptr;
+  int (*prepare)(void*, const sheaf_sdpa_problem*, int64_t*, int64_t*, int64_t*, char*, int64_t) = nullptr;
+  int (*run)(void*, int64_t, int, const sheaf_sdpa_pointers*, void*, char*, int64_t) = nullptr;
   int (*validate)(void*, const sheaf_sdpa_problem*, int, char*, int64_t) = nullptr;
   std::string error;  // why cuDNN is not available
 };
@@ -69,8 +68,7 @@ const Plugin& plugin() {
 }
 
 sheaf_sdpa_problem problem_of(const Sdpa& a) {
-  sheaf_sdpa_problem p;
-  std::memset(&p, 0, sizeof p);  // the plugin keys its plans by these bytes, padding included
+  sheaf_sdpa_problem p{};
   p.bf16 = a.dtype == DType::BF16;
   p.b = a.b, p.h = a.h, p.t = a.t, p.s = a.s, p.d = a.d, p.dv = a.dv;
   p.scale = a.scale, p.causal = a.causal, p.grad = a.grad;
@@ -112,33 +110,39 @@ std::unique_ptr<CudnnSdpa> CudnnSdpa::open(void* stream, int cc, Memory memory, 
 }
 
 CudnnSdpa::~CudnnSdpa() {
-  for (const auto& [key, w] : prepared_)
-    for (DevicePtr x : {w.forward, w.backward})
-      if (x) memory_.release(x);
+  for (const Prepared& p : prepared_) release(p);
   plugin().close(ctx_);
 }
 
+const CudnnSdpa::Prepared* CudnnSdpa::find(const Sdpa& a) const {
+  auto it = std::find_if(prepared_.begin(), prepared_.end(), [&](const Prepared& p) { return same_plan(p.problem, a); });
+  return it == prepared_.end() ? nullptr : &*it;
+}
+
+void CudnnSdpa::release(const Prepared& p) {
+  for (DevicePtr x : {p.forward, p.backward})
+    if (x) memory_.release(x);
+}
+
 bool CudnnSdpa::prepare(const Sdpa& a, std::string& why) {
-  const std::string key = sdpa_key(a);
-  if (prepared_.contains(key)) return true;
+  if (find(a)) return true;
   const sheaf_sdpa_problem p = problem_of(a);
+  Prepared w{.problem = a};
   int64_t forward = 0, backward = 0;
   char err[1024] = {};
-  if (plugin().prepare(ctx_, &p, &forward, &backward, err, sizeof err) != 0) {
-    why = fmt::format("cuDNN does not take attention {}: {}", key, err);
+  if (plugin().prepare(ctx_, &p, &w.plan, &forward, &backward, err, sizeof err) != 0) {
+    why = fmt::format("cuDNN does not take attention {}: {}", sdpa_key(a), err);
     return false;
   }
-  Workspaces w;
   if (forward > 0) w.forward = memory_.allocate(static_cast<size_t>(forward));
   if (backward > 0) w.backward = memory_.allocate(static_cast<size_t>(backward));
-  prepared_.emplace(key, w);
+  prepared_.push_back(w);
   try {
     trial(a);
   } catch (const SheafError& e) {
-    for (DevicePtr x : {w.forward, w.backward})
-      if (x) memory_.release(x);
-    prepared_.erase(key);
-    why = fmt::format("cuDNN's plans for attention {} do not run: {}", key, e.what());
+    release(w);
+    prepared_.pop_back();
+    why = fmt::format("cuDNN's plans for attention {} do not run: {}", sdpa_key(a), e.what());
     return false;
   }
   return true;
@@ -181,12 +185,11 @@ void CudnnSdpa::trial(const Sdpa& a) {
 }
 
 void CudnnSdpa::run(const Sdpa& a, bool backward, const SdpaBuffers& b) {
-  auto it = prepared_.find(sdpa_key(a));
-  if (it == prepared_.end()) throw SheafError("internal: attention " + sdpa_key(a) + " was not prepared for cuDNN");
-  const sheaf_sdpa_problem p = problem_of(a);
+  const Prepared* w = find(a);
+  if (!w) throw SheafError("internal: attention " + sdpa_key(a) + " was not prepared for cuDNN");
   const sheaf_sdpa_pointers x{host(b.q), host(b.k), host(b.v), host(b.o), host(b.stats), host(b.d_o), host(b.dq), host(b.dk), host(b.dv)};
   char err[1024] = {};
-  if (plugin().run(ctx_, &p, backward, &x, host(backward ? it->second.backward : it->second.forward), err, sizeof err) != 0)
+  if (plugin().run(ctx_, w->plan, backward, &x, host(backward ? w->backward : w->forward), err, sizeof err) != 0)
     throw SheafError(fmt::format("cuDNN: attention {} of {} failed: {}", backward ? "backward" : "forward", sdpa_key(a), err));
 }
 

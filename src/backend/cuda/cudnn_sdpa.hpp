@@ -4,14 +4,14 @@
 // dynlib.hpp opens the CUDA libraries) and libsheaf_cudnn.so, built with Sheaf from NVIDIA's
 // header-only cudnn-frontend (cudnn_plugin.cpp, its C interface cudnn_abi.h; found like the other
 // companions, base/companion.hpp, or at $SHEAF_CUDNN_LIB), which builds the frontend's graphs.
-// Each problem's plans are built and their workspaces allocated (once per sdpa_key) when it is
-// prepared — never while the stream is captured —; run() only queues a plan on the stream.
+// Each problem's plans are built and their workspaces allocated (once per distinct problem) when
+// it is prepared — never while the stream is captured —; run() only queues a plan on the stream.
 // SHEAF_CUDNN=0 turns cuDNN off: the own attention kernels run (attention_kernel.hpp).
 #pragma once
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/device.hpp"
 
@@ -41,7 +41,7 @@ class CudnnSdpa {
   CudnnSdpa(const CudnnSdpa&) = delete;
   CudnnSdpa& operator=(const CudnnSdpa&) = delete;
 
-  // Builds problem a's plans (once per key) and runs them once on zeroed scratch tensors of its
+  // Builds problem a's plans (once per distinct problem) and runs them once on zeroed scratch tensors of its
   // strides, so that a plan that builds but does not run is refused here rather than in the middle
   // of a step; false with `why` when cuDNN does not take it.
   bool prepare(const Sdpa& a, std::string& why);
@@ -51,14 +51,18 @@ class CudnnSdpa {
   std::string version() const;
 
  private:
-  struct Workspaces {
-    DevicePtr forward = 0, backward = 0;
+  struct Prepared {
+    Sdpa problem;
+    int64_t plan = -1;  // the library's index of its plans
+    DevicePtr forward = 0, backward = 0;  // their workspaces
   };
   CudnnSdpa(void* ctx, Memory memory) : ctx_(ctx), memory_(std::move(memory)) {}
+  const Prepared* find(const Sdpa& a) const;
+  void release(const Prepared& p);
   void trial(const Sdpa& a);  // runs a prepared problem once on scratch tensors (throws SheafError)
   void* ctx_;
   Memory memory_;
-  std::map<std::string, Workspaces> prepared_;  // by sdpa_key
+  std::vector<Prepared> prepared_;  // a model's few distinct problems (same_plan)
 };
 
 }  // namespace sheaf::cuda

@@ -16,9 +16,11 @@ using fusion::AttentionLayout;
 constexpr int64_t kMaxHead = 128;     // cuDNN's fused SDPA (forward and backward) on sm_80+
 constexpr double kMaskedFill = -1e4;  // exp(fill − max) is 0 in f32 for every row max above fill + 104
 
-// A tensor's batch strides (one per chain batch dim), row stride and column stride, then where.
+// A tensor's rows (t or s), batch strides (one per chain batch dim), row stride and column stride,
+// then where.
 struct Strided {
   SdpaTensor* into;
+  int64_t rows;
   std::vector<int64_t> batch;
   int64_t rs = 0, cs = 1;
 };
@@ -68,7 +70,7 @@ bool merge_batch(std::vector<int64_t> extents, std::vector<Strided>& ts, Sdpa& p
   p.b = extents.empty() ? 1 : extents[0];
   p.h = extents.size() < 2 ? 1 : extents[1];
   for (Strided& x : ts) {
-    const int64_t inner = x.rs * (x.into == &p.q || x.into == &p.dq || x.into == &p.o || x.into == &p.d_o || x.into == &p.stats ? p.t : p.s);
+    const int64_t inner = x.rs * x.rows;  // the stride of a merged-away dim of one element
     const int64_t bs = x.batch.empty() ? p.h * inner : x.batch[0], hs = x.batch.size() < 2 ? inner : x.batch[1];
     x.into->strides = {bs, hs, x.rs, x.cs};
   }
@@ -80,6 +82,12 @@ bool merge_batch(std::vector<int64_t> extents, std::vector<Strided>& ts, Sdpa& p
 double Sdpa::flops(bool backward) const {
   const double pairs = static_cast<double>(b * h) * static_cast<double>(t) * static_cast<double>(s) * (causal ? 0.5 : 1.0);
   return pairs * 2.0 * (backward ? 3.0 * static_cast<double>(d) + 2.0 * static_cast<double>(dv) : static_cast<double>(d + dv));
+}
+
+bool same_plan(Sdpa x, Sdpa y) {
+  for (Sdpa* p : {&x, &y})
+    for (SdpaTensor* t : {&p->q, &p->k, &p->v, &p->o, &p->stats, &p->d_o, &p->dq, &p->dk, &p->dv_}) t->slot = -1, t->offset = 0;
+  return x == y;
 }
 
 std::string sdpa_key(const Sdpa& a) {
@@ -111,8 +119,8 @@ std::optional<Sdpa> sdpa_problem(const ir::Graph& g, const fusion::Schedule& s, 
     x.slot = m.slot[static_cast<size_t>(s.view[static_cast<size_t>(o.value)]->buffer)], x.offset = o.offset;
   };
   at(a.q, fwd, p.q), at(a.k, fwd, p.k), at(a.v, fwd, p.v), out_at(a.out, p.o);
-  std::vector<Strided> ts{{&p.q, a.batch_q, a.q_rs}, {&p.k, a.batch_k, a.k_rs}, {&p.v, a.batch_v, a.v_rs},
-                          {&p.o, a.out.batch, a.out.rs, a.out.cs}};
+  std::vector<Strided> ts{{&p.q, a.t, a.batch_q, a.q_rs}, {&p.k, a.s, a.batch_k, a.k_rs}, {&p.v, a.s, a.batch_v, a.v_rs},
+                          {&p.o, a.t, a.out.batch, a.out.rs, a.out.cs}};
   if (ga) {
     // The backward reads q, k, v and o where the forward did, and the forward's stats.
     SdpaTensor q, k, v;
@@ -121,13 +129,13 @@ std::optional<Sdpa> sdpa_problem(const ir::Graph& g, const fusion::Schedule& s, 
     const fusion::View& sw = *s.view[static_cast<size_t>(a.row_max)];
     p.stats.slot = m.slot[static_cast<size_t>(sw.buffer)], p.stats.offset = sw.offset;
     const size_t nb = a.batch.size();
-    ts.push_back({&p.stats, std::vector<int64_t>(sw.strides.begin(), sw.strides.begin() + static_cast<std::ptrdiff_t>(nb)), sw.strides[nb]});
+    ts.push_back({&p.stats, a.t, std::vector<int64_t>(sw.strides.begin(), sw.strides.begin() + static_cast<std::ptrdiff_t>(nb)), sw.strides[nb]});
     at(ga->d_out, static_cast<size_t>(grad), p.d_o);
     out_at(ga->grad_q, p.dq), out_at(ga->grad_k, p.dk), out_at(ga->grad_v, p.dv_);
-    ts.insert(ts.end(), {{&p.d_o, ga->batch_do, ga->do_rs},
-                         {&p.dq, ga->grad_q.batch, ga->grad_q.rs, ga->grad_q.cs},
-                         {&p.dk, ga->grad_k.batch, ga->grad_k.rs, ga->grad_k.cs},
-                         {&p.dv_, ga->grad_v.batch, ga->grad_v.rs, ga->grad_v.cs}});
+    ts.insert(ts.end(), {{&p.d_o, a.t, ga->batch_do, ga->do_rs},
+                         {&p.dq, a.t, ga->grad_q.batch, ga->grad_q.rs, ga->grad_q.cs},
+                         {&p.dk, a.s, ga->grad_k.batch, ga->grad_k.rs, ga->grad_k.cs},
+                         {&p.dv_, a.s, ga->grad_v.batch, ga->grad_v.rs, ga->grad_v.cs}});
   }
   // Head columns contiguous; 16-byte aligned rows and matrices (f32 stats: contiguous rows).
   for (const Strided& x : ts) {

@@ -47,6 +47,10 @@ struct Sdpa {
   double flops(bool backward) const;
 };
 
+// Whether two problems take the same library plan: equal but for where their tensors lie (slots
+// and offsets; a model's layers).
+bool same_plan(Sdpa x, Sdpa y);
+
 // A readable key of everything a library plan depends on (not the slots and offsets):
 // "bf16 b8 h12 t1024 s1024 d64/64 scale 0.125 causal grad q 2359296,64,2304,1 ...".
 std::string sdpa_key(const Sdpa& a);
