@@ -132,6 +132,7 @@ class Fuser {
 
   Schedule run() {
     if (o_.gpu && o_.attention) find_attention_chains();
+    if (o_.gpu && o_.bias_epilogue) find_bias_epilogues();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();
@@ -147,6 +148,7 @@ class Fuser {
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
   std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
+  std::vector<int32_t> biased_;                 // node → the product (add) or add (product) of its bias epilogue (-1: none)
   passes::Readers readers_;                     // value → the nodes reading it
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
@@ -459,7 +461,84 @@ class Fuser {
     return merge_axes(shape(u), w.strides, free_dims(rank, batch, contract)) && merge_axes(shape(u), w.strides, contract);
   }
 
-  bool place_dot(int32_t i, const ir::Node& n) {
+  // Whether every reader of v, through views (reshape, transpose, slice), is a product (with
+  // `in_attention`: one of an attention chain's): no loop could compute v as it reads it, so v is
+  // written to memory whatever computes it.
+  bool read_by_products_only(int32_t v, bool in_attention) const {
+    if (std::find(g_.results.begin(), g_.results.end(), v) != g_.results.end()) return !in_attention;
+    for (int32_t r : readers_.nodes[static_cast<size_t>(v)]) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
+      const bool view = n.op == Op::Reshape || n.op == Op::Transpose || n.op == Op::Slice;
+      if (view ? !read_by_products_only(n.out, in_attention)
+               : n.op != Op::DotGeneral || (in_attention && (chain_of_.empty() || chain_of_[static_cast<size_t>(r)] < 0)))
+        return false;
+    }
+    return true;
+  }
+
+  // The products a bias add joins (FuseOptions::bias_epilogue): dot_general without batch dims
+  // whose one free rhs dim is its result's last, read only by an add (same type) of a
+  // broadcast_in_dim of a vector onto that last dim, whose sum only products read (a loop reading
+  // it would add the bias as it loads, for free) — unless the add is an attention operand's bias
+  // that its Attention step folds. The epilogue rounds once where the graph rounds the product and
+  // then the sum: the same bits in f32, not in f16/bf16, whose sums join their product only where
+  // attention chains alone read them and a fused-attention library may run those chains (no
+  // attention bias folds: its f32 scores do not round as the graph does either) — the projection
+  // of q, k and v. The product is placed at the add (place_biased_dot, which checks the row's view).
+  void find_bias_epilogues() {
+    std::vector<bool> attention_sum(g_.types.size(), false);
+    if (o_.fold_attention_bias)
+      for (const passes::AttentionMatch& m : chains_)
+        for (const passes::OperandBias& b : {m.bias_q, m.bias_k, m.bias_v})
+          if (b.sum >= 0) attention_sum[static_cast<size_t>(b.sum)] = true;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const ir::Node& add = g_.nodes[i];
+      if (add.op != Op::Binary || add.attrs.binary != Binary::Add || attention_sum[static_cast<size_t>(add.out)] ||
+          (!chain_of_.empty() && chain_of_[i] >= 0))
+        continue;
+      const bool half = g_.type(add.out).dtype != DType::F32;
+      if ((half && o_.fold_attention_bias) || !read_by_products_only(add.out, half)) continue;
+      for (size_t side = 0; side < 2; ++side) {
+        const ir::Node& d = g_.producer(add.in[side]);
+        const ir::Node& row = g_.producer(add.in[1 - side]);
+        if (d.op != Op::DotGeneral || readers_.sole(d.out) != static_cast<int32_t>(i) || !d.attrs.dot.lhs_batch.empty() ||
+            g_.type(d.out) != g_.type(add.out) || shape(d.in[1]).size() != d.attrs.dot.rhs_contract.size() + 1 ||
+            row.op != Op::BroadcastInDim || shape(row.in[0]).size() != 1 ||
+            row.attrs.dims[0] != static_cast<int64_t>(shape(add.out).size()) - 1)
+          continue;
+        if (biased_.empty()) biased_.assign(g_.nodes.size(), -1);
+        const int32_t di = g_.def[d.out];
+        biased_[static_cast<size_t>(di)] = static_cast<int32_t>(i), biased_[i] = di;
+        break;
+      }
+    }
+  }
+
+  // The product of a bias epilogue is placed with its add.
+  bool bias_deferred(int32_t i, const ir::Node& n) const {
+    return !biased_.empty() && biased_[static_cast<size_t>(i)] >= 0 && n.op == Op::DotGeneral;
+  }
+
+  // At the add of a bias epilogue: its product and the add as one Dot step, when the row is
+  // readable as DotLayout::bias says; else the product alone (the add is then placed as usual).
+  bool place_biased_dot(int32_t add_index, const ir::Node& add) {
+    const int32_t di = biased_[static_cast<size_t>(add_index)];
+    const ir::Node& d = g_.nodes[static_cast<size_t>(di)];
+    const int32_t row = add.in[add.in[0] == d.out ? 1 : 0];
+    const View& w = view_of(row);
+    const size_t es = dtype_size(g_.type(row).dtype), last = w.strides.size() - 1;
+    bool plain = w.strides[last] == 1 && (w.offset * static_cast<int64_t>(es)) % 16 == 0;
+    for (size_t j = 0; j < last; ++j) plain = plain && w.strides[j] == 0;
+    if (!plain || !place_dot(di, d, add_index, row)) {
+      if (!place_dot(di, d)) place_host(di, d);
+      return false;
+    }
+    return true;
+  }
+
+  // dot_general `n` (node i) as a Dot step; with `add` (node index) and `row`, the bias epilogue
+  // of find_bias_epilogues (the add's value is the step's output).
+  bool place_dot(int32_t i, const ir::Node& n, int32_t add = -1, int32_t row = -1) {
     int32_t l = n.in[0], r = n.in[1];
     DType t = g_.type(l).dtype;
     if ((t != DType::F32 && !(o_.gpu && (t == DType::F16 || t == DType::BF16))) || g_.type(n.out).dtype != t || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
@@ -472,8 +551,14 @@ class Fuser {
     if (!merges(r, d.rhs_batch, d.rhs_contract)) own_buffer(r);
     auto layout = dot_layout(shape(l), view_of(l), shape(r), view_of(r), d);
     if (!layout) return false;
-    int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i}, .dot = *layout});
-    give_buffer(n.out, st);
+    if (add < 0) {
+      give_buffer(n.out, push(Step{.kind = StepKind::Dot, .nodes = {i}, .dot = *layout}));
+      return true;
+    }
+    layout->bias = row;
+    const int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i, add}, .dot = *layout});
+    s_.step_of[n.out] = st;
+    give_buffer(g_.nodes[static_cast<size_t>(add)].out, st);
     return true;
   }
 
@@ -770,6 +855,8 @@ class Fuser {
       else if (m.grad && m.grad->nodes.front() == i) place_attention_grad(m);
       return;
     }
+    if (bias_deferred(i, n)) return;  // placed with its add
+    if (!biased_.empty() && biased_[static_cast<size_t>(i)] >= 0 && place_biased_dot(i, n)) return;
     // The CPU and CUDA lowering facet of each op (docs/architecture.md, "An op's facets"): the
     // step it becomes; `place_host` runs the reference kernel on the host (ref/executor.cpp).
     switch (n.op) {

@@ -83,6 +83,12 @@ struct DotLayout {
   std::vector<int64_t> batch, batch_lhs, batch_rhs;
   int64_t m = 1, n = 1, k = 1;
   int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
+  // GPU (FuseOptions::bias_epilogue): the step is dot_general plus a bias — its nodes are the
+  // product and the add reading it, its output the add's — and `bias` (value id, −1: none) is the
+  // add's other operand: a row read through read_view with stride 0 on every dim but the last
+  // (stride 1, n elements, 16-byte aligned). Element (r, col) of the result is the product's f32
+  // sum plus bias[col], rounded once to the result's type (the graph rounds the product first).
+  int32_t bias = -1;
 };
 
 // An Attention step: for every batch index b (row-major over `batch`), out[b] ([t, dv])
@@ -162,6 +168,11 @@ struct Schedule {
   std::vector<bool> has_buffer;             // value → owns memory (parameters, constants, step outputs)
 };
 
+// The value a Dot step writes: its product's, or with a bias (DotLayout::bias) its add's.
+inline int32_t dot_result(const ir::Graph& g, const Step& st) {
+  return g.nodes[static_cast<size_t>(st.nodes[st.dot.bias >= 0 ? 1 : 0])].out;
+}
+
 // Whether step `step` computes v in its loop (v is then read there without a buffer).
 bool computes(const Schedule& s, int32_t v, int32_t step);
 
@@ -190,6 +201,10 @@ struct FuseOptions {
   // load (AttentionLayout::Bias); false when a fused-attention library, which reads plain
   // operands, may run the chains (cuda/sdpa.hpp).
   bool fold_attention_bias = true;
+  // GPU: a product without batch dims whose only reader adds a row along its last dim (a dense
+  // layer's bias) becomes one Dot step computing both (DotLayout::bias: cuBLASLt's bias
+  // epilogue), unless that add is an attention operand's bias folded into its Attention step.
+  bool bias_epilogue = false;
 };
 
 inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;

@@ -7,10 +7,12 @@
 // cuBLASLt refuses to run is passed over; the choice is kept in the choices file, which a new
 // LtGemm uses without timing; a kept choice that is not among the candidates, a file of another
 // GPU, and damaged, truncated or unsigned files are never used (timed again, the file rewritten).
+// A product with a bias row sets cuBLASLt's bias epilogue and the row's address.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -31,6 +33,9 @@ struct Fake {
   uint64_t refused = 0;       // cublasLtMatmul fails for this algorithm (0: none)
   int requested = 0;          // requestedAlgoCount of the last heuristic call
   std::vector<uint64_t> ran;  // word 0 of every algorithm cublasLtMatmul ran
+  int heuristics = 0;         // heuristic calls
+  std::map<int, uint64_t> desc;  // the descriptor's attributes (one descriptor at a time), 8 bytes at most
+  std::map<int, uint64_t> desc_at_heuristic, desc_at_run;  // as the last heuristic call and run saw them
 };
 Fake fake;
 
@@ -46,10 +51,16 @@ cublasStatus_t destroy(cublasLtHandle_t) { return 0; }
 size_t version() { return 120304; }
 cublasStatus_t desc_create(cublasLtMatmulDesc_t* d, int, int) {
   *d = dummy<cublasLtMatmulDesc_t>();
+  fake.desc.clear();
   return 0;
 }
 cublasStatus_t desc_destroy(cublasLtMatmulDesc_t) { return 0; }
-cublasStatus_t desc_set(cublasLtMatmulDesc_t, int, const void*, size_t) { return 0; }
+cublasStatus_t desc_set(cublasLtMatmulDesc_t, int attr, const void* value, size_t size) {
+  uint64_t v = 0;
+  std::memcpy(&v, value, std::min(size, sizeof v));
+  fake.desc[attr] = v;
+  return 0;
+}
 cublasStatus_t layout_create(cublasLtMatrixLayout_t* l, int, uint64_t, uint64_t, int64_t) {
   *l = dummy<cublasLtMatrixLayout_t>();
   return 0;
@@ -66,6 +77,8 @@ cublasStatus_t heuristic(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixL
                          cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int requested,
                          LtHeuristicResult* results, int* returned) {
   fake.requested = requested;
+  ++fake.heuristics;
+  fake.desc_at_heuristic = fake.desc;
   *returned = std::min(requested, fake.candidates);
   for (int i = 0; i < *returned; ++i) {
     results[i] = LtHeuristicResult{};
@@ -80,6 +93,7 @@ cublasStatus_t matmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const
                       cublasLtMatrixLayout_t, const LtMatmulAlgo* algo, void*, size_t, CUstream) {
   if (algo->data[0] == fake.refused) return kStatusNotSupported;
   fake.ran.push_back(algo->data[0]);
+  fake.desc_at_run = fake.desc;
   return 0;
 }
 
@@ -115,7 +129,7 @@ Gemm bf16_gemm() {  // c (64×48) = a (64×32) · b (32×48), row-major
   return g;
 }
 
-bool run(LtGemm& lt) { return lt.matmul(bf16_gemm(), 0x10000, 0x20000, 0x30000, nullptr, 0x40000, 1 << 20); }
+bool run(LtGemm& lt) { return lt.matmul(bf16_gemm(), 0x10000, 0x20000, 0x30000, 0, nullptr, 0x40000, 1 << 20); }
 
 void expect_tuning(const LtGemm& lt, int64_t shapes, int64_t timed, int64_t cached) {
   const ProductTuning t = lt.tuning();
@@ -161,6 +175,26 @@ TEST_F(LtTune, TheFastestCandidateRunsTheProduct) {
   EXPECT_EQ(fake.ran, std::vector<uint64_t>{101});
   EXPECT_EQ(t.calls, 4 * (1 + kLtTimedRuns));
   expect_tuning(lt, 1, 1, 0);
+}
+
+// A product with a bias row (Gemm::bias): cuBLASLt's bias epilogue, set before the heuristic
+// (which reads the pointer's alignment) with the row's address, and each run reads the row it is
+// given; a product of the same shape without one is another product (no epilogue).
+TEST_F(LtTune, ABiasRowIsTheBiasEpilogue) {
+  LtGemm lt(kFakeLt);
+  Gemm g = bf16_gemm();
+  g.bias = true;
+  ASSERT_TRUE(lt.matmul(g, 0x10000, 0x20000, 0x30000, 0x50000, nullptr, 0x40000, 1 << 20));
+  EXPECT_EQ(fake.desc_at_heuristic[kDescEpilogue], uint64_t{kEpilogueBias});
+  EXPECT_EQ(fake.desc_at_heuristic[kDescBiasPointer], 0x50000u);
+  EXPECT_EQ(fake.desc_at_run[kDescBiasPointer], 0x50000u);
+  ASSERT_TRUE(lt.matmul(g, 0x10000, 0x20000, 0x30000, 0x60000, nullptr, 0x40000, 1 << 20));
+  EXPECT_EQ(fake.heuristics, 1);  // the same shape and alignments: prepared once
+  EXPECT_EQ(fake.desc_at_run[kDescBiasPointer], 0x60000u);
+  ASSERT_TRUE(run(lt));
+  EXPECT_EQ(fake.heuristics, 2);
+  EXPECT_EQ(fake.desc_at_heuristic.count(kDescEpilogue), 0u);
+  EXPECT_EQ(fake.desc_at_run.count(kDescBiasPointer), 0u);
 }
 
 TEST_F(LtTune, ACandidateCublasRefusesIsPassedOver) {

@@ -142,6 +142,10 @@ static_assert(sheaf::cuda::kOpN == CUBLAS_OP_N && sheaf::cuda::kOpT == CUBLAS_OP
 static_assert(sizeof(cublasOperation_t) == sizeof(int32_t));
 static_assert(sheaf::cuda::kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA);
 static_assert(sheaf::cuda::kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
+static_assert(sheaf::cuda::kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE);
+static_assert(sheaf::cuda::kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+static_assert(sheaf::cuda::kEpilogueBias == CUBLASLT_EPILOGUE_BIAS);
+static_assert(sizeof(cublasLtEpilogue_t) == sizeof(int32_t));
 static_assert(sheaf::cuda::kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 static_assert(sheaf::cuda::kLayoutBatchStride == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
 static_assert(sheaf::cuda::kPrefMaxWorkspace == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);

@@ -333,13 +333,19 @@ std::vector<float> widen(DType t, const uint16_t* p, int64_t rows, int64_t cols,
 }
 
 // Throws unless every element a product reads or writes lies inside a live allocation.
-void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c) {
+// A bias row must be 16-byte aligned, as cuBLASLt's bias epilogue may assume.
+void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c,
+                cuda::DevicePtr bias) {
   if (g.m == 0 || g.n == 0 || g.batches == 0) return;
   const auto es = static_cast<int64_t>(dtype_size(g.dtype));
   auto check = [&](cuda::DevicePtr p, std::pair<int64_t, int64_t> range, const char* what) {
     d.check_range(p + static_cast<uint64_t>(range.first * es), static_cast<size_t>((range.second - range.first + 1) * es), what);
   };
   check(c, {0, g.batches * g.m * g.n - 1}, "product output");
+  if (g.bias) {
+    if (bias % 16 != 0) throw SheafError(fmt::format("internal: a product's bias row at {:#x} is not 16-byte aligned", bias));
+    check(bias, {0, g.n - 1}, "product bias");
+  }
   if (g.k == 0) return;
   check(a, offset_range({{g.batches, g.a_bs}, {g.m, g.a_rs}, {g.k, g.a_cs}}), "product lhs");
   check(b, offset_range({{g.batches, g.b_bs}, {g.k, g.b_rs}, {g.n, g.b_cs}}), "product rhs");
@@ -466,32 +472,40 @@ std::unique_ptr<cuda::Module> EmulatedDevice::load(const std::string& source, co
   return std::make_unique<EmulatedModule>(shared_from_this(), std::move(kernels));
 }
 
-void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c) {
+void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c, cuda::DevicePtr bias) {
   if (g.dtype != DType::F32 && g.dtype != DType::F16 && g.dtype != DType::BF16)
     throw SheafError(fmt::format("internal: matrix product of {} on the emulated device", dtype_name(g.dtype)));
   if (g.m < 0 || g.n < 0 || g.k < 0 || g.batches < 0)
     throw SheafError(fmt::format("internal: matrix product of {}×{}·{}×{} in {} batches", g.m, g.k, g.k, g.n, g.batches));
-  auto check_all = [this, g, a, b, c] { check_gemm(*this, g, a, b, c); };
+  auto check_all = [this, g, a, b, c, bias] { check_gemm(*this, g, a, b, c, bias); };
   check_all();
   ++counters.gemms;
   counters.tf32_gemms += g.tf32;
-  submit([check_all, g, a, b, c] {
+  counters.bias_gemms += g.bias;
+  submit([check_all, g, a, b, c, bias] {
     check_all();
     if (g.m == 0 || g.n == 0) return;
+    const bool half = g.dtype != DType::F32;
+    std::vector<float> row(static_cast<size_t>(g.n), 0.0f);  // the bias epilogue's row, in f32
+    if (g.bias) row = half ? widen(g.dtype, reinterpret_cast<const uint16_t*>(bias), 1, g.n, g.n, 1)
+                           : std::vector<float>(reinterpret_cast<const float*>(bias), reinterpret_cast<const float*>(bias) + g.n);
     for (int64_t i = 0; i < g.batches; ++i) {
-      if (g.dtype == DType::F32) {
-        auto* pa = reinterpret_cast<const float*>(a) + i * g.a_bs;
-        auto* pb = reinterpret_cast<const float*>(b) + i * g.b_bs;
-        auto* pc = reinterpret_cast<float*>(c) + i * g.m * g.n;
-        sheaf::gemm(MatView<const float>{pa, g.m, g.k, g.a_rs, g.a_cs}, MatView<const float>{pb, g.k, g.n, g.b_rs, g.b_cs},
-                    MatView<float>{pc, g.m, g.n, g.n, 1});
+      std::vector<float> wa, wb, wc(static_cast<size_t>(g.m * g.n));
+      MatView<const float> va, vb;
+      if (half) {
+        wa = widen(g.dtype, reinterpret_cast<const uint16_t*>(a) + i * g.a_bs, g.m, g.k, g.a_rs, g.a_cs);
+        wb = widen(g.dtype, reinterpret_cast<const uint16_t*>(b) + i * g.b_bs, g.k, g.n, g.b_rs, g.b_cs);
+        va = {wa.data(), g.m, g.k, g.k, 1}, vb = {wb.data(), g.k, g.n, g.n, 1};
+      } else {
+        va = {reinterpret_cast<const float*>(a) + i * g.a_bs, g.m, g.k, g.a_rs, g.a_cs};
+        vb = {reinterpret_cast<const float*>(b) + i * g.b_bs, g.k, g.n, g.b_rs, g.b_cs};
+      }
+      sheaf::gemm(va, vb, MatView<float>{wc.data(), g.m, g.n, g.n, 1});
+      for (size_t j = 0; j < wc.size(); ++j) wc[j] += row[j % static_cast<size_t>(g.n)];  // f32 sum + bias, rounded once
+      if (!half) {
+        std::copy(wc.begin(), wc.end(), reinterpret_cast<float*>(c) + i * g.m * g.n);
         continue;
       }
-      std::vector<float> wa = widen(g.dtype, reinterpret_cast<const uint16_t*>(a) + i * g.a_bs, g.m, g.k, g.a_rs, g.a_cs);
-      std::vector<float> wb = widen(g.dtype, reinterpret_cast<const uint16_t*>(b) + i * g.b_bs, g.k, g.n, g.b_rs, g.b_cs);
-      std::vector<float> wc(static_cast<size_t>(g.m * g.n));
-      sheaf::gemm(MatView<const float>{wa.data(), g.m, g.k, g.k, 1}, MatView<const float>{wb.data(), g.k, g.n, g.n, 1},
-                  MatView<float>{wc.data(), g.m, g.n, g.n, 1});
       auto* pc = reinterpret_cast<uint16_t*>(c) + i * g.m * g.n;
       for (size_t j = 0; j < wc.size(); ++j) pc[j] = g.dtype == DType::F16 ? float_to_half(wc[j]) : float_to_bf16(wc[j]);
     }

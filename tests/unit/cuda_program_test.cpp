@@ -129,7 +129,11 @@ TEST_P(CudaBackend, MatchesReferenceExecutor) {
   EXPECT_GE(backend.stats().built, 1u) << "nothing was built for the GPU";
   EXPECT_EQ(backend.stats().run.calls, s.calls - s.fallbacks - s.guard_reruns) << "some compiled call did not run on the GPU";
   EXPECT_EQ(testing_support::compiled_cleanly(gpu), "");
-  EXPECT_EQ(difference(got.value, want.value, "", kNativeTolerance), "");
+  // Library attention (cuDNN's, or the emulated device playing it) computes f32 scores and reads a
+  // projection its product rounded once (fusion.hpp, DotLayout::bias): its bf16 results match
+  // to the scale of each result.
+  const bool library = device->has_sdpa() && c.name.starts_with("attention");
+  EXPECT_EQ(difference(got.value, want.value, "", kNativeTolerance, library), "");
   EXPECT_EQ(out_gpu.str(), out_ref.str());
   if (GetParam().device == "emulated_sdpa") {
     EXPECT_GT(library_attention_runs(device), 0u) << "no attention ran in the library";

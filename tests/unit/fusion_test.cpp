@@ -59,6 +59,13 @@ constexpr const char* kProgram = R"(
 (defn projected-vg [p x] ((value-and-grad (fn [p] (sum (cast (projected p x) :f32)))) p))
 (defn projected-too [p x] (let [qkv (project p x)] [(heads qkv) qkv]))
 (defn joined [x y] (concat x (exp y) (* x 2) :axis 1))
+(def w1 (random-normal 12 [96 32]))
+(def b1 (random-normal 13 [32]))
+(def w2 (random-normal 14 [32 16]))
+(defn linear2 [x w1 b1 w2] (@ (+ (@ x w1) b1) w2))
+(defn linear2-grad [x w1 b1 w2] ((grad (fn [w1 b1 w2] (let [y (linear2 x w1 b1 w2)] (sum (* y y))))) w1 b1 w2))
+(defn linear-tanh [x w1 b1] (tanh (+ (@ x w1) b1)))
+(defn linear2-bf16 [x w1 b1 w2] (linear2 (cast x :bf16) (cast w1 :bf16) (cast b1 :bf16) (cast w2 :bf16)))
 (defn odd-heads [qkv]
   (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
@@ -344,6 +351,36 @@ TEST_P(Recompute, AttentionAddsAProjectionsBiasAsItLoads) {
   }
   const Fused both = fuse(in, "projected-too", {"proj", "xin"}, GetParam());
   for (const fusion::Step* st : steps_of(both, fusion::StepKind::Attention)) EXPECT_EQ(st->attention.bias_q.value, -1);
+}
+
+// The products of a GPU schedule add a bias row read only by other products as they finish
+// (DotLayout::bias, cuBLASLt's bias epilogue): in f32 wherever that holds, in bf16 only for the
+// projection that attention chains alone read and no Attention step folds (a fused-attention
+// library's). Never where a loop reads the sum (it adds the bias as it loads), nor on the CPU.
+TEST_P(Recompute, ProductsAddABiasRowOnlyProductsRead) {
+  auto biased = [&](const char* fn, std::vector<const char*> args, fusion::FuseOptions o) {
+    o.bias_epilogue = true;
+    const Fused f = fuse(in, fn, std::move(args), GetParam(), o);
+    std::vector<std::string> sums;  // the types of the sums the products compute
+    for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
+      if (st->dot.bias < 0) continue;
+      EXPECT_EQ(st->nodes.size(), 2u) << fn;
+      EXPECT_EQ(f.graph.type(st->dot.bias).shape.back(), st->dot.n) << fn;
+      EXPECT_EQ(st->outputs, std::vector<int32_t>{fusion::dot_result(f.graph, *st)}) << fn;
+      sums.push_back(ir::type_str(f.graph.type(fusion::dot_result(f.graph, *st))));
+    }
+    return sums;
+  };
+  const bool gpu = GetParam();
+  const std::vector<std::string> none, f32_sum{"f32[64x32]"}, projection{"bf16[2x64x288]"};
+  EXPECT_EQ(biased("linear2", {"x", "w1", "b1", "w2"}, {}), gpu ? f32_sum : none);
+  EXPECT_EQ(biased("linear2-grad", {"x", "w1", "b1", "w2"}, {}), gpu ? f32_sum : none);
+  EXPECT_EQ(biased("linear-tanh", {"x", "w1", "b1"}, {}), none);
+  EXPECT_EQ(biased("linear2-bf16", {"x", "w1", "b1", "w2"}, {.fold_attention_bias = false}), none);
+  for (const char* fn : {"projected", "projected-vg"}) {
+    EXPECT_EQ(biased(fn, {"proj", "xin"}, {.fold_attention_bias = false}), gpu ? projection : none) << fn;
+    EXPECT_EQ(biased(fn, {"proj", "xin"}, {}), none) << fn;  // the Attention step adds it as it loads
+  }
 }
 
 // A concatenation: in a CPU schedule one Copy step per operand, each writing its region of the

@@ -26,16 +26,22 @@ inline double tolerance(DType d) {
   }
 }
 
-inline bool close(double x, double y, DType d, double scale = 1) {
+// |x − y| within tol·(0.1·magnitude + |y|): `magnitude` sets the absolute floor (1, or the
+// largest |y| of the tensor: difference's by_leaf).
+inline bool close(double x, double y, DType d, double scale = 1, double magnitude = 1) {
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
   if (std::isinf(x) || std::isinf(y)) return x == y;
   if (!is_float(d)) return x == y;
   double tol = tolerance(d) * scale;
-  return std::fabs(x - y) <= tol * 0.1 + tol * std::fabs(y);
+  return std::fabs(x - y) <= tol * 0.1 * magnitude + tol * std::fabs(y);
 }
 
 // "" when `got` (compiled) matches `want` (interpreted), else where and how they differ.
-inline std::string difference(const Value& got, const Value& want, const std::string& at, double scale = 1) {
+// `by_leaf`: a tensor's absolute floor scales with its largest element (at least 1) — for runs
+// whose f16/bf16 sums round differently from the program's (a fused-attention library's f32
+// scores): there an element near 0 carries the rounding of the large terms it sums.
+inline std::string difference(const Value& got, const Value& want, const std::string& at, double scale = 1,
+                              bool by_leaf = false) {
   auto differ = [&](const std::string& what) {
     return fmt::format("at {}: {}\n  got:      {}\n  expected: {}", at.empty() ? "the result" : at, what,
                        print_value(got, false), print_value(want, false));
@@ -45,8 +51,11 @@ inline std::string difference(const Value& got, const Value& want, const std::st
     case Kind::Tensor: {
       const Tensor &g = got.as_tensor(), &w = want.as_tensor();
       if (g.dtype() != w.dtype() || g.shape() != w.shape()) return differ(type_str(g) + " vs " + type_str(w));
+      double magnitude = 1;
+      for (int64_t i = 0; by_leaf && i < w.numel(); ++i)
+        if (std::isfinite(w.get(i))) magnitude = std::max(magnitude, std::fabs(w.get(i)));
       for (int64_t i = 0; i < w.numel(); ++i)
-        if (!close(g.get(i), w.get(i), w.dtype(), scale))
+        if (!close(g.get(i), w.get(i), w.dtype(), scale, magnitude))
           return differ(fmt::format("element {}: {} vs {}", i, g.get(i), w.get(i)));
       return "";
     }
@@ -56,7 +65,7 @@ inline std::string difference(const Value& got, const Value& want, const std::st
       const auto &g = got.as_list(), &w = want.as_list();
       if (g.items.size() != w.items.size() || g.kind != w.kind) return differ("different lists");
       for (size_t i = 0; i < w.items.size(); ++i)
-        if (std::string d = difference(g.items[i], w.items[i], fmt::format("{}[{}]", at, i), scale); !d.empty()) return d;
+        if (std::string d = difference(g.items[i], w.items[i], fmt::format("{}[{}]", at, i), scale, by_leaf); !d.empty()) return d;
       return "";
     }
     case Kind::Dict: {
@@ -64,7 +73,7 @@ inline std::string difference(const Value& got, const Value& want, const std::st
       if (g.size() != w.size()) return differ("different dicts");
       for (size_t i = 0; i < w.size(); ++i) {
         if (g[i].first != w[i].first) return differ("different keys");
-        if (std::string d = difference(g[i].second, w[i].second, at + ":" + w[i].first, scale); !d.empty()) return d;
+        if (std::string d = difference(g[i].second, w[i].second, at + ":" + w[i].first, scale, by_leaf); !d.empty()) return d;
       }
       return "";
     }

@@ -98,6 +98,9 @@ constexpr int32_t kOpT = 1;              // cublasOperation_t: CUBLAS_OP_T
 // cublasLtMatmulDescAttributes_t
 constexpr int kDescTransA = 3;  // CUBLASLT_MATMUL_DESC_TRANSA [int32_t]
 constexpr int kDescTransB = 4;  // CUBLASLT_MATMUL_DESC_TRANSB [int32_t]
+constexpr int kDescEpilogue = 7;     // CUBLASLT_MATMUL_DESC_EPILOGUE [int32_t: cublasLtEpilogue_t]
+constexpr int kDescBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_BIAS_POINTER [const void*]
+constexpr int32_t kEpilogueBias = 4;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BIAS
 // cublasLtMatrixLayoutAttribute_t
 constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT [int32_t]
 constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET [int64_t]
@@ -174,12 +177,13 @@ class LtGemm {
   // non-empty `dir` decides; later calls change nothing. Without one, choices are not kept.
   void set_cache(const std::string& dir, const std::string& gpu);
 
-  // Queues c = a · b (Gemm's semantics) on `stream`, the algorithm allowed `workspace_bytes` of
-  // scratch at `workspace`. False (nothing queued) when plan_lt_gemm finds no plan or cuBLASLt
-  // has no algorithm for it: the caller runs the fallback kernel. Throws SheafError on errors.
+  // Queues c = a · b (Gemm's semantics; with g.bias, `bias` added by cuBLASLt's bias epilogue) on
+  // `stream`, the algorithm allowed `workspace_bytes` of scratch at `workspace`. False (nothing
+  // queued) when plan_lt_gemm finds no plan or cuBLASLt has no algorithm for it (with that
+  // epilogue): the caller runs the fallback kernel. Throws SheafError on errors.
   // A shape's first run may run its candidates on these operands first (c is overwritten, a and
   // b only read) and waits for them.
-  bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, CUstream stream, DevicePtr workspace,
+  bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr bias, CUstream stream, DevicePtr workspace,
               size_t workspace_bytes);
 
   // The shapes prepared with an algorithm, how many were decided by timing and how many by the
@@ -189,9 +193,10 @@ class LtGemm {
  private:
   struct Prepared;  // descriptors and algorithm of one shape (absent: no algorithm)
   // Creates p's descriptors for `plan` (cuBLASLt's operands aligned to align_a, align_b and
-  // align_d bytes) and returns the heuristic's usable candidates (none: cuBLASLt has no algorithm).
+  // align_d bytes; with `bias`, the bias epilogue reading *bias) and returns the heuristic's usable
+  // candidates (none: cuBLASLt has no algorithm).
   std::vector<LtMatmulAlgo> prepare(Prepared& p, const LtPlan& plan, int type, bool tf32, uint32_t align_a,
-                                    uint32_t align_b, uint32_t align_d, size_t workspace_bytes);
+                                    uint32_t align_b, uint32_t align_d, const void* const* bias, size_t workspace_bytes);
   // The candidates' index to run (the first, the file's choice or the fastest); may run them.
   size_t choose(const LtKey& key, const std::vector<LtMatmulAlgo>& candidates,
                 const std::function<bool(const LtMatmulAlgo&)>& run);
@@ -209,12 +214,15 @@ class LtGemm {
 };
 
 // The fallback kernels: `fallback_gemm_kernel(dtype)` of `fallback_gemm_source()` computes
-//   c[i·m·n + r·n + col] = Σ_p a[i·a_bs + r·a_rs + p·a_cs] · b[i·b_bs + p·b_rs + col·b_cs]
-// with parameters (const T* a, const T* b, T* c, then as long long: m, n, k, a_rs, a_cs, b_rs,
-// b_cs, batches, a_bs, b_bs), one thread per element of c (a grid-stride loop: any grid works),
-// f32 accumulation, f16/bf16 stored rounded to nearest even. F32, F16 or BF16.
+//   c[i·m·n + r·n + col] = Σ_p a[i·a_bs + r·a_rs + p·a_cs] · b[i·b_bs + p·b_rs + col·b_cs] (+ bias[col])
+// with parameters (const T* a, const T* b, T* c, const T* bias (null: none), then as long long:
+// m, n, k, a_rs, a_cs, b_rs, b_cs, batches, a_bs, b_bs), one thread per element of c (a
+// grid-stride loop: any grid works), f32 accumulation, f16/bf16 stored rounded to nearest even.
+// `fallback_gemm_kernel(dtype, true)` adds a row to a product cuBLASLt made without its bias
+// epilogue: c[i] = c[i] + bias[i mod n], parameters (T* c, const T* bias, long long total, long
+// long n). F32, F16 or BF16.
 const std::string& fallback_gemm_source();
-const char* fallback_gemm_kernel(DType dtype);
+const char* fallback_gemm_kernel(DType dtype, bool add_row = false);
 constexpr int64_t kFallbackGemmBlock = 256;
 
 }  // namespace sheaf::cuda

@@ -82,7 +82,10 @@ Access access_of(const Launch& l, const KernelText* k, const Kernels& all) {
         if (!k->types[j].starts_with("const ")) a.writes.insert(l.slots[j]);
       }
       break;
-    case Launch::Kind::Dot: a.reads = {l.slots[0], l.slots[1]}, a.writes = {l.slots[2]}; break;
+    case Launch::Kind::Dot:
+      a.reads = {l.slots[0], l.slots[1]}, a.writes = {l.slots[2]};
+      if (l.slots.size() > 3) a.reads.insert(l.slots[3]);  // the bias row
+      break;
     case Launch::Kind::Copy: a.reads = {l.slots[0]}, a.writes = {l.slots[1]}; break;
     case Launch::Kind::Fill: a.writes = {l.slots[0]}; break;
     case Launch::Kind::Host: a.barrier = true; break;

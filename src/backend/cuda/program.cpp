@@ -102,7 +102,8 @@ double floor_bytes(const ir::Graph& g, const fusion::Schedule& s) {
   for (const fusion::Step& st : s.steps) {
     if (st.kind != fusion::StepKind::Dot) continue;
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
-    for (int32_t v : {n.in[0], n.in[1], n.out}) in_memory[base(v)] = true;
+    for (int32_t v : {n.in[0], n.in[1], fusion::dot_result(g, st)}) in_memory[base(v)] = true;
+    if (st.dot.bias >= 0) in_memory[base(st.dot.bias)] = true;
   }
   double bytes = 0;
   for (size_t v = 0; v < in_memory.size(); ++v) {
@@ -130,6 +131,7 @@ Work work_of(const ir::Graph& g, const fusion::Schedule& s, const fusion::Memory
     ++w.products;
     w.product_flops += dot_flops(st.dot);
     for (int32_t v : {n.in[0], n.in[1], n.out}) w.product_bytes += static_cast<double>(bytes_of(g.type(v)));
+    if (st.dot.bias >= 0) w.product_bytes += static_cast<double>(st.dot.n * dtype_size(g.type(st.dot.bias).dtype));
   }
   return w;
 }
@@ -152,7 +154,7 @@ std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g,
       case Launch::Kind::Dot:
         key = fmt::format("product {}{}x{}x{}", st.dot.batch.empty() ? "" : fmt::format("[{}] ", fmt::join(st.dot.batch, ",")),
                           st.dot.m, st.dot.n, st.dot.k);
-        t.what = dtype_name(g.type(st.nodes[0]).dtype), t.flops = dot_flops(st.dot);
+        t.what = std::string(dtype_name(g.type(st.nodes[0]).dtype)) + (st.dot.bias >= 0 ? " + bias" : ""), t.flops = dot_flops(st.dot);
         break;
       case Launch::Kind::Sdpa: {
         const Sdpa& a = k.sdpa[static_cast<size_t>(l.sdpa)];
@@ -233,10 +235,11 @@ Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const
   Impl& p = *impl_;
   // Attention kernels need bf16 tensor-core products (sm_80+); a loop body's parameters are
   // views of its loop's buffers at any offset.
-  // A fused-attention library reads plain operands: no projection bias is folded into them.
+  // A fused-attention library reads plain operands: no projection bias is folded into them (the
+  // projection's product adds it: Gemm::bias).
   Device& device = p.alloc->device();
   p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(device.arch()) >= 80, .aligned_params = !loop_body,
-                                .fold_attention_bias = !device.has_sdpa()});
+                                .fold_attention_bias = !device.has_sdpa(), .bias_epilogue = true});
   p.memory = fusion::plan_memory(g, p.schedule);
   RenderOptions ro = render_options_for(device.multiprocessors());
   if (o.points_per_thread > 0) ro.points_per_thread = o.points_per_thread;
@@ -328,7 +331,7 @@ DevicePtr Program::Impl::input(size_t position, const Tensor& t, ProgramStats& s
   return b->ptr();
 }
 
-// c = a · b for a Dot step: the batch dims that are evenly spaced in both operands (innermost
+// c = a · b (+ its bias row) for a Dot step: the batch dims that are evenly spaced in both operands (innermost
 // first) become one strided batch of a Gemm; the others are looped over here.
 void Program::Impl::dot(const Launch& l) {
   const fusion::Step& st = schedule.steps[l.step];
@@ -339,6 +342,7 @@ void Program::Impl::dot(const Launch& l) {
   DevicePtr a = at(l.slots[0], fusion::read_view(schedule, n.in[0], step).offset, t);
   DevicePtr b = at(l.slots[1], fusion::read_view(schedule, n.in[1], step).offset, t);
   DevicePtr c = at(l.slots[2], 0, g.type(n.out).dtype);
+  const DevicePtr bias = d.bias < 0 ? 0 : at(l.slots[3], fusion::read_view(schedule, d.bias, step).offset, t);
   struct Dim {
     int64_t size, a, b, c;
   };
@@ -349,7 +353,7 @@ void Program::Impl::dot(const Launch& l) {
     c_stride *= d.batch[j];
   }
   Gemm gm{.dtype = t, .m = d.m, .n = d.n, .k = d.k, .a_rs = d.a_rs, .a_cs = d.a_cs, .b_rs = d.b_rs, .b_cs = d.b_cs,
-          .tf32 = options.tf32 && t == DType::F32};
+          .tf32 = options.tf32 && t == DType::F32, .bias = d.bias >= 0};
   size_t inner = dims.size();  // dims[inner..] form the strided batch (c's innermost batch stride is m·n)
   if (!dims.empty()) {
     --inner;
@@ -368,7 +372,8 @@ void Program::Impl::dot(const Launch& l) {
       auto idx = static_cast<int64_t>(rest % static_cast<size_t>(dims[j].size));
       oa += idx * dims[j].a, ob += idx * dims[j].b, oc += idx * dims[j].c;
     }
-    alloc->device().gemm(gm, a + static_cast<uint64_t>(oa) * es, b + static_cast<uint64_t>(ob) * es, c + static_cast<uint64_t>(oc) * cs);
+    alloc->device().gemm(gm, a + static_cast<uint64_t>(oa) * es, b + static_cast<uint64_t>(ob) * es, c + static_cast<uint64_t>(oc) * cs,
+                         bias);
   }
 }
 
@@ -558,9 +563,9 @@ std::string Program::launch_table() const {
         break;
       case Launch::Kind::Dot: {
         const fusion::DotLayout& d = st.dot;
-        r += fmt::format("step {:<3} product [{}] {}x{}x{}  {:.6g} GFLOP  {}  a strides {},{} b strides {},{}\n", l.step,
+        r += fmt::format("step {:<3} product [{}] {}x{}x{}  {:.6g} GFLOP  {}  a strides {},{} b strides {},{}{}\n", l.step,
                          fmt::join(d.batch, ","), d.m, d.n, d.k, dot_flops(d) / 1e9, dtype_name(p.g.type(st.nodes[0]).dtype),
-                         d.a_rs, d.a_cs, d.b_rs, d.b_cs);
+                         d.a_rs, d.a_cs, d.b_rs, d.b_cs, d.bias >= 0 ? " + bias" : "");
         break;
       }
       case Launch::Kind::Copy:

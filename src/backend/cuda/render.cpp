@@ -88,7 +88,8 @@ class Renderer {
           break;
         case StepKind::Dot:
           l.kind = Launch::Kind::Dot;
-          l.slots = {slot(read(n.in[0], i)), slot(read(n.in[1], i)), slot(n.out)};
+          l.slots = {slot(read(n.in[0], i)), slot(read(n.in[1], i)), slot(fusion::dot_result(g_, st))};
+          if (st.dot.bias >= 0) l.slots.push_back(slot(read(st.dot.bias, i)));
           break;
         case StepKind::Scatter:
           k.launches.push_back(copy_of_operand(i, n));

@@ -91,7 +91,7 @@ struct Launch {
                                    // earlier step's kernel with the same code (shared kernels)
   int64_t grid = 0, block = 0;     // Kernel: blocks and threads per block (x only)
   bool block_reduce = false;       // Kernel: block per point (threads of a block cooperate)
-  std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out
+  std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out (and its bias row)
                                    // buffers; Host: the operands' buffers, then the outputs
                                    // (-1: a loop invariant of a while, a view of its operand);
                                    // Copy: source, destination (a Scatter step's x → its result);
