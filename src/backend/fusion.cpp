@@ -25,6 +25,7 @@
 #include "backend/fusion.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "base/error.hpp"
 #include "passes/rewrite.hpp"
@@ -132,7 +133,7 @@ class Fuser {
 
   Schedule run() {
     if (o_.gpu && o_.attention) find_attention_chains();
-    if (o_.gpu && o_.bias_epilogue) find_bias_epilogues();
+    if (o_.gpu && o_.bias_epilogue) find_bias_epilogues(), find_row_sums();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();
@@ -149,6 +150,7 @@ class Fuser {
   std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
   std::vector<int32_t> biased_;                 // node → the product (add) or add (product) of its bias epilogue (-1: none)
+  std::vector<int32_t> summed_;                 // node → the product (reduce) or reduce (product) of its row-sum epilogue (-1: none)
   passes::Readers readers_;                     // value → the nodes reading it
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
@@ -514,9 +516,60 @@ class Fuser {
     }
   }
 
-  // The product of a bias epilogue is placed with its add.
-  bool bias_deferred(int32_t i, const ir::Node& n) const {
-    return !biased_.empty() && biased_[static_cast<size_t>(i)] >= 0 && n.op == Op::DotGeneral;
+  // The products that sum an operand's rows as they contract them (FuseOptions::bias_epilogue,
+  // DotLayout::row_sum): reduce_sum of y over every dim but its last, where y is in memory
+  // whatever runs (a parameter, a product's result, an attention step's gradient: no loop
+  // computes y, which could sum it as it goes), and a product without batch dims and without a
+  // bias epilogue, of y's type, contracting exactly those dims of y. The pair is placed at the
+  // earlier of its two nodes, where the later one's operands must be defined already.
+  void find_row_sums() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const ir::Node& r = g_.nodes[i];
+      if (r.op != Op::Reduce || r.attrs.reduce != Reduce::Sum || (!chain_of_.empty() && chain_of_[i] >= 0)) continue;
+      const int32_t y = r.in[0];
+      const auto rank = static_cast<int64_t>(shape(y).size());
+      std::vector<int64_t> rows(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)));
+      std::iota(rows.begin(), rows.end(), 0);
+      const ir::Node& from = g_.producer(y);
+      const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral ||
+                             (!chain_of_.empty() && chain_of_[static_cast<size_t>(g_.def[y])] >= 0);
+      if (rank < 2 || r.attrs.dims != rows || !in_memory) continue;
+      for (int32_t pi : readers_.nodes[static_cast<size_t>(y)]) {
+        const ir::Node& p = g_.nodes[static_cast<size_t>(pi)];
+        if (p.op != Op::DotGeneral || !p.attrs.dot.lhs_batch.empty() || g_.type(p.out).dtype != g_.type(y).dtype ||
+            (p.in[0] == y) == (p.in[1] == y) || (!biased_.empty() && biased_[static_cast<size_t>(pi)] >= 0) ||
+            (!summed_.empty() && summed_[static_cast<size_t>(pi)] >= 0) || (!chain_of_.empty() && chain_of_[static_cast<size_t>(pi)] >= 0))
+          continue;
+        std::vector<int64_t> contract = p.in[0] == y ? p.attrs.dot.lhs_contract : p.attrs.dot.rhs_contract;
+        std::sort(contract.begin(), contract.end());
+        // the pair is placed at its first node: the second's operands are defined before it
+        const auto first = static_cast<int32_t>(std::min<size_t>(i, static_cast<size_t>(pi)));
+        const std::vector<int32_t>& late = g_.nodes[static_cast<size_t>(std::max<size_t>(i, static_cast<size_t>(pi)))].in;
+        if (contract != rows || std::any_of(late.begin(), late.end(), [&](int32_t u) { return g_.def[u] >= first; })) continue;
+        if (summed_.empty()) summed_.assign(g_.nodes.size(), -1);
+        summed_[static_cast<size_t>(pi)] = static_cast<int32_t>(i), summed_[i] = pi;
+        break;
+      }
+    }
+  }
+
+  // The product of a bias epilogue is placed with its add; the second of a row-sum pair with the
+  // first.
+  bool deferred(int32_t i, const ir::Node& n) const {
+    if (!biased_.empty() && biased_[static_cast<size_t>(i)] >= 0 && n.op == Op::DotGeneral) return true;
+    return !summed_.empty() && summed_[static_cast<size_t>(i)] >= 0 && summed_[static_cast<size_t>(i)] < i;
+  }
+
+  // At the first node of a row-sum pair: the product and the reduce as one Dot step; else each
+  // as usual.
+  void place_summed_dot(int32_t i, const ir::Node& n) {
+    const int32_t pi = n.op == Op::DotGeneral ? i : summed_[static_cast<size_t>(i)];
+    const int32_t ri = n.op == Op::DotGeneral ? summed_[static_cast<size_t>(i)] : i;
+    const ir::Node &p = g_.nodes[static_cast<size_t>(pi)], &r = g_.nodes[static_cast<size_t>(ri)];
+    if (place_dot(pi, p, {.sum = ri, .sum_of_a = p.in[0] == r.in[0]})) return;
+    if (!place_dot(pi, p)) place_host(pi, p);
+    if (loop_supported(g_, r, o_)) place_reduce(ri, r);
+    else place_host(ri, r);
   }
 
   // At the add of a bias epilogue: its product and the add as one Dot step, when the row is
@@ -529,16 +582,24 @@ class Fuser {
     const size_t es = dtype_size(g_.type(row).dtype), last = w.strides.size() - 1;
     bool plain = w.strides[last] == 1 && (w.offset * static_cast<int64_t>(es)) % 16 == 0;
     for (size_t j = 0; j < last; ++j) plain = plain && w.strides[j] == 0;
-    if (!plain || !place_dot(di, d, add_index, row)) {
+    if (!plain || !place_dot(di, d, {.add = add_index, .row = row})) {
       if (!place_dot(di, d)) place_host(di, d);
       return false;
     }
     return true;
   }
 
-  // dot_general `n` (node i) as a Dot step; with `add` (node index) and `row`, the bias epilogue
-  // of find_bias_epilogues (the add's value is the step's output).
-  bool place_dot(int32_t i, const ir::Node& n, int32_t add = -1, int32_t row = -1) {
+  // What a Dot step computes beside its product: with `add` (node index) and `row`, the bias
+  // epilogue of find_bias_epilogues (the add's value is the step's output); with `sum` (node
+  // index), the reduce of find_row_sums.
+  struct Epilogue {
+    int32_t add = -1, row = -1, sum = -1;
+    bool sum_of_a = false;
+  };
+
+  // dot_general `n` (node i) as a Dot step, with `e`.
+  bool place_dot(int32_t i, const ir::Node& n) { return place_dot(i, n, Epilogue{}); }
+  bool place_dot(int32_t i, const ir::Node& n, const Epilogue& e) {
     int32_t l = n.in[0], r = n.in[1];
     DType t = g_.type(l).dtype;
     if ((t != DType::F32 && !(o_.gpu && (t == DType::F16 || t == DType::BF16))) || g_.type(n.out).dtype != t || shape_numel(shape(n.out)) == 0 || shape_numel(shape(l)) == 0 ||
@@ -551,14 +612,22 @@ class Fuser {
     if (!merges(r, d.rhs_batch, d.rhs_contract)) own_buffer(r);
     auto layout = dot_layout(shape(l), view_of(l), shape(r), view_of(r), d);
     if (!layout) return false;
-    if (add < 0) {
+    if (e.sum >= 0) {
+      const int32_t sum = g_.nodes[static_cast<size_t>(e.sum)].out;
+      layout->row_sum = sum, layout->row_sum_of_a = e.sum_of_a;
+      const int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i, e.sum}, .dot = *layout});
+      give_buffer(n.out, st);
+      give_buffer(sum, st);
+      return true;
+    }
+    if (e.add < 0) {
       give_buffer(n.out, push(Step{.kind = StepKind::Dot, .nodes = {i}, .dot = *layout}));
       return true;
     }
-    layout->bias = row;
-    const int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i, add}, .dot = *layout});
+    layout->bias = e.row;
+    const int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i, e.add}, .dot = *layout});
     s_.step_of[n.out] = st;
-    give_buffer(g_.nodes[static_cast<size_t>(add)].out, st);
+    give_buffer(g_.nodes[static_cast<size_t>(e.add)].out, st);
     return true;
   }
 
@@ -855,8 +924,9 @@ class Fuser {
       else if (m.grad && m.grad->nodes.front() == i) place_attention_grad(m);
       return;
     }
-    if (bias_deferred(i, n)) return;  // placed with its add
+    if (deferred(i, n)) return;  // placed with its add, or the other node of its pair
     if (!biased_.empty() && biased_[static_cast<size_t>(i)] >= 0 && place_biased_dot(i, n)) return;
+    if (!summed_.empty() && summed_[static_cast<size_t>(i)] >= 0) return place_summed_dot(i, n);
     // The CPU and CUDA lowering facet of each op (docs/architecture.md, "An op's facets"): the
     // step it becomes; `place_host` runs the reference kernel on the host (ref/executor.cpp).
     switch (n.op) {
@@ -933,6 +1003,10 @@ std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad) {
   if (a.mask >= 0) r.push_back(a.mask);
   if (grad) r.insert(r.end(), {a.d_out, a.out.value, a.row_max, a.row_sum});
   return r;
+}
+
+int32_t dot_result(const ir::Graph& g, const Step& st) {
+  return g.nodes[static_cast<size_t>(st.nodes[st.dot.bias >= 0 ? 1 : 0])].out;
 }
 
 bool computes(const Schedule& s, int32_t v, int32_t step) {

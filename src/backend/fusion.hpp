@@ -89,6 +89,13 @@ struct DotLayout {
   // (stride 1, n elements, 16-byte aligned). Element (r, col) of the result is the product's f32
   // sum plus bias[col], rounded once to the result's type (the graph rounds the product first).
   int32_t bias = -1;
+  // GPU (FuseOptions::bias_epilogue): the step also sums an operand over the rows it contracts (a
+  // bias's gradient: cuBLASLt's bias-gradient epilogue) — its nodes are the product and a
+  // reduce_sum of that operand over every dim but its last, which are the dims the product
+  // contracts — and `row_sum` (value id, −1: none) is the reduce's result, which the step writes:
+  // b's sum ([n]), or a's ([m]) when `row_sum_of_a`. Summed in f32 and rounded once, as the reduce.
+  int32_t row_sum = -1;
+  bool row_sum_of_a = false;
 };
 
 // An Attention step: for every batch index b (row-major over `batch`), out[b] ([t, dv])
@@ -168,10 +175,8 @@ struct Schedule {
   std::vector<bool> has_buffer;             // value → owns memory (parameters, constants, step outputs)
 };
 
-// The value a Dot step writes: its product's, or with a bias (DotLayout::bias) its add's.
-inline int32_t dot_result(const ir::Graph& g, const Step& st) {
-  return g.nodes[static_cast<size_t>(st.nodes[st.dot.bias >= 0 ? 1 : 0])].out;
-}
+// The product a Dot step writes: its product's value, or with a bias (DotLayout::bias) its add's.
+int32_t dot_result(const ir::Graph& g, const Step& st);
 
 // Whether step `step` computes v in its loop (v is then read there without a buffer).
 bool computes(const Schedule& s, int32_t v, int32_t step);
@@ -203,7 +208,9 @@ struct FuseOptions {
   bool fold_attention_bias = true;
   // GPU: a product without batch dims whose only reader adds a row along its last dim (a dense
   // layer's bias) becomes one Dot step computing both (DotLayout::bias: cuBLASLt's bias
-  // epilogue), unless that add is an attention operand's bias folded into its Attention step.
+  // epilogue), unless that add is an attention operand's bias folded into its Attention step;
+  // and one that contracts an operand's rows, which are summed where no loop could (DotLayout::
+  // row_sum: the bias's gradient), sums them too.
   bool bias_epilogue = false;
 };
 

@@ -7,7 +7,8 @@
 // cuBLASLt refuses to run is passed over; the choice is kept in the choices file, which a new
 // LtGemm uses without timing; a kept choice that is not among the candidates, a file of another
 // GPU, and damaged, truncated or unsigned files are never used (timed again, the file rewritten).
-// A product with a bias row sets cuBLASLt's bias epilogue and the row's address.
+// A product with a bias row, or summing an operand's rows, sets cuBLASLt's epilogue and the row's
+// address.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -177,24 +178,34 @@ TEST_F(LtTune, TheFastestCandidateRunsTheProduct) {
   expect_tuning(lt, 1, 1, 0);
 }
 
-// A product with a bias row (Gemm::bias): cuBLASLt's bias epilogue, set before the heuristic
-// (which reads the pointer's alignment) with the row's address, and each run reads the row it is
-// given; a product of the same shape without one is another product (no epilogue).
-TEST_F(LtTune, ABiasRowIsTheBiasEpilogue) {
-  LtGemm lt(kFakeLt);
-  Gemm g = bf16_gemm();
-  g.bias = true;
-  ASSERT_TRUE(lt.matmul(g, 0x10000, 0x20000, 0x30000, 0x50000, nullptr, 0x40000, 1 << 20));
-  EXPECT_EQ(fake.desc_at_heuristic[kDescEpilogue], uint64_t{kEpilogueBias});
-  EXPECT_EQ(fake.desc_at_heuristic[kDescBiasPointer], 0x50000u);
-  EXPECT_EQ(fake.desc_at_run[kDescBiasPointer], 0x50000u);
-  ASSERT_TRUE(lt.matmul(g, 0x10000, 0x20000, 0x30000, 0x60000, nullptr, 0x40000, 1 << 20));
-  EXPECT_EQ(fake.heuristics, 1);  // the same shape and alignments: prepared once
-  EXPECT_EQ(fake.desc_at_run[kDescBiasPointer], 0x60000u);
-  ASSERT_TRUE(run(lt));
-  EXPECT_EQ(fake.heuristics, 2);
-  EXPECT_EQ(fake.desc_at_heuristic.count(kDescEpilogue), 0u);
-  EXPECT_EQ(fake.desc_at_run.count(kDescBiasPointer), 0u);
+// A product with an epilogue row — a bias (Gemm::bias: CUBLASLT_EPILOGUE_BIAS), or sums of an
+// operand over k (sum_b: cuBLASLt's A is our b, BGRADA; sum_a: its B is our a, BGRADB) — sets the
+// epilogue and the row's address before the heuristic (which reads the address's alignment), and
+// each run uses the row it is given; a product of the same shape without one is another product.
+TEST_F(LtTune, EpiloguesTakeTheirRow) {
+  struct Case {
+    void (*set)(Gemm&);
+    int32_t epilogue;
+  };
+  for (const Case& c : {Case{[](Gemm& g) { g.bias = true; }, kEpilogueBias}, Case{[](Gemm& g) { g.sum_b = true; }, kEpilogueBgradA},
+                        Case{[](Gemm& g) { g.sum_a = true; }, kEpilogueBgradB}}) {
+    fake = Fake{};
+    LtGemm lt(kFakeLt);
+    Gemm g = bf16_gemm();
+    c.set(g);
+    auto run_with_row = [&](DevicePtr row) { return lt.matmul(g, 0x10000, 0x20000, 0x30000, row, nullptr, 0x40000, 1 << 20); };
+    ASSERT_TRUE(run_with_row(0x50000));
+    EXPECT_EQ(fake.desc_at_heuristic[kDescEpilogue], static_cast<uint64_t>(c.epilogue));
+    EXPECT_EQ(fake.desc_at_heuristic[kDescBiasPointer], 0x50000u);
+    EXPECT_EQ(fake.desc_at_run[kDescBiasPointer], 0x50000u);
+    ASSERT_TRUE(run_with_row(0x60000));
+    EXPECT_EQ(fake.heuristics, 1);  // the same shape and alignments: prepared once
+    EXPECT_EQ(fake.desc_at_run[kDescBiasPointer], 0x60000u);
+    ASSERT_TRUE(run(lt));
+    EXPECT_EQ(fake.heuristics, 2);
+    EXPECT_EQ(fake.desc_at_heuristic.count(kDescEpilogue), 0u);
+    EXPECT_EQ(fake.desc_at_run.count(kDescBiasPointer), 0u);
+  }
 }
 
 TEST_F(LtTune, ACandidateCublasRefusesIsPassedOver) {

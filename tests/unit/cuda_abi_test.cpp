@@ -145,6 +145,8 @@ static_assert(sheaf::cuda::kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
 static_assert(sheaf::cuda::kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE);
 static_assert(sheaf::cuda::kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER);
 static_assert(sheaf::cuda::kEpilogueBias == CUBLASLT_EPILOGUE_BIAS);
+static_assert(sheaf::cuda::kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA);
+static_assert(sheaf::cuda::kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB);
 static_assert(sizeof(cublasLtEpilogue_t) == sizeof(int32_t));
 static_assert(sheaf::cuda::kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 static_assert(sheaf::cuda::kLayoutBatchStride == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);

@@ -333,7 +333,7 @@ std::vector<float> widen(DType t, const uint16_t* p, int64_t rows, int64_t cols,
 }
 
 // Throws unless every element a product reads or writes lies inside a live allocation.
-// A bias row must be 16-byte aligned, as cuBLASLt's bias epilogue may assume.
+// A bias row or row sums must be 16-byte aligned, as cuBLASLt's epilogues may assume.
 void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c,
                 cuda::DevicePtr bias) {
   if (g.m == 0 || g.n == 0 || g.batches == 0) return;
@@ -342,9 +342,10 @@ void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a,
     d.check_range(p + static_cast<uint64_t>(range.first * es), static_cast<size_t>((range.second - range.first + 1) * es), what);
   };
   check(c, {0, g.batches * g.m * g.n - 1}, "product output");
-  if (g.bias) {
-    if (bias % 16 != 0) throw SheafError(fmt::format("internal: a product's bias row at {:#x} is not 16-byte aligned", bias));
-    check(bias, {0, g.n - 1}, "product bias");
+  if (g.bias || g.sum_a || g.sum_b) {
+    if (bias % 16 != 0) throw SheafError(fmt::format("internal: a product's row at {:#x} is not 16-byte aligned", bias));
+    if ((g.sum_a || g.sum_b) && g.batches != 1) throw SheafError("internal: row sums of a batched product");
+    check(bias, {0, (g.sum_a ? g.m : g.n) - 1}, "product row");
   }
   if (g.k == 0) return;
   check(a, offset_range({{g.batches, g.a_bs}, {g.m, g.a_rs}, {g.k, g.a_cs}}), "product lhs");
@@ -482,6 +483,7 @@ void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePt
   ++counters.gemms;
   counters.tf32_gemms += g.tf32;
   counters.bias_gemms += g.bias;
+  counters.row_sum_gemms += g.sum_a || g.sum_b;
   submit([check_all, g, a, b, c, bias] {
     check_all();
     if (g.m == 0 || g.n == 0) return;
@@ -508,6 +510,20 @@ void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePt
       }
       auto* pc = reinterpret_cast<uint16_t*>(c) + i * g.m * g.n;
       for (size_t j = 0; j < wc.size(); ++j) pc[j] = g.dtype == DType::F16 ? float_to_half(wc[j]) : float_to_bf16(wc[j]);
+    }
+    if (g.sum_a || g.sum_b) {  // a's rows summed over k (m sums), or b's columns (n): f32, rounded once
+      const int64_t count = g.sum_a ? g.m : g.n;
+      const int64_t along = g.sum_a ? g.a_cs : g.b_rs, across = g.sum_a ? g.a_rs : g.b_cs;
+      const cuda::DevicePtr x = g.sum_a ? a : b;
+      for (int64_t j = 0; j < count; ++j) {
+        float sum = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          const int64_t e = j * across + p * along;
+          sum += half ? widen(g.dtype, reinterpret_cast<const uint16_t*>(x) + e, 1, 1, 1, 1)[0] : reinterpret_cast<const float*>(x)[e];
+        }
+        if (half) reinterpret_cast<uint16_t*>(bias)[j] = g.dtype == DType::F16 ? float_to_half(sum) : float_to_bf16(sum);
+        else reinterpret_cast<float*>(bias)[j] = sum;
+      }
     }
   });
 }

@@ -354,10 +354,11 @@ TEST(Cublas, FallbackKernelsCompileForSm90) {
   std::string why;
   if (!nvrtc(&why)) GTEST_SKIP() << why;
   CompiledKernels ptx = compile_cuda(fallback_gemm_source(), "fallback_gemm.cu", 9, 0, false);
-  for (DType t : {DType::F32, DType::F16, DType::BF16})
-    EXPECT_NE(ptx.ptx.find(fmt::format(".entry {}(", fallback_gemm_kernel(t))), std::string::npos)
-        << fallback_gemm_kernel(t) << "\n"
-        << ptx.ptx.substr(0, 2000);
+  for (FallbackKernel k : {FallbackKernel::Gemm, FallbackKernel::AddRow, FallbackKernel::SumRows})
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+      EXPECT_NE(ptx.ptx.find(fmt::format(".entry {}(", fallback_gemm_kernel(t, k))), std::string::npos)
+          << fallback_gemm_kernel(t, k) << "\n"
+          << ptx.ptx.substr(0, 2000);
   CompiledKernels bin = compile_cuda(fallback_gemm_source(), "fallback_gemm.cu", 9, 0, true);
   EXPECT_EQ(bin.cubin.substr(0, 4), "\x7f" "ELF");
   EXPECT_THROW(fallback_gemm_kernel(DType::I32), SheafError);

@@ -63,7 +63,9 @@ constexpr const char* kProgram = R"(
 (def b1 (random-normal 13 [32]))
 (def w2 (random-normal 14 [32 16]))
 (defn linear2 [x w1 b1 w2] (@ (+ (@ x w1) b1) w2))
-(defn linear2-grad [x w1 b1 w2] ((grad (fn [w1 b1 w2] (let [y (linear2 x w1 b1 w2)] (sum (* y y))))) w1 b1 w2))
+(def lp {:w1 w1 :b1 b1 :w2 w2})
+(defn linear2-grad [x p]
+  ((grad (fn [p] (let [y (linear2 x (get p :w1) (get p :b1) (get p :w2))] (sum (* y y))))) p))
 (defn linear-tanh [x w1 b1] (tanh (+ (@ x w1) b1)))
 (defn linear2-bf16 [x w1 b1 w2] (linear2 (cast x :bf16) (cast w1 :bf16) (cast b1 :bf16) (cast w2 :bf16)))
 (defn odd-heads [qkv]
@@ -374,13 +376,32 @@ TEST_P(Recompute, ProductsAddABiasRowOnlyProductsRead) {
   const bool gpu = GetParam();
   const std::vector<std::string> none, f32_sum{"f32[64x32]"}, projection{"bf16[2x64x288]"};
   EXPECT_EQ(biased("linear2", {"x", "w1", "b1", "w2"}, {}), gpu ? f32_sum : none);
-  EXPECT_EQ(biased("linear2-grad", {"x", "w1", "b1", "w2"}, {}), gpu ? f32_sum : none);
+  EXPECT_EQ(biased("linear2-grad", {"x", "lp"}, {}), gpu ? f32_sum : none);
   EXPECT_EQ(biased("linear-tanh", {"x", "w1", "b1"}, {}), none);
   EXPECT_EQ(biased("linear2-bf16", {"x", "w1", "b1", "w2"}, {.fold_attention_bias = false}), none);
   for (const char* fn : {"projected", "projected-vg"}) {
     EXPECT_EQ(biased(fn, {"proj", "xin"}, {.fold_attention_bias = false}), gpu ? projection : none) << fn;
     EXPECT_EQ(biased(fn, {"proj", "xin"}, {}), none) << fn;  // the Attention step adds it as it loads
   }
+}
+
+// The products of a GPU schedule that contract an operand's rows also sum them (DotLayout::
+// row_sum, cuBLASLt's bias-gradient epilogue) where the operand is in memory whatever runs (a
+// product's result: dh of a dense layer, whose bias's gradient sums it) and no loop could sum it
+// as it computes it; never on the CPU.
+TEST_P(Recompute, ProductsSumTheRowsTheyContract) {
+  fusion::FuseOptions o;
+  o.bias_epilogue = true;
+  const Fused f = fuse(in, "linear2-grad", {"x", "lp"}, GetParam(), o);
+  std::vector<std::string> sums;
+  for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
+    if (st->dot.row_sum < 0) continue;
+    EXPECT_EQ(st->nodes.size(), 2u);
+    EXPECT_EQ(f.graph.type(st->dot.row_sum).shape, (Shape{st->dot.row_sum_of_a ? st->dot.m : st->dot.n}));
+    sums.push_back(ir::type_str(f.graph.type(st->dot.row_sum)));
+  }
+  // b1's gradient sums dh = dy·w2ᵀ (a product); b2 has none; dy = 2y is a loop's, which sums it
+  EXPECT_EQ(sums, GetParam() ? std::vector<std::string>{"f32[32]"} : std::vector<std::string>{});
 }
 
 // A concatenation: in a CPU schedule one Copy step per operand, each writing its region of the

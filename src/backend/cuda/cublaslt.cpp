@@ -176,7 +176,8 @@ size_t LtGemm::choose(const LtKey& key, const std::vector<LtMatmulAlgo>& candida
 }
 
 std::vector<LtMatmulAlgo> LtGemm::prepare(Prepared& p, const LtPlan& plan, int type, bool tf32, uint32_t align_a,
-                                          uint32_t align_b, uint32_t align_d, const void* const* bias, size_t workspace_bytes) {
+                                          uint32_t align_b, uint32_t align_d, int32_t epilogue, const void* const* row,
+                                          size_t workspace_bytes) {
   check(lt_.cublasLtMatmulDescCreate(&p.desc, tf32 ? kComputeF32FastTf32 : kComputeF32, kDataF32),
         "cublasLtMatmulDescCreate");
   const int32_t trans_a = plan.a.transpose ? kOpT : kOpN, trans_b = plan.b.transpose ? kOpT : kOpN;
@@ -184,10 +185,9 @@ std::vector<LtMatmulAlgo> LtGemm::prepare(Prepared& p, const LtPlan& plan, int t
         "cublasLtMatmulDescSetAttribute");
   check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescTransB, &trans_b, sizeof trans_b),
         "cublasLtMatmulDescSetAttribute");
-  if (bias) {  // the heuristic reads the pointer's alignment
-    const int32_t epilogue = kEpilogueBias;
+  if (epilogue) {  // the heuristic reads the row pointer's alignment
     check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescEpilogue, &epilogue, sizeof epilogue), "cublasLtMatmulDescSetAttribute");
-    check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, bias, sizeof *bias), "cublasLtMatmulDescSetAttribute");
+    check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, row, sizeof *row), "cublasLtMatmulDescSetAttribute");
   }
   auto layout = [&](cublasLtMatrixLayout_t& l, const LtOperand& o) {
     check(lt_.cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols), o.ld),
@@ -229,7 +229,11 @@ std::vector<LtMatmulAlgo> LtGemm::prepare(Prepared& p, const LtPlan& plan, int t
   return usable_candidates(results, returned);
 }
 
-bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr bias, CUstream stream, DevicePtr workspace,
+int32_t lt_epilogue(const Gemm& g) {
+  return g.bias ? kEpilogueBias : g.sum_b ? kEpilogueBgradA : g.sum_a ? kEpilogueBgradB : 0;
+}
+
+bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, CUstream stream, DevicePtr workspace,
                     size_t workspace_bytes) {
   const int type = data_type(g.dtype);
   std::optional<LtPlan> plan = plan_lt_gemm(g);
@@ -240,11 +244,11 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
   const uint32_t align_b = operand_alignment(a, plan->b.batch_stride, plan->batches, es);
   const uint32_t align_d = operand_alignment(c, plan->d.batch_stride, plan->batches, es);
   const bool tf32 = g.tf32 && g.dtype == DType::F32;
-  const int64_t align_bias = g.bias ? operand_alignment(bias, 0, 1, es) : 0;  // 0: no bias epilogue
+  const int32_t epilogue = lt_epilogue(g);
   LtKey key = {static_cast<int64_t>(g.dtype), tf32, g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs, g.batches,
                g.batches > 1 ? g.a_bs : 0, g.batches > 1 ? g.b_bs : 0, align_a, align_b, align_d,
                static_cast<int64_t>(workspace_bytes)};
-  if (g.bias) key.push_back(align_bias);  // keys without a bias stay those of earlier choices files
+  if (epilogue) key.insert(key.end(), {epilogue, operand_alignment(row, 0, 1, es)});  // plain keys stay those of older files
   const float alpha = 1.0f, beta = 0.0f;  // CUBLASLT_POINTER_MODE_HOST (the default): host scalars
   auto ptr = [](DevicePtr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); };
   // Queues c = a · b with `algo`; beta 0: c is only written, so any number of runs leave the product.
@@ -252,11 +256,12 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
     return lt_.cublasLtMatmul(handle_, p.desc, &alpha, ptr(b), p.a, ptr(a), p.b, &beta, ptr(c), p.d, ptr(c), p.d,
                               &algo, ptr(workspace), workspace_bytes, stream);
   };
-  // The bias epilogue adds the row along cuBLASLt's m (our n) before D is rounded; its pointer
+  // The bias epilogue adds the row along cuBLASLt's m (our n) before D is rounded; the gradient
+  // epilogues write A's sums (m of them: our b's) or B's (n: our a's) there. The row's address
   // is an attribute of the descriptor, set before each run (under the lock).
-  const void* bias_ptr = ptr(bias);
-  auto set_bias = [&](const Prepared& p) {
-    check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, &bias_ptr, sizeof bias_ptr), "cublasLtMatmulDescSetAttribute");
+  const void* row_ptr = ptr(row);
+  auto set_row = [&](const Prepared& p) {
+    check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, &row_ptr, sizeof row_ptr), "cublasLtMatmulDescSetAttribute");
   };
 
   std::lock_guard lock(mutex_);
@@ -264,7 +269,7 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
   if (!slot) {  // left null when this throws: the next call prepares again
     auto p = std::make_unique<Prepared>(lt_);
     std::vector<LtMatmulAlgo> candidates =
-        prepare(*p, *plan, type, tf32, align_a, align_b, align_d, g.bias ? &bias_ptr : nullptr, workspace_bytes);
+        prepare(*p, *plan, type, tf32, align_a, align_b, align_d, epilogue, &row_ptr, workspace_bytes);
     if (!candidates.empty()) {
       p->algo = candidates[choose(key, candidates, [&](const LtMatmulAlgo& algo) { return launch(*p, algo) == 0; })];
       p->ok = true;
@@ -273,7 +278,7 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
     slot = std::move(p);
   }
   if (!slot->ok) return false;
-  if (g.bias) set_bias(*slot);
+  if (epilogue) set_row(*slot);
   check(launch(*slot, slot->algo), "cublasLtMatmul");
   return true;
 }
@@ -304,9 +309,9 @@ __device__ __forceinline__ unsigned short sheaf_store_bf16(float f) {
 
 #define SHEAF_GEMM(NAME, T, LOAD, STORE)                                                              \
   extern "C" __global__ void NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, \
-                                  const T* __restrict__ bias, long long m, long long n, long long k,     \
-                                  long long a_rs, long long a_cs, long long b_rs, long long b_cs,        \
-                                  long long batches, long long a_bs, long long b_bs) {                  \
+                                  long long m, long long n, long long k, long long a_rs, long long a_cs, \
+                                  long long b_rs, long long b_cs, long long batches, long long a_bs,     \
+                                  long long b_bs) {                                                     \
     const long long total = batches * m * n;                                                            \
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;                      \
          i += (long long)gridDim.x * blockDim.x) {                                                      \
@@ -315,7 +320,6 @@ __device__ __forceinline__ unsigned short sheaf_store_bf16(float f) {
       const T* pb = b + batch * b_bs + col * b_cs;                                                      \
       float acc = 0.0f;                                                                                 \
       for (long long p = 0; p < k; ++p) acc += LOAD(pa[p * a_cs]) * LOAD(pb[p * b_rs]);                 \
-      if (bias) acc += LOAD(bias[col]);                                                                 \
       c[i] = STORE(acc);                                                                                \
     }                                                                                                   \
   }                                                                                                     \
@@ -324,6 +328,16 @@ __device__ __forceinline__ unsigned short sheaf_store_bf16(float f) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;                      \
          i += (long long)gridDim.x * blockDim.x)                                                        \
       c[i] = STORE(LOAD(c[i]) + LOAD(bias[i % n]));                                                     \
+  }                                                                                                     \
+  extern "C" __global__ void NAME##_sum_rows(const T* __restrict__ x, T* __restrict__ sums,              \
+                                             long long count, long long k, long long across,            \
+                                             long long along) {                                         \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;                      \
+         i += (long long)gridDim.x * blockDim.x) {                                                      \
+      float acc = 0.0f;                                                                                 \
+      for (long long p = 0; p < k; ++p) acc += LOAD(x[i * across + p * along]);                          \
+      sums[i] = STORE(acc);                                                                             \
+    }                                                                                                   \
   }
 
 SHEAF_GEMM(sheaf_gemm_f32, float, sheaf_load, sheaf_store_f32)
@@ -333,14 +347,11 @@ SHEAF_GEMM(sheaf_gemm_bf16, unsigned short, sheaf_bf16, sheaf_store_bf16)
   return source;
 }
 
-const char* fallback_gemm_kernel(DType dtype, bool add_row) {
-  switch (dtype) {
-    case DType::F32: return add_row ? "sheaf_gemm_f32_add_row" : "sheaf_gemm_f32";
-    case DType::F16: return add_row ? "sheaf_gemm_f16_add_row" : "sheaf_gemm_f16";
-    case DType::BF16: return add_row ? "sheaf_gemm_bf16_add_row" : "sheaf_gemm_bf16";
-    default:
-      throw SheafError(fmt::format("no matrix product kernel for {} (f32, f16 or bf16 only)", dtype_name(dtype)));
-  }
+std::string fallback_gemm_kernel(DType dtype, FallbackKernel kind) {
+  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+    throw SheafError(fmt::format("no matrix product kernel for {} (f32, f16 or bf16 only)", dtype_name(dtype)));
+  static constexpr const char* kSuffix[] = {"", "_add_row", "_sum_rows"};
+  return fmt::format("sheaf_gemm_{}{}", dtype_name(dtype), kSuffix[static_cast<size_t>(kind)]);
 }
 
 }  // namespace sheaf::cuda

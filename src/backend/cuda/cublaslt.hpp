@@ -101,6 +101,11 @@ constexpr int kDescTransB = 4;  // CUBLASLT_MATMUL_DESC_TRANSB [int32_t]
 constexpr int kDescEpilogue = 7;     // CUBLASLT_MATMUL_DESC_EPILOGUE [int32_t: cublasLtEpilogue_t]
 constexpr int kDescBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_BIAS_POINTER [const void*]
 constexpr int32_t kEpilogueBias = 4;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BIAS
+constexpr int32_t kEpilogueBgradA = 256;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BGRADA (sums of A over k)
+constexpr int32_t kEpilogueBgradB = 512;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BGRADB (sums of B over k)
+
+// The epilogue of a Gemm (bias, sum_b: cuBLASLt's A is our b, sum_a: its B is our a), 0: none.
+int32_t lt_epilogue(const Gemm& g);
 // cublasLtMatrixLayoutAttribute_t
 constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT [int32_t]
 constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET [int64_t]
@@ -177,13 +182,13 @@ class LtGemm {
   // non-empty `dir` decides; later calls change nothing. Without one, choices are not kept.
   void set_cache(const std::string& dir, const std::string& gpu);
 
-  // Queues c = a · b (Gemm's semantics; with g.bias, `bias` added by cuBLASLt's bias epilogue) on
-  // `stream`, the algorithm allowed `workspace_bytes` of scratch at `workspace`. False (nothing
-  // queued) when plan_lt_gemm finds no plan or cuBLASLt has no algorithm for it (with that
-  // epilogue): the caller runs the fallback kernel. Throws SheafError on errors.
-  // A shape's first run may run its candidates on these operands first (c is overwritten, a and
-  // b only read) and waits for them.
-  bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr bias, CUstream stream, DevicePtr workspace,
+  // Queues c = a · b (Gemm's semantics; `row`: the bias added, or the sums written, by cuBLASLt's
+  // epilogue, lt_epilogue) on `stream`, the algorithm allowed `workspace_bytes` of scratch at
+  // `workspace`. False (nothing queued) when plan_lt_gemm finds no plan or cuBLASLt has no
+  // algorithm for it (with that epilogue): the caller runs the fallback kernel. Throws SheafError
+  // on errors. A shape's first run may run its candidates on these operands first (c and the sums
+  // are overwritten, a, b and a bias only read) and waits for them.
+  bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, CUstream stream, DevicePtr workspace,
               size_t workspace_bytes);
 
   // The shapes prepared with an algorithm, how many were decided by timing and how many by the
@@ -193,10 +198,11 @@ class LtGemm {
  private:
   struct Prepared;  // descriptors and algorithm of one shape (absent: no algorithm)
   // Creates p's descriptors for `plan` (cuBLASLt's operands aligned to align_a, align_b and
-  // align_d bytes; with `bias`, the bias epilogue reading *bias) and returns the heuristic's usable
+  // align_d bytes; `epilogue` (0: none) with its row at *row) and returns the heuristic's usable
   // candidates (none: cuBLASLt has no algorithm).
   std::vector<LtMatmulAlgo> prepare(Prepared& p, const LtPlan& plan, int type, bool tf32, uint32_t align_a,
-                                    uint32_t align_b, uint32_t align_d, const void* const* bias, size_t workspace_bytes);
+                                    uint32_t align_b, uint32_t align_d, int32_t epilogue, const void* const* row,
+                                    size_t workspace_bytes);
   // The candidates' index to run (the first, the file's choice or the fastest); may run them.
   size_t choose(const LtKey& key, const std::vector<LtMatmulAlgo>& candidates,
                 const std::function<bool(const LtMatmulAlgo&)>& run);
@@ -214,15 +220,17 @@ class LtGemm {
 };
 
 // The fallback kernels: `fallback_gemm_kernel(dtype)` of `fallback_gemm_source()` computes
-//   c[i·m·n + r·n + col] = Σ_p a[i·a_bs + r·a_rs + p·a_cs] · b[i·b_bs + p·b_rs + col·b_cs] (+ bias[col])
-// with parameters (const T* a, const T* b, T* c, const T* bias (null: none), then as long long:
-// m, n, k, a_rs, a_cs, b_rs, b_cs, batches, a_bs, b_bs), one thread per element of c (a
-// grid-stride loop: any grid works), f32 accumulation, f16/bf16 stored rounded to nearest even.
-// `fallback_gemm_kernel(dtype, true)` adds a row to a product cuBLASLt made without its bias
-// epilogue: c[i] = c[i] + bias[i mod n], parameters (T* c, const T* bias, long long total, long
-// long n). F32, F16 or BF16.
+//   c[i·m·n + r·n + col] = Σ_p a[i·a_bs + r·a_rs + p·a_cs] · b[i·b_bs + p·b_rs + col·b_cs]
+// with parameters (const T* a, const T* b, T* c, then as long long: m, n, k, a_rs, a_cs, b_rs,
+// b_cs, batches, a_bs, b_bs), one thread per element of c (a grid-stride loop: any grid works),
+// f32 accumulation, f16/bf16 stored rounded to nearest even.
+// The others do what a product cuBLASLt made without its epilogue leaves: AddRow adds the bias
+// row, c[i] = c[i] + bias[i mod n], parameters (T* c, const T* bias, long long total, long long
+// n); SumRows writes sums[i] = Σ_p x[i·across + p·along] for i < count, parameters (const T* x,
+// T* sums, long long count, k, across, along). F32, F16 or BF16.
+enum class FallbackKernel { Gemm, AddRow, SumRows };
 const std::string& fallback_gemm_source();
-const char* fallback_gemm_kernel(DType dtype, bool add_row = false);
+std::string fallback_gemm_kernel(DType dtype, FallbackKernel kind = FallbackKernel::Gemm);
 constexpr int64_t kFallbackGemmBlock = 256;
 
 }  // namespace sheaf::cuda

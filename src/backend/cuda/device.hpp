@@ -41,7 +41,9 @@ class Module {
 // a + i·a_bs + r·a_rs + c·a_cs (elements; b likewise). Inputs and output of `dtype` (f32, f16 or
 // bf16); always f32 accumulation. `tf32`: f32 products may round their inputs to TF32.
 // `bias`: element (r, col) of every c[i] is the f32 sum plus bias[col] (n contiguous elements of
-// `dtype`, 16-byte aligned), rounded once (cuBLASLt's bias epilogue).
+// `dtype`, 16-byte aligned), rounded once (cuBLASLt's bias epilogue). `sum_b` (`sum_a`): the
+// row pointer also receives b's sums over k (n of them; a's, m), f32 sums rounded once
+// (cuBLASLt's bias-gradient epilogues); one batch only.
 struct Gemm {
   DType dtype = DType::F32;
   int64_t m = 1, n = 1, k = 1;
@@ -49,6 +51,7 @@ struct Gemm {
   int64_t batches = 1, a_bs = 0, b_bs = 0;  // c's batch stride is m·n
   bool tf32 = false;
   bool bias = false;
+  bool sum_a = false, sum_b = false;
 };
 
 // The addresses of a Sdpa problem's tensors (their first elements: offsets applied); the
@@ -103,8 +106,9 @@ class Device {
   // Compiles (or finds in `cache_dir`, when not empty) and loads the kernels `names` of `source`.
   virtual std::unique_ptr<Module> load(const std::string& source, const std::vector<std::string>& names,
                                        const std::string& cache_dir) = 0;
-  // Queues c = a · b (Gemm's semantics; `bias` read when g.bias, else ignored).
-  virtual void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr bias) = 0;
+  // Queues c = a · b (Gemm's semantics; `row` read when g.bias, written when g.sum_a or g.sum_b,
+  // else ignored).
+  virtual void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) = 0;
   // Waits for every queued operation.
   virtual void synchronize() = 0;
 

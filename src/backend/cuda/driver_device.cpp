@@ -349,26 +349,27 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     return m;
   }
 
-  void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr bias) override {
+  void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) override {
     if (!is_float(g.dtype))
       throw SheafError(fmt::format("CUDA: no matrix product of {} (f32, f16 or bf16 only)", dtype_name(g.dtype)));
     if (g.m <= 0 || g.n <= 0 || g.batches <= 0) return;
     bind();
-    if (g.k <= 0 && !g.bias) {  // an empty sum: zeros (all-zero bytes are 0.0 in every float type)
+    const bool epilogue = lt_epilogue(g) != 0;
+    if (g.k <= 0 && !epilogue) {  // an empty sum: zeros (all-zero bytes are 0.0 in every float type)
       fill(c, 0, static_cast<size_t>(g.batches * g.m * g.n) * dtype_size(g.dtype));
       return;
     }
-    if (lt_ && g.k > 0 && lt_->matmul(g, a, b, c, bias, stream_, workspace_, kLtWorkspaceBytes)) return;
+    if (lt_ && g.k > 0 && lt_->matmul(g, a, b, c, row, stream_, workspace_, kLtWorkspaceBytes)) return;
     Gemm plain = g;
-    plain.bias = false;
-    if (lt_ && g.bias && g.k > 0 && lt_->matmul(plain, a, b, c, 0, stream_, workspace_, kLtWorkspaceBytes)) {
-      notice_once(bias_notice_, fmt::format("cuBLASLt has no bias epilogue for a {}x{}x{} {} product: a kernel adds its bias", g.m, g.n,
-                                            g.k, dtype_name(g.dtype)));
-      fallback_add_row(g, c, bias);
-      return;
+    plain.bias = plain.sum_a = plain.sum_b = false;
+    if (!epilogue || !lt_ || g.k <= 0 || !lt_->matmul(plain, a, b, c, 0, stream_, workspace_, kLtWorkspaceBytes)) {
+      if (!lt_) notice_once(lt_notice_, "matrix products run on a simple kernel: " + lt_why_);
+      fallback_gemm(plain, a, b, c);
+    } else {
+      notice_once(epilogue_notice_, fmt::format("cuBLASLt has no epilogue {} for a {}x{}x{} {} product: kernels do its part", lt_epilogue(g),
+                                                g.m, g.n, g.k, dtype_name(g.dtype)));
     }
-    if (!lt_) notice_once(lt_notice_, "matrix products run on a simple kernel: " + lt_why_);
-    fallback_gemm(g, a, b, c, bias);
+    if (epilogue) fallback_epilogue(g, a, b, c, row);
   }
 
   // cuDNN's fused attention (cudnn_sdpa.hpp) on sm_80 and newer, opened at the first problem.
@@ -540,33 +541,40 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   }
 
   // The fallback kernels (cublaslt.hpp), compiled on first use and kept: kernel index
-  // dtype_index (f32 0, f16 1, bf16 2) computes products, 3 + dtype_index adds a bias row.
-  Module& fallback_module() {
-    std::lock_guard lock(fallback_mutex_);
-    if (!fallback_) {
-      std::vector<std::string> names;
-      for (bool add_row : {false, true})
-        for (DType t : {DType::F32, DType::F16, DType::BF16}) names.push_back(fallback_gemm_kernel(t, add_row));
-      fallback_ = load_module(fallback_gemm_source(), names, "", nullptr);
+  // 3·kind + dtype index (f32 0, f16 1, bf16 2).
+  void fallback_launch(FallbackKernel kind, DType t, int64_t total, void** args) {
+    {
+      std::lock_guard lock(fallback_mutex_);
+      if (!fallback_) {
+        std::vector<std::string> names;
+        for (FallbackKernel k : {FallbackKernel::Gemm, FallbackKernel::AddRow, FallbackKernel::SumRows})
+          for (DType d : {DType::F32, DType::F16, DType::BF16}) names.push_back(fallback_gemm_kernel(d, k));
+        fallback_ = load_module(fallback_gemm_source(), names, "", nullptr);
+      }
     }
-    return *fallback_;
-  }
-  static size_t dtype_index(DType t) { return t == DType::F32 ? 0 : t == DType::F16 ? 1 : 2; }
-  static int64_t fallback_grid(int64_t total) {
-    return std::min<int64_t>((total + kFallbackGemmBlock - 1) / kFallbackGemmBlock, int64_t{1} << 20);
+    const size_t kernel = 3 * static_cast<size_t>(kind) + (t == DType::F32 ? 0 : t == DType::F16 ? 1 : 2);
+    const int64_t grid = std::min<int64_t>((total + kFallbackGemmBlock - 1) / kFallbackGemmBlock, int64_t{1} << 20);
+    fallback_->launch(kernel, grid, kFallbackGemmBlock, args);
   }
 
-  void fallback_gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr bias) {
-    DevicePtr row = g.bias ? bias : 0;
+  void fallback_gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c) {
     long long v[10] = {g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs, g.batches, g.a_bs, g.b_bs};
-    void* args[14] = {&a, &b, &c, &row, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]};
-    fallback_module().launch(dtype_index(g.dtype), fallback_grid(g.batches * g.m * g.n), kFallbackGemmBlock, args);
+    void* args[13] = {&a, &b, &c, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]};
+    fallback_launch(FallbackKernel::Gemm, g.dtype, g.batches * g.m * g.n, args);
   }
 
-  void fallback_add_row(const Gemm& g, DevicePtr c, DevicePtr bias) {
-    long long v[2] = {g.batches * g.m * g.n, g.n};
-    void* args[4] = {&c, &bias, &v[0], &v[1]};
-    fallback_module().launch(3 + dtype_index(g.dtype), fallback_grid(v[0]), kFallbackGemmBlock, args);
+  // What g's epilogue adds to a product made without it: the bias row added, or the rows summed.
+  void fallback_epilogue(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) {
+    if (g.bias) {
+      long long v[2] = {g.batches * g.m * g.n, g.n};
+      void* args[4] = {&c, &row, &v[0], &v[1]};
+      fallback_launch(FallbackKernel::AddRow, g.dtype, v[0], args);
+      return;
+    }
+    DevicePtr x = g.sum_a ? a : b;
+    long long v[4] = {g.sum_a ? g.m : g.n, g.k, g.sum_a ? g.a_rs : g.b_cs, g.sum_a ? g.a_cs : g.b_rs};
+    void* args[6] = {&x, &row, &v[0], &v[1], &v[2], &v[3]};
+    fallback_launch(FallbackKernel::SumRows, g.dtype, v[0], args);
   }
 
   const Driver& d_;
@@ -580,7 +588,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   DevicePtr workspace_ = 0;     // kLtWorkspaceBytes for cuBLASLt
   std::mutex fallback_mutex_;
   std::unique_ptr<Module> fallback_;
-  std::atomic<bool> lt_notice_{false}, bias_notice_{false}, capture_notice_{false}, nccl_notice_{false};
+  std::atomic<bool> lt_notice_{false}, epilogue_notice_{false}, capture_notice_{false}, nccl_notice_{false};
   std::vector<CUevent> events_;  // stamps: the first stamped_ are recorded since stamps_ms
   size_t stamped_ = 0;
   CUevent timing_[2] = {nullptr, nullptr};  // time_on_stream's start and end, made on first use

@@ -84,7 +84,7 @@ Access access_of(const Launch& l, const KernelText* k, const Kernels& all) {
       break;
     case Launch::Kind::Dot:
       a.reads = {l.slots[0], l.slots[1]}, a.writes = {l.slots[2]};
-      if (l.slots.size() > 3) a.reads.insert(l.slots[3]);  // the bias row
+      if (l.slots.size() > 3) (l.sums_rows ? a.writes : a.reads).insert(l.slots[3]);  // row sums, or the bias row
       break;
     case Launch::Kind::Copy: a.reads = {l.slots[0]}, a.writes = {l.slots[1]}; break;
     case Launch::Kind::Fill: a.writes = {l.slots[0]}; break;

@@ -103,7 +103,8 @@ double floor_bytes(const ir::Graph& g, const fusion::Schedule& s) {
     if (st.kind != fusion::StepKind::Dot) continue;
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
     for (int32_t v : {n.in[0], n.in[1], fusion::dot_result(g, st)}) in_memory[base(v)] = true;
-    if (st.dot.bias >= 0) in_memory[base(st.dot.bias)] = true;
+    for (int32_t v : {st.dot.bias, st.dot.row_sum})
+      if (v >= 0) in_memory[base(v)] = true;
   }
   double bytes = 0;
   for (size_t v = 0; v < in_memory.size(); ++v) {
@@ -154,7 +155,8 @@ std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g,
       case Launch::Kind::Dot:
         key = fmt::format("product {}{}x{}x{}", st.dot.batch.empty() ? "" : fmt::format("[{}] ", fmt::join(st.dot.batch, ",")),
                           st.dot.m, st.dot.n, st.dot.k);
-        t.what = std::string(dtype_name(g.type(st.nodes[0]).dtype)) + (st.dot.bias >= 0 ? " + bias" : ""), t.flops = dot_flops(st.dot);
+        t.what = std::string(dtype_name(g.type(st.nodes[0]).dtype)) + (st.dot.bias >= 0 ? " + bias" : st.dot.row_sum >= 0 ? " + row sums" : ""),
+        t.flops = dot_flops(st.dot);
         break;
       case Launch::Kind::Sdpa: {
         const Sdpa& a = k.sdpa[static_cast<size_t>(l.sdpa)];
@@ -331,7 +333,7 @@ DevicePtr Program::Impl::input(size_t position, const Tensor& t, ProgramStats& s
   return b->ptr();
 }
 
-// c = a · b (+ its bias row) for a Dot step: the batch dims that are evenly spaced in both operands (innermost
+// c = a · b (+ its bias row, or with its row sums) for a Dot step: the batch dims that are evenly spaced in both operands (innermost
 // first) become one strided batch of a Gemm; the others are looped over here.
 void Program::Impl::dot(const Launch& l) {
   const fusion::Step& st = schedule.steps[l.step];
@@ -342,7 +344,8 @@ void Program::Impl::dot(const Launch& l) {
   DevicePtr a = at(l.slots[0], fusion::read_view(schedule, n.in[0], step).offset, t);
   DevicePtr b = at(l.slots[1], fusion::read_view(schedule, n.in[1], step).offset, t);
   DevicePtr c = at(l.slots[2], 0, g.type(n.out).dtype);
-  const DevicePtr bias = d.bias < 0 ? 0 : at(l.slots[3], fusion::read_view(schedule, d.bias, step).offset, t);
+  const DevicePtr row = d.bias >= 0 ? at(l.slots[3], fusion::read_view(schedule, d.bias, step).offset, t)
+                       : d.row_sum >= 0 ? at(l.slots[3], 0, t) : 0;
   struct Dim {
     int64_t size, a, b, c;
   };
@@ -353,7 +356,8 @@ void Program::Impl::dot(const Launch& l) {
     c_stride *= d.batch[j];
   }
   Gemm gm{.dtype = t, .m = d.m, .n = d.n, .k = d.k, .a_rs = d.a_rs, .a_cs = d.a_cs, .b_rs = d.b_rs, .b_cs = d.b_cs,
-          .tf32 = options.tf32 && t == DType::F32, .bias = d.bias >= 0};
+          .tf32 = options.tf32 && t == DType::F32, .bias = d.bias >= 0, .sum_a = d.row_sum >= 0 && d.row_sum_of_a,
+          .sum_b = d.row_sum >= 0 && !d.row_sum_of_a};
   size_t inner = dims.size();  // dims[inner..] form the strided batch (c's innermost batch stride is m·n)
   if (!dims.empty()) {
     --inner;
@@ -373,7 +377,7 @@ void Program::Impl::dot(const Launch& l) {
       oa += idx * dims[j].a, ob += idx * dims[j].b, oc += idx * dims[j].c;
     }
     alloc->device().gemm(gm, a + static_cast<uint64_t>(oa) * es, b + static_cast<uint64_t>(ob) * es, c + static_cast<uint64_t>(oc) * cs,
-                         bias);
+                         row);
   }
 }
 
@@ -565,7 +569,7 @@ std::string Program::launch_table() const {
         const fusion::DotLayout& d = st.dot;
         r += fmt::format("step {:<3} product [{}] {}x{}x{}  {:.6g} GFLOP  {}  a strides {},{} b strides {},{}{}\n", l.step,
                          fmt::join(d.batch, ","), d.m, d.n, d.k, dot_flops(d) / 1e9, dtype_name(p.g.type(st.nodes[0]).dtype),
-                         d.a_rs, d.a_cs, d.b_rs, d.b_cs, d.bias >= 0 ? " + bias" : "");
+                         d.a_rs, d.a_cs, d.b_rs, d.b_cs, d.bias >= 0 ? " + bias" : d.row_sum >= 0 ? " + row sums" : "");
         break;
       }
       case Launch::Kind::Copy:

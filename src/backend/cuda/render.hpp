@@ -91,7 +91,7 @@ struct Launch {
                                    // earlier step's kernel with the same code (shared kernels)
   int64_t grid = 0, block = 0;     // Kernel: blocks and threads per block (x only)
   bool block_reduce = false;       // Kernel: block per point (threads of a block cooperate)
-  std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out (and its bias row)
+  std::vector<int32_t> slots;      // Kernel: the arguments' slots, in order; Dot: lhs, rhs, out (and its bias row or row sums)
                                    // buffers; Host: the operands' buffers, then the outputs
                                    // (-1: a loop invariant of a while, a view of its operand);
                                    // Copy: source, destination (a Scatter step's x → its result);
@@ -102,6 +102,7 @@ struct Launch {
   int64_t packs = 1;               // Kernel: the launches it runs (pack_launches.hpp)
   int64_t sdpa = -1;               // Sdpa: its problem in Kernels::sdpa (slots and offsets there)
   bool backward = false;           // Sdpa: the problem's backward (an AttentionGrad step)
+  bool sums_rows = false;          // Dot: slots[3] is the row sums it writes (else the bias row it reads)
 };
 
 struct Kernels {
