@@ -20,8 +20,10 @@
 //     chain), writing the gradients into their concatenation when attention.hpp found one
 //     (concat_views; its pads and adds skipped);
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
-//     copying an operand that is not; a while becomes a While step and other nodes Host steps,
-//     both reading contiguous buffers.
+//     copying an operand that is not; in GPU schedules with bias_epilogue, with the add of a bias
+//     row that only products read (placed at the add) or with the reduce_sum of the rows it
+//     contracts (placed at the earlier of the two): cuBLASLt's epilogues; a while becomes a While
+//     step and other nodes Host steps, both reading contiguous buffers.
 #include "backend/fusion.hpp"
 
 #include <algorithm>
