@@ -151,11 +151,17 @@ class Fuser {
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
   std::vector<passes::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
-  std::vector<int32_t> biased_;                 // node → the product (add) or add (product) of its bias epilogue (-1: none)
-  std::vector<int32_t> summed_;                 // node → the product (reduce) or reduce (product) of its row-sum epilogue (-1: none)
+  std::vector<int32_t> partner_;  // GPU: node → the other node of its product's epilogue (the bias add, the
+                                  // row sum; the product) — one Dot step computes both (-1: none)
   passes::Readers readers_;                     // value → the nodes reading it
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
+  bool in_chain(size_t node) const { return !chain_of_.empty() && chain_of_[node] >= 0; }
+  int32_t partner(size_t node) const { return partner_.empty() ? -1 : partner_[node]; }
+  void pair(int32_t product, int32_t other) {
+    if (partner_.empty()) partner_.assign(g_.nodes.size(), -1);
+    partner_[static_cast<size_t>(product)] = other, partner_[static_cast<size_t>(other)] = product;
+  }
   Step& step(int32_t i) { return s_.steps[static_cast<size_t>(i)]; }
 
   // Nodes of a loop whose value the loop neither writes nor uses go (their readers recompute them).
@@ -474,7 +480,7 @@ class Fuser {
       const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
       const bool view = n.op == Op::Reshape || n.op == Op::Transpose || n.op == Op::Slice;
       if (view ? !read_by_products_only(n.out, in_attention)
-               : n.op != Op::DotGeneral || (in_attention && (chain_of_.empty() || chain_of_[static_cast<size_t>(r)] < 0)))
+               : n.op != Op::DotGeneral || (in_attention && !in_chain(static_cast<size_t>(r))))
         return false;
     }
     return true;
@@ -497,9 +503,7 @@ class Fuser {
           if (b.sum >= 0) attention_sum[static_cast<size_t>(b.sum)] = true;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const ir::Node& add = g_.nodes[i];
-      if (add.op != Op::Binary || add.attrs.binary != Binary::Add || attention_sum[static_cast<size_t>(add.out)] ||
-          (!chain_of_.empty() && chain_of_[i] >= 0))
-        continue;
+      if (add.op != Op::Binary || add.attrs.binary != Binary::Add || attention_sum[static_cast<size_t>(add.out)] || in_chain(i)) continue;
       const bool half = g_.type(add.out).dtype != DType::F32;
       if ((half && o_.fold_attention_bias) || !read_by_products_only(add.out, half)) continue;
       for (size_t side = 0; side < 2; ++side) {
@@ -510,9 +514,7 @@ class Fuser {
             row.op != Op::BroadcastInDim || shape(row.in[0]).size() != 1 ||
             row.attrs.dims[0] != static_cast<int64_t>(shape(add.out).size()) - 1)
           continue;
-        if (biased_.empty()) biased_.assign(g_.nodes.size(), -1);
-        const int32_t di = g_.def[d.out];
-        biased_[static_cast<size_t>(di)] = static_cast<int32_t>(i), biased_[i] = di;
+        pair(g_.def[d.out], static_cast<int32_t>(i));
         break;
       }
     }
@@ -527,20 +529,18 @@ class Fuser {
   void find_row_sums() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const ir::Node& r = g_.nodes[i];
-      if (r.op != Op::Reduce || r.attrs.reduce != Reduce::Sum || (!chain_of_.empty() && chain_of_[i] >= 0)) continue;
+      if (r.op != Op::Reduce || r.attrs.reduce != Reduce::Sum || in_chain(i)) continue;
       const int32_t y = r.in[0];
       const auto rank = static_cast<int64_t>(shape(y).size());
       std::vector<int64_t> rows(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)));
       std::iota(rows.begin(), rows.end(), 0);
       const ir::Node& from = g_.producer(y);
-      const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral ||
-                             (!chain_of_.empty() && chain_of_[static_cast<size_t>(g_.def[y])] >= 0);
+      const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral || in_chain(static_cast<size_t>(g_.def[y]));
       if (rank < 2 || r.attrs.dims != rows || !in_memory) continue;
       for (int32_t pi : readers_.nodes[static_cast<size_t>(y)]) {
         const ir::Node& p = g_.nodes[static_cast<size_t>(pi)];
         if (p.op != Op::DotGeneral || !p.attrs.dot.lhs_batch.empty() || g_.type(p.out).dtype != g_.type(y).dtype ||
-            (p.in[0] == y) == (p.in[1] == y) || (!biased_.empty() && biased_[static_cast<size_t>(pi)] >= 0) ||
-            (!summed_.empty() && summed_[static_cast<size_t>(pi)] >= 0) || (!chain_of_.empty() && chain_of_[static_cast<size_t>(pi)] >= 0))
+            (p.in[0] == y) == (p.in[1] == y) || partner(static_cast<size_t>(pi)) >= 0 || in_chain(static_cast<size_t>(pi)))
           continue;
         std::vector<int64_t> contract = p.in[0] == y ? p.attrs.dot.lhs_contract : p.attrs.dot.rhs_contract;
         std::sort(contract.begin(), contract.end());
@@ -548,47 +548,35 @@ class Fuser {
         const auto first = static_cast<int32_t>(std::min<size_t>(i, static_cast<size_t>(pi)));
         const std::vector<int32_t>& late = g_.nodes[static_cast<size_t>(std::max<size_t>(i, static_cast<size_t>(pi)))].in;
         if (contract != rows || std::any_of(late.begin(), late.end(), [&](int32_t u) { return g_.def[u] >= first; })) continue;
-        if (summed_.empty()) summed_.assign(g_.nodes.size(), -1);
-        summed_[static_cast<size_t>(pi)] = static_cast<int32_t>(i), summed_[i] = pi;
+        pair(pi, static_cast<int32_t>(i));
         break;
       }
     }
   }
 
-  // The product of a bias epilogue is placed with its add; the second of a row-sum pair with the
-  // first.
-  bool deferred(int32_t i, const ir::Node& n) const {
-    if (!biased_.empty() && biased_[static_cast<size_t>(i)] >= 0 && n.op == Op::DotGeneral) return true;
-    return !summed_.empty() && summed_[static_cast<size_t>(i)] >= 0 && summed_[static_cast<size_t>(i)] < i;
+  // Node i of an epilogue pair (partner_) and its partner: the pair is placed at the add of a
+  // bias (its row may be computed after the product) or at the first node of a row sum (the
+  // product's other operand is defined before it) as one Dot step; nodes placed at neither are
+  // skipped here. Where the step cannot be, each node is placed as usual.
+  void place_pair(int32_t i, const ir::Node& n, int32_t other) {
+    const ir::Node& o = g_.nodes[static_cast<size_t>(other)];
+    const bool bias = n.op == Op::Binary || o.op == Op::Binary;
+    if (bias ? n.op != Op::Binary : other < i) return;  // placed with its partner
+    const int32_t di = n.op == Op::DotGeneral ? i : other, ei = n.op == Op::DotGeneral ? other : i;
+    const ir::Node &d = g_.nodes[static_cast<size_t>(di)], &e = g_.nodes[static_cast<size_t>(ei)];
+    if (bias ? place_biased_dot(di, d, ei, e) : place_dot(di, d, {.sum = ei, .sum_of_a = d.in[0] == e.in[0]})) return;
+    for (int32_t k : {std::min(di, ei), std::max(di, ei)}) place_node(k, g_.nodes[static_cast<size_t>(k)]);
   }
 
-  // At the first node of a row-sum pair: the product and the reduce as one Dot step; else each
-  // as usual.
-  void place_summed_dot(int32_t i, const ir::Node& n) {
-    const int32_t pi = n.op == Op::DotGeneral ? i : summed_[static_cast<size_t>(i)];
-    const int32_t ri = n.op == Op::DotGeneral ? summed_[static_cast<size_t>(i)] : i;
-    const ir::Node &p = g_.nodes[static_cast<size_t>(pi)], &r = g_.nodes[static_cast<size_t>(ri)];
-    if (place_dot(pi, p, {.sum = ri, .sum_of_a = p.in[0] == r.in[0]})) return;
-    if (!place_dot(pi, p)) place_host(pi, p);
-    if (loop_supported(g_, r, o_)) place_reduce(ri, r);
-    else place_host(ri, r);
-  }
-
-  // At the add of a bias epilogue: its product and the add as one Dot step, when the row is
-  // readable as DotLayout::bias says; else the product alone (the add is then placed as usual).
-  bool place_biased_dot(int32_t add_index, const ir::Node& add) {
-    const int32_t di = biased_[static_cast<size_t>(add_index)];
-    const ir::Node& d = g_.nodes[static_cast<size_t>(di)];
+  // Product d (node di) and its bias add (node ai) as one Dot step, when the row is readable as
+  // DotLayout::bias says.
+  bool place_biased_dot(int32_t di, const ir::Node& d, int32_t ai, const ir::Node& add) {
     const int32_t row = add.in[add.in[0] == d.out ? 1 : 0];
     const View& w = view_of(row);
     const size_t es = dtype_size(g_.type(row).dtype), last = w.strides.size() - 1;
     bool plain = w.strides[last] == 1 && (w.offset * static_cast<int64_t>(es)) % 16 == 0;
     for (size_t j = 0; j < last; ++j) plain = plain && w.strides[j] == 0;
-    if (!plain || !place_dot(di, d, {.add = add_index, .row = row})) {
-      if (!place_dot(di, d)) place_host(di, d);
-      return false;
-    }
-    return true;
+    return plain && place_dot(di, d, {.add = ai, .row = row});
   }
 
   // What a Dot step computes beside its product: with `add` (node index) and `row`, the bias
@@ -920,15 +908,17 @@ class Fuser {
 
   void place(int32_t i) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
-    if (!chain_of_.empty() && chain_of_[static_cast<size_t>(i)] >= 0) {  // placed with its chain's last node
+    if (in_chain(static_cast<size_t>(i))) {  // placed with its chain's last node
       const passes::AttentionMatch& m = chains_[static_cast<size_t>(chain_of_[static_cast<size_t>(i)])];
       if (m.out == i) place_attention(m);
       else if (m.grad && m.grad->nodes.front() == i) place_attention_grad(m);
       return;
     }
-    if (deferred(i, n)) return;  // placed with its add, or the other node of its pair
-    if (!biased_.empty() && biased_[static_cast<size_t>(i)] >= 0 && place_biased_dot(i, n)) return;
-    if (!summed_.empty() && summed_[static_cast<size_t>(i)] >= 0) return place_summed_dot(i, n);
+    if (const int32_t other = partner(static_cast<size_t>(i)); other >= 0) return place_pair(i, n, other);
+    place_node(i, n);
+  }
+
+  void place_node(int32_t i, const ir::Node& n) {
     // The CPU and CUDA lowering facet of each op (docs/architecture.md, "An op's facets"): the
     // step it becomes; `place_host` runs the reference kernel on the host (ref/executor.cpp).
     switch (n.op) {

@@ -178,24 +178,20 @@ TEST_F(LtTune, TheFastestCandidateRunsTheProduct) {
   expect_tuning(lt, 1, 1, 0);
 }
 
-// A product with an epilogue row — a bias (Gemm::bias: CUBLASLT_EPILOGUE_BIAS), or sums of an
-// operand over k (sum_b: cuBLASLt's A is our b, BGRADA; sum_a: its B is our a, BGRADB) — sets the
+// A product with an epilogue row — a bias (GemmEpilogue::Bias: CUBLASLT_EPILOGUE_BIAS), or sums of
+// an operand over k (SumB: cuBLASLt's A is our b, BGRADA; SumA: its B is our a, BGRADB) — sets the
 // epilogue and the row's address before the heuristic (which reads the address's alignment), and
 // each run uses the row it is given; a product of the same shape without one is another product.
 TEST_F(LtTune, EpiloguesTakeTheirRow) {
-  struct Case {
-    void (*set)(Gemm&);
-    int32_t epilogue;
-  };
-  for (const Case& c : {Case{[](Gemm& g) { g.bias = true; }, kEpilogueBias}, Case{[](Gemm& g) { g.sum_b = true; }, kEpilogueBgradA},
-                        Case{[](Gemm& g) { g.sum_a = true; }, kEpilogueBgradB}}) {
+  for (auto [epilogue, lt_value] : {std::pair{GemmEpilogue::Bias, kEpilogueBias}, std::pair{GemmEpilogue::SumB, kEpilogueBgradA},
+                                    std::pair{GemmEpilogue::SumA, kEpilogueBgradB}}) {
     fake = Fake{};
     LtGemm lt(kFakeLt);
     Gemm g = bf16_gemm();
-    c.set(g);
+    g.epilogue = epilogue;
     auto run_with_row = [&](DevicePtr row) { return lt.matmul(g, 0x10000, 0x20000, 0x30000, row, nullptr, 0x40000, 1 << 20); };
     ASSERT_TRUE(run_with_row(0x50000));
-    EXPECT_EQ(fake.desc_at_heuristic[kDescEpilogue], static_cast<uint64_t>(c.epilogue));
+    EXPECT_EQ(fake.desc_at_heuristic[kDescEpilogue], static_cast<uint64_t>(lt_value));
     EXPECT_EQ(fake.desc_at_heuristic[kDescBiasPointer], 0x50000u);
     EXPECT_EQ(fake.desc_at_run[kDescBiasPointer], 0x50000u);
     ASSERT_TRUE(run_with_row(0x60000));

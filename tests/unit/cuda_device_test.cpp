@@ -304,13 +304,11 @@ std::vector<Tensor> run_on_device(cuda::Device& d, const Rendered& r) {
       const fusion::View &a = fusion::read_view(s, n.in[0], static_cast<int32_t>(l.step)),
                          &b = fusion::read_view(s, n.in[1], static_cast<int32_t>(l.step));
       cuda::Gemm gm{.dtype = g.type(n.out).dtype, .m = dl.m, .n = dl.n, .k = dl.k, .a_rs = dl.a_rs, .a_cs = dl.a_cs,
-                    .b_rs = dl.b_rs, .b_cs = dl.b_cs, .bias = dl.bias >= 0};
+                    .b_rs = dl.b_rs, .b_cs = dl.b_cs};
       if (!dl.batch.empty()) gm.batches = dl.batch[0], gm.a_bs = dl.batch_lhs[0], gm.b_bs = dl.batch_rhs[0];
       const uint64_t es = dtype_size(gm.dtype);
-      const cuda::DevicePtr bias =
-          dl.bias < 0 ? 0 : table[static_cast<size_t>(l.slots[3])] + static_cast<uint64_t>(fusion::read_view(s, dl.bias, static_cast<int32_t>(l.step)).offset) * es;
       d.gemm(gm, table[static_cast<size_t>(l.slots[0])] + static_cast<uint64_t>(a.offset) * es,
-             table[static_cast<size_t>(l.slots[1])] + static_cast<uint64_t>(b.offset) * es, table[static_cast<size_t>(l.slots[2])], bias);
+             table[static_cast<size_t>(l.slots[1])] + static_cast<uint64_t>(b.offset) * es, table[static_cast<size_t>(l.slots[2])], 0);
     } else {
       throw SheafError("test: a host step (the device cases use none)");
     }

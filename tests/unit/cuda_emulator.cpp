@@ -321,15 +321,25 @@ std::pair<int64_t, int64_t> offset_range(std::initializer_list<std::pair<int64_t
   return {lo, hi};
 }
 
-// A strided operand of a product as f32 (row-major rows × cols).
-std::vector<float> widen(DType t, const uint16_t* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+// A strided operand of a product (f32, f16 or bf16; element (r, c) at element r·rs + c·cs of p)
+// as f32, row-major rows × cols.
+std::vector<float> widen(DType t, cuda::DevicePtr p, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
   std::vector<float> out(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
-      uint16_t h = p[r * rs + c * cs];
-      out[static_cast<size_t>(r * cols + c)] = t == DType::F16 ? half_to_float(h) : bf16_to_float(h);
+      const int64_t e = r * rs + c * cs;
+      const uint16_t h = t == DType::F32 ? 0 : reinterpret_cast<const uint16_t*>(p)[e];
+      out[static_cast<size_t>(r * cols + c)] =
+          t == DType::F32 ? reinterpret_cast<const float*>(p)[e] : t == DType::F16 ? half_to_float(h) : bf16_to_float(h);
     }
   return out;
+}
+
+// f32 values stored contiguously at p as type t (rounded to nearest even).
+void narrow(DType t, const std::vector<float>& x, cuda::DevicePtr p) {
+  for (size_t j = 0; j < x.size(); ++j)
+    if (t == DType::F32) reinterpret_cast<float*>(p)[j] = x[j];
+    else reinterpret_cast<uint16_t*>(p)[j] = t == DType::F16 ? float_to_half(x[j]) : float_to_bf16(x[j]);
 }
 
 // Throws unless every element a product reads or writes lies inside a live allocation.
@@ -342,10 +352,10 @@ void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a,
     d.check_range(p + static_cast<uint64_t>(range.first * es), static_cast<size_t>((range.second - range.first + 1) * es), what);
   };
   check(c, {0, g.batches * g.m * g.n - 1}, "product output");
-  if (g.bias || g.sum_a || g.sum_b) {
+  if (g.epilogue != cuda::GemmEpilogue::None) {
     if (bias % 16 != 0) throw SheafError(fmt::format("internal: a product's row at {:#x} is not 16-byte aligned", bias));
-    if ((g.sum_a || g.sum_b) && g.batches != 1) throw SheafError("internal: row sums of a batched product");
-    check(bias, {0, (g.sum_a ? g.m : g.n) - 1}, "product row");
+    if (g.epilogue != cuda::GemmEpilogue::Bias && g.batches != 1) throw SheafError("internal: row sums of a batched product");
+    check(bias, {0, (g.epilogue == cuda::GemmEpilogue::SumA ? g.m : g.n) - 1}, "product row");
   }
   if (g.k == 0) return;
   check(a, offset_range({{g.batches, g.a_bs}, {g.m, g.a_rs}, {g.k, g.a_cs}}), "product lhs");
@@ -482,48 +492,30 @@ void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePt
   check_all();
   ++counters.gemms;
   counters.tf32_gemms += g.tf32;
-  counters.bias_gemms += g.bias;
-  counters.row_sum_gemms += g.sum_a || g.sum_b;
+  counters.bias_gemms += g.epilogue == cuda::GemmEpilogue::Bias;
+  counters.row_sum_gemms += g.epilogue == cuda::GemmEpilogue::SumA || g.epilogue == cuda::GemmEpilogue::SumB;
   submit([check_all, g, a, b, c, bias] {
     check_all();
     if (g.m == 0 || g.n == 0) return;
-    const bool half = g.dtype != DType::F32;
-    std::vector<float> row(static_cast<size_t>(g.n), 0.0f);  // the bias epilogue's row, in f32
-    if (g.bias) row = half ? widen(g.dtype, reinterpret_cast<const uint16_t*>(bias), 1, g.n, g.n, 1)
-                           : std::vector<float>(reinterpret_cast<const float*>(bias), reinterpret_cast<const float*>(bias) + g.n);
+    const auto es = static_cast<uint64_t>(dtype_size(g.dtype));
+    const bool with_bias = g.epilogue == cuda::GemmEpilogue::Bias;
+    const std::vector<float> row = with_bias ? widen(g.dtype, bias, 1, g.n, g.n, 1) : std::vector<float>{};
     for (int64_t i = 0; i < g.batches; ++i) {
-      std::vector<float> wa, wb, wc(static_cast<size_t>(g.m * g.n));
-      MatView<const float> va, vb;
-      if (half) {
-        wa = widen(g.dtype, reinterpret_cast<const uint16_t*>(a) + i * g.a_bs, g.m, g.k, g.a_rs, g.a_cs);
-        wb = widen(g.dtype, reinterpret_cast<const uint16_t*>(b) + i * g.b_bs, g.k, g.n, g.b_rs, g.b_cs);
-        va = {wa.data(), g.m, g.k, g.k, 1}, vb = {wb.data(), g.k, g.n, g.n, 1};
-      } else {
-        va = {reinterpret_cast<const float*>(a) + i * g.a_bs, g.m, g.k, g.a_rs, g.a_cs};
-        vb = {reinterpret_cast<const float*>(b) + i * g.b_bs, g.k, g.n, g.b_rs, g.b_cs};
-      }
-      sheaf::gemm(va, vb, MatView<float>{wc.data(), g.m, g.n, g.n, 1});
-      for (size_t j = 0; j < wc.size(); ++j) wc[j] += row[j % static_cast<size_t>(g.n)];  // f32 sum + bias, rounded once
-      if (!half) {
-        std::copy(wc.begin(), wc.end(), reinterpret_cast<float*>(c) + i * g.m * g.n);
-        continue;
-      }
-      auto* pc = reinterpret_cast<uint16_t*>(c) + i * g.m * g.n;
-      for (size_t j = 0; j < wc.size(); ++j) pc[j] = g.dtype == DType::F16 ? float_to_half(wc[j]) : float_to_bf16(wc[j]);
+      const std::vector<float> wa = widen(g.dtype, a + static_cast<uint64_t>(i * g.a_bs) * es, g.m, g.k, g.a_rs, g.a_cs);
+      const std::vector<float> wb = widen(g.dtype, b + static_cast<uint64_t>(i * g.b_bs) * es, g.k, g.n, g.b_rs, g.b_cs);
+      std::vector<float> wc(static_cast<size_t>(g.m * g.n));
+      sheaf::gemm(MatView<const float>{wa.data(), g.m, g.k, g.k, 1}, MatView<const float>{wb.data(), g.k, g.n, g.n, 1},
+                  MatView<float>{wc.data(), g.m, g.n, g.n, 1});
+      if (with_bias)  // the f32 sum plus the row, rounded once
+        for (size_t j = 0; j < wc.size(); ++j) wc[j] += row[j % static_cast<size_t>(g.n)];
+      narrow(g.dtype, wc, c + static_cast<uint64_t>(i * g.m * g.n) * es);
     }
-    if (g.sum_a || g.sum_b) {  // a's rows summed over k (m sums), or b's columns (n): f32, rounded once
-      const int64_t count = g.sum_a ? g.m : g.n;
-      const int64_t along = g.sum_a ? g.a_cs : g.b_rs, across = g.sum_a ? g.a_rs : g.b_cs;
-      const cuda::DevicePtr x = g.sum_a ? a : b;
-      for (int64_t j = 0; j < count; ++j) {
-        float sum = 0;
-        for (int64_t p = 0; p < g.k; ++p) {
-          const int64_t e = j * across + p * along;
-          sum += half ? widen(g.dtype, reinterpret_cast<const uint16_t*>(x) + e, 1, 1, 1, 1)[0] : reinterpret_cast<const float*>(x)[e];
-        }
-        if (half) reinterpret_cast<uint16_t*>(bias)[j] = g.dtype == DType::F16 ? float_to_half(sum) : float_to_bf16(sum);
-        else reinterpret_cast<float*>(bias)[j] = sum;
-      }
+    if (g.epilogue == cuda::GemmEpilogue::SumA || g.epilogue == cuda::GemmEpilogue::SumB) {  // f32 sums, rounded once
+      const std::vector<float> x = g.epilogue == cuda::GemmEpilogue::SumA ? widen(g.dtype, a, g.m, g.k, g.a_rs, g.a_cs)   // a's rows
+                                                                          : widen(g.dtype, b, g.n, g.k, g.b_cs, g.b_rs);  // b's columns
+      std::vector<float> sums(x.size() / static_cast<size_t>(g.k), 0.0f);
+      for (size_t j = 0; j < x.size(); ++j) sums[j / static_cast<size_t>(g.k)] += x[j];
+      narrow(g.dtype, sums, bias);
     }
   });
 }

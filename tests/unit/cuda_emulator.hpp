@@ -91,8 +91,8 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
     size_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
     size_t copies = 0, fills = 0, launches = 0, gemms = 0, captures = 0, replays = 0, collectives = 0;
     size_t tf32_gemms = 0;  // products that were allowed TF32
-    size_t bias_gemms = 0;  // products with a bias epilogue (Gemm::bias)
-    size_t row_sum_gemms = 0;  // products that sum an operand's rows (Gemm::sum_a, sum_b)
+    size_t bias_gemms = 0;  // products with a bias epilogue (GemmEpilogue::Bias)
+    size_t row_sum_gemms = 0;  // products that sum an operand's rows (GemmEpilogue::SumA, SumB)
     size_t sdpa_prepared = 0, sdpa_forward = 0, sdpa_backward = 0;
   };
   bool library_attention = false;  // plays cuDNN's fused attention (has_sdpa)

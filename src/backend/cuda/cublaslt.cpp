@@ -229,8 +229,14 @@ std::vector<LtMatmulAlgo> LtGemm::prepare(Prepared& p, const LtPlan& plan, int t
   return usable_candidates(results, returned);
 }
 
-int32_t lt_epilogue(const Gemm& g) {
-  return g.bias ? kEpilogueBias : g.sum_b ? kEpilogueBgradA : g.sum_a ? kEpilogueBgradB : 0;
+int32_t lt_epilogue(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::None: return 0;
+    case GemmEpilogue::Bias: return kEpilogueBias;
+    case GemmEpilogue::SumA: return kEpilogueBgradB;
+    case GemmEpilogue::SumB: return kEpilogueBgradA;
+  }
+  return 0;
 }
 
 bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, CUstream stream, DevicePtr workspace,
@@ -244,7 +250,7 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
   const uint32_t align_b = operand_alignment(a, plan->b.batch_stride, plan->batches, es);
   const uint32_t align_d = operand_alignment(c, plan->d.batch_stride, plan->batches, es);
   const bool tf32 = g.tf32 && g.dtype == DType::F32;
-  const int32_t epilogue = lt_epilogue(g);
+  const int32_t epilogue = lt_epilogue(g.epilogue);
   LtKey key = {static_cast<int64_t>(g.dtype), tf32, g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs, g.batches,
                g.batches > 1 ? g.a_bs : 0, g.batches > 1 ? g.b_bs : 0, align_a, align_b, align_d,
                static_cast<int64_t>(workspace_bytes)};

@@ -104,8 +104,8 @@ constexpr int32_t kEpilogueBias = 4;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_B
 constexpr int32_t kEpilogueBgradA = 256;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BGRADA (sums of A over k)
 constexpr int32_t kEpilogueBgradB = 512;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BGRADB (sums of B over k)
 
-// The epilogue of a Gemm (bias, sum_b: cuBLASLt's A is our b, sum_a: its B is our a), 0: none.
-int32_t lt_epilogue(const Gemm& g);
+// cuBLASLt's epilogue for a Gemm's (SumB: cuBLASLt's A is our b, SumA: its B is our a), 0: none.
+int32_t lt_epilogue(GemmEpilogue e);
 // cublasLtMatrixLayoutAttribute_t
 constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT [int32_t]
 constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET [int64_t]

@@ -40,18 +40,19 @@ class Module {
 // c[i] (m×n, row-major, contiguous) = a[i] · b[i] for i < batches, element (r, c) of a[i] at
 // a + i·a_bs + r·a_rs + c·a_cs (elements; b likewise). Inputs and output of `dtype` (f32, f16 or
 // bf16); always f32 accumulation. `tf32`: f32 products may round their inputs to TF32.
-// `bias`: element (r, col) of every c[i] is the f32 sum plus bias[col] (n contiguous elements of
-// `dtype`, 16-byte aligned), rounded once (cuBLASLt's bias epilogue). `sum_b` (`sum_a`): the
-// row pointer also receives b's sums over k (n of them; a's, m), f32 sums rounded once
-// (cuBLASLt's bias-gradient epilogues); one batch only.
+// `epilogue` (cuBLASLt's), with a row of `dtype` (16-byte aligned, contiguous):
+//   Bias        element (r, col) of every c[i] is the f32 sum plus row[col] (n elements), rounded once;
+//   SumA, SumB  the row receives a's sums over k (m of them), or b's (n): f32 sums rounded once (a
+//               bias's gradient); one batch only.
+enum class GemmEpilogue : uint8_t { None, Bias, SumA, SumB };
+
 struct Gemm {
   DType dtype = DType::F32;
   int64_t m = 1, n = 1, k = 1;
   int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
   int64_t batches = 1, a_bs = 0, b_bs = 0;  // c's batch stride is m·n
   bool tf32 = false;
-  bool bias = false;
-  bool sum_a = false, sum_b = false;
+  GemmEpilogue epilogue = GemmEpilogue::None;
 };
 
 // The addresses of a Sdpa problem's tensors (their first elements: offsets applied); the
@@ -106,8 +107,7 @@ class Device {
   // Compiles (or finds in `cache_dir`, when not empty) and loads the kernels `names` of `source`.
   virtual std::unique_ptr<Module> load(const std::string& source, const std::vector<std::string>& names,
                                        const std::string& cache_dir) = 0;
-  // Queues c = a · b (Gemm's semantics; `row` read when g.bias, written when g.sum_a or g.sum_b,
-  // else ignored).
+  // Queues c = a · b (Gemm's semantics; `row`, the epilogue's, ignored without one).
   virtual void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) = 0;
   // Waits for every queued operation.
   virtual void synchronize() = 0;

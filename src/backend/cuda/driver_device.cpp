@@ -354,19 +354,19 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
       throw SheafError(fmt::format("CUDA: no matrix product of {} (f32, f16 or bf16 only)", dtype_name(g.dtype)));
     if (g.m <= 0 || g.n <= 0 || g.batches <= 0) return;
     bind();
-    const bool epilogue = lt_epilogue(g) != 0;
+    const bool epilogue = g.epilogue != GemmEpilogue::None;
     if (g.k <= 0 && !epilogue) {  // an empty sum: zeros (all-zero bytes are 0.0 in every float type)
       fill(c, 0, static_cast<size_t>(g.batches * g.m * g.n) * dtype_size(g.dtype));
       return;
     }
     if (lt_ && g.k > 0 && lt_->matmul(g, a, b, c, row, stream_, workspace_, kLtWorkspaceBytes)) return;
     Gemm plain = g;
-    plain.bias = plain.sum_a = plain.sum_b = false;
+    plain.epilogue = GemmEpilogue::None;
     if (!epilogue || !lt_ || g.k <= 0 || !lt_->matmul(plain, a, b, c, 0, stream_, workspace_, kLtWorkspaceBytes)) {
       if (!lt_) notice_once(lt_notice_, "matrix products run on a simple kernel: " + lt_why_);
       fallback_gemm(plain, a, b, c);
     } else {
-      notice_once(epilogue_notice_, fmt::format("cuBLASLt has no epilogue {} for a {}x{}x{} {} product: kernels do its part", lt_epilogue(g),
+      notice_once(epilogue_notice_, fmt::format("cuBLASLt has no epilogue {} for a {}x{}x{} {} product: kernels do its part", lt_epilogue(g.epilogue),
                                                 g.m, g.n, g.k, dtype_name(g.dtype)));
     }
     if (epilogue) fallback_epilogue(g, a, b, c, row);
@@ -565,14 +565,15 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
 
   // What g's epilogue adds to a product made without it: the bias row added, or the rows summed.
   void fallback_epilogue(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) {
-    if (g.bias) {
+    if (g.epilogue == GemmEpilogue::Bias) {
       long long v[2] = {g.batches * g.m * g.n, g.n};
       void* args[4] = {&c, &row, &v[0], &v[1]};
       fallback_launch(FallbackKernel::AddRow, g.dtype, v[0], args);
       return;
     }
-    DevicePtr x = g.sum_a ? a : b;
-    long long v[4] = {g.sum_a ? g.m : g.n, g.k, g.sum_a ? g.a_rs : g.b_cs, g.sum_a ? g.a_cs : g.b_rs};
+    const bool of_a = g.epilogue == GemmEpilogue::SumA;
+    DevicePtr x = of_a ? a : b;
+    long long v[4] = {of_a ? g.m : g.n, g.k, of_a ? g.a_rs : g.b_cs, of_a ? g.a_cs : g.b_rs};
     void* args[6] = {&x, &row, &v[0], &v[1], &v[2], &v[3]};
     fallback_launch(FallbackKernel::SumRows, g.dtype, v[0], args);
   }

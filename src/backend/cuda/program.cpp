@@ -132,6 +132,7 @@ Work work_of(const ir::Graph& g, const fusion::Schedule& s, const fusion::Memory
     ++w.products;
     w.product_flops += dot_flops(st.dot);
     for (int32_t v : {n.in[0], n.in[1], n.out}) w.product_bytes += static_cast<double>(bytes_of(g.type(v)));
+    if (st.dot.row_sum >= 0) w.product_bytes += static_cast<double>(bytes_of(g.type(st.dot.row_sum)));
     if (st.dot.bias >= 0) w.product_bytes += static_cast<double>(st.dot.n * dtype_size(g.type(st.dot.bias).dtype));
   }
   return w;
@@ -356,8 +357,11 @@ void Program::Impl::dot(const Launch& l) {
     c_stride *= d.batch[j];
   }
   Gemm gm{.dtype = t, .m = d.m, .n = d.n, .k = d.k, .a_rs = d.a_rs, .a_cs = d.a_cs, .b_rs = d.b_rs, .b_cs = d.b_cs,
-          .tf32 = options.tf32 && t == DType::F32, .bias = d.bias >= 0, .sum_a = d.row_sum >= 0 && d.row_sum_of_a,
-          .sum_b = d.row_sum >= 0 && !d.row_sum_of_a};
+          .tf32 = options.tf32 && t == DType::F32,
+          .epilogue = d.bias >= 0      ? GemmEpilogue::Bias
+                      : d.row_sum < 0  ? GemmEpilogue::None
+                      : d.row_sum_of_a ? GemmEpilogue::SumA
+                                       : GemmEpilogue::SumB};
   size_t inner = dims.size();  // dims[inner..] form the strided batch (c's innermost batch stride is m·n)
   if (!dims.empty()) {
     --inner;
