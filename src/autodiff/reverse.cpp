@@ -92,6 +92,9 @@ std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tens
     active[static_cast<size_t>(w.symbol_id())] = 1;
     first = std::min(first, static_cast<size_t>(g.def[static_cast<size_t>(w.symbol_id())]));
   }
+  // A softmax written out is differentiated as the op (its VJP is softmax_grad, which the GPU's
+  // attention steps recognise; the max's gradient, zero up to rounding, is not emitted).
+  if (first < end) trace::recognise_composites(first);
   // Forward: a float result of a node with an active operand is active, unless stop_gradient
   // marked it.
   for (size_t i = first + 1; i < end; ++i) {

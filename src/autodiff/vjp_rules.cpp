@@ -20,6 +20,7 @@
 #include "tensor/layout.hpp"
 #include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
+#include "tensor/softmax.hpp"
 
 namespace sheaf::autodiff {
 namespace {
@@ -281,6 +282,15 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
     }
     case Op::Sort: return {unpick(g, y[1], a.axis, x[0].dim(a.axis))};
     case Op::TopK: return {unpick(g, y[1], x[0].rank() - 1, x[0].dim(x[0].rank() - 1))};
+    case Op::Softmax: return {softmax_grad(y[0], g, a.axis)};
+    case Op::SoftmaxGrad: {  // y = p · (dy − Σ dy·p): dp = g · (dy − Σ dy·p) − dy · Σ g·p, d(dy) = softmax_grad(p, g)
+      const Tensor &p = x[0], &dy = x[1];
+      auto row_sum = [&](const Tensor& t) { return reduce(Reduce::Sum, t, {a.axis}, true); };
+      Grads out(2);
+      if (need[0]) out[0] = sub(mul(g, sub(dy, row_sum(mul(dy, p)))), mul(dy, row_sum(mul(g, p))));
+      if (need[1]) out[1] = softmax_grad(p, g, a.axis);
+      return out;
+    }
     case Op::While: case Op::Case: case Op::AllReduce: case Op::Call: case Op::OptimizationBarrier: break;  // handled above
   }
   throw SheafError(fmt::format("no gradient rule for '{}'", ir::op_name(n.op)), n.loc);

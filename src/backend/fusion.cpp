@@ -134,7 +134,7 @@ class Fuser {
   }
 
   Schedule run() {
-    if (o_.gpu && o_.attention) find_attention_chains();
+    if (o_.gpu && o_.attention && o_.composites) find_attention_chains();
     if (o_.gpu && o_.bias_epilogue) find_bias_epilogues(), find_row_sums();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
@@ -685,7 +685,7 @@ class Fuser {
   // of 16 (the products' k and n steps) up to kAttentionMaxHead (kAttentionGradMaxHead with a
   // gradient), nothing empty.
   void find_attention_chains() {
-    for (passes::AttentionMatch& m : passes::find_attention(g_)) {
+    for (passes::AttentionMatch& m : passes::find_attention(g_, *o_.composites)) {
       const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
       const int64_t d = shape(d1.in[0])[static_cast<size_t>(d1.attrs.dot.lhs_contract[0])], dv = shape(d2.out).back();
       const int64_t most = m.grad ? kAttentionGradMaxHead : kAttentionMaxHead;
@@ -942,6 +942,7 @@ class Fuser {
       case Op::DotGeneral: if (!place_dot(i, n)) place_host(i, n); return;
       case Op::Sort: case Op::Case: case Op::AllReduce: place_host(i, n); return;
       case Op::Call: place_host(i, n); return;  // not lowered: a finished trace has none (passes/inline_calls.hpp)
+      case Op::Softmax: case Op::SoftmaxGrad: place_host(i, n); return;  // composites: expanded before (passes::lower_composites)
     }
   }
 };

@@ -50,6 +50,7 @@
 
 #include "ir/ir.hpp"
 #include "passes/attention.hpp"
+#include "passes/composites.hpp"
 
 namespace sheaf::fusion {
 
@@ -212,6 +213,9 @@ struct FuseOptions {
   // and one that contracts an operand's rows, which are summed where no loop could (DotLayout::
   // row_sum: the bias's gradient), sums them too.
   bool bias_epilogue = false;
+  // Where the graph's softmax and softmax_grad composites were expanded (passes::lower_composites,
+  // whose graph this is): a GPU schedule finds attention chains around them; none without.
+  const passes::CompositeSites* composites = nullptr;
 };
 
 inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;

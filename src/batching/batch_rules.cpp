@@ -19,6 +19,7 @@
 #include "tensor/layout.hpp"
 #include "tensor/recorder.hpp"
 #include "tensor/reduce.hpp"
+#include "tensor/softmax.hpp"
 #include "trace/tracer.hpp"
 
 namespace sheaf::batching {
@@ -262,6 +263,11 @@ Batch batch_node(const ir::Node& node, const std::vector<Tensor>& x, const std::
     case Op::Concatenate: return {concatenate(all_batched(), a.axis + 1)};
     case Op::Pad: return {pad(x[0], a.scalar, prepend(0, a.lo), prepend(0, a.hi))};
     case Op::Reduce: return {reduce(a.reduce, x[0], shifted(a.dims))};
+    case Op::Softmax: return {softmax(x[0], a.axis + 1)};
+    case Op::SoftmaxGrad: {
+      std::vector<Tensor> v = all_batched();
+      return {softmax_grad(v[0], v[1], a.axis + 1)};
+    }
     case Op::ArgReduce: return {arg_reduce(a.reduce, x[0], a.axis + 1)};
     case Op::DotGeneral: return {batched_dot(x[0], x[1], b[0], b[1], a.dot)};
     case Op::Gather:

@@ -3,7 +3,8 @@
 // Each is a composite of elementwise and reduction primitives. Integer inputs compute in f32
 // (relu keeps integers); f16/bf16 stay in their dtype. A host number gives a host number, like
 // exp: (sigmoid 0) → 0.5. softmax and log-softmax work along :axis (default last) and subtract
-// the maximum first so that large inputs do not overflow.
+// the maximum first so that large inputs do not overflow; softmax is the composite primitive of
+// tensor/softmax.hpp (one IR op with its own VJP).
 #include "builtins/activation.hpp"
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "tensor/elementwise.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
+#include "tensor/softmax.hpp"
 #include "trace/tracer.hpp"
 
 namespace sheaf {
@@ -25,8 +27,8 @@ std::vector<int64_t> axes_for(const Tensor& x, int64_t axis) {
   return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{axis};
 }
 
-// x - max(x) along the axis (kept), the stable argument of exp. softmax and log-softmax do not
-// depend on the shift, so no gradient flows through the max (it would sum to zero, at a cost).
+// x - max(x) along the axis (kept), the stable argument of exp. log-softmax does not depend on
+// the shift, so no gradient flows through the max (it would sum to zero, at a cost).
 Tensor shifted(const Tensor& x, int64_t axis) {
   Tensor m = reduce(Reduce::Max, x, axes_for(x, axis), true);
   trace::stop_gradient(m);
@@ -34,11 +36,6 @@ Tensor shifted(const Tensor& x, int64_t axis) {
 }
 
 }  // namespace
-
-Tensor softmax(const Tensor& x, int64_t axis) {
-  Tensor e = unary(Unary::Exp, shifted(x, axis));
-  return binary(Binary::Div, e, reduce(Reduce::Sum, e, axes_for(x, axis), true));
-}
 
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   Tensor z = shifted(x, axis);

@@ -16,6 +16,7 @@
 
 #include "base/error.hpp"
 #include "dist/comm.hpp"
+#include "ir/composites.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf::emit {
@@ -644,6 +645,11 @@ std::vector<Val> lower_node(Writer& w, const ir::Graph& g, const ir::Node& n, co
       return w.ops("stablehlo.optimization_barrier", in, ts);
     }
     case Op::Call: return lower_graph(w, *a.regions[0], in);  // a finished trace has none (inlined); a hand-built graph may
+    case Op::Softmax: case Op::SoftmaxGrad: {  // composites: their expansion into the ops above
+      std::vector<Type> types;
+      for (const Val& v : in) types.push_back(v.type);
+      return lower_graph(w, ir::expand(n, types).graph, in);
+    }
     case Op::AllReduce: {  // one cross-replica sum per operand; the ranks of this job are the replicas
       std::vector<std::string> ranks;
       for (int r = 0; r < dist::world_size(); ++r) ranks.push_back(std::to_string(r));

@@ -130,7 +130,8 @@ std::string attr_text(const Node& n) {
     case Op::Convert: return std::string(dtype_name(a.dtype));
     case Op::BroadcastInDim: case Op::Transpose: case Op::Reverse: case Op::Reduce: return "dims=" + ints(a.dims);
     case Op::Slice: return fmt::format("starts={} limits={} strides={}", ints(a.starts), ints(a.limits), ints(a.strides));
-    case Op::Concatenate: case Op::ArgReduce: case Op::Gather: case Op::Scatter: return fmt::format("axis={}", a.axis);
+    case Op::Concatenate: case Op::ArgReduce: case Op::Gather: case Op::Scatter: case Op::Softmax: case Op::SoftmaxGrad:
+      return fmt::format("axis={}", a.axis);
     case Op::Sort: return fmt::format("axis={}{}", a.axis, a.descending ? " descending" : "");
     case Op::Pad: return fmt::format("lo={} hi={} value={}", ints(a.lo), ints(a.hi), a.scalar);
     case Op::DynamicSlice: return "sizes=" + ints(a.sizes);

@@ -1,6 +1,6 @@
 // passes/attention.cpp — scaled dot-product attention chains (see attention.hpp), matched from
-// their last product backwards: the convert of the probabilities, softmax's division, exp and
-// subtraction (with their row values), the prologue, the scores' product.
+// their last product backwards: the convert of the probabilities, the softmax (a site of its
+// expansion), the prologue, the scores' product; then the backward pass from dO.
 #include "passes/attention.hpp"
 
 #include <algorithm>
@@ -25,7 +25,7 @@ std::vector<int64_t> first_dims(size_t n) {
 
 class Matcher {
  public:
-  explicit Matcher(const ir::Graph& g) : g_(g), readers_(g) {}
+  Matcher(const ir::Graph& g, const CompositeSites& sites) : g_(g), sites_(sites), readers_(g) {}
 
   std::optional<AttentionMatch> match(int32_t out_node) {
     taken_.clear();
@@ -36,20 +36,15 @@ class Matcher {
     const Shape& ps = shape(pc);
     if (!is_half(h) || g_.type(v).dtype != h || ps.size() < 2 || !product_of_rows(d2, ps.size() - 2)) return std::nullopt;
     take(d2);
-    // p = e / Σ e, e = exp(x - max x), in f32; convert(p) feeds the product
+    // p = softmax(x) over the last dim, in f32 (its expansion: a site); convert(p) feeds the product
     const ir::Node& cv = def(pc);
     if (cv.op != Op::Convert || g_.type(cv.in[0]).dtype != DType::F32) return std::nullopt;
     take(cv);
-    Forward f{.pb = pc, .p = cv.in[0]};
-    f.e = with_row_value(def(cv.in[0]), Binary::Div, Reduce::Sum, ps);
-    if (f.e < 0) return std::nullopt;
-    f.row_sum = reduced_, f.sum_b = def(cv.in[0]).in[1];
-    const ir::Node& ex = def(f.e);
-    if (ex.op != Op::Unary || ex.attrs.unary != Unary::Exp) return std::nullopt;
-    take(ex);
-    const int32_t x = with_row_value(def(ex.in[0]), Binary::Sub, Reduce::Max, ps);
-    if (x < 0) return std::nullopt;
-    f.row_max = reduced_, f.x = x, f.max_b = def(ex.in[0]).in[1];
+    const SoftmaxSite* sm = softmax_site(cv.in[0], ps.size() - 1);
+    if (!sm) return std::nullopt;
+    for (int32_t n : sm->nodes) taken_.push_back(n);
+    const Forward f{.pb = pc, .p = sm->out, .row_max = sm->row_max, .row_sum = sm->row_sum};
+    const int32_t x = sm->x;
 
     AttentionMatch m;
     m.out = out_node;
@@ -91,14 +86,24 @@ class Matcher {
   }
 
  private:
-  // Values of a forward chain its backward pass reads: convert(p), p, e, Σ broadcast, softmax's
-  // operand x and its max broadcast; nodes: the row max and sum.
+  // Values of a forward chain its backward pass reads: convert(p) and p; nodes: softmax's row max
+  // and sum.
   struct Forward {
-    int32_t pb = -1, p = -1, e = -1, sum_b = -1, x = -1, max_b = -1, row_max = -1, row_sum = -1;
+    int32_t pb = -1, p = -1, row_max = -1, row_sum = -1;
   };
 
   const ir::Graph& g_;
+  const CompositeSites& sites_;
   Readers readers_;
+
+  // The site of the softmax over `axis` whose result is p, or nullptr; its row reductions must be
+  // its own (not nodes it shares with the rest of the graph), for the step computes them.
+  const SoftmaxSite* softmax_site(int32_t p, size_t axis) const {
+    auto own = [](const SoftmaxSite& s, int32_t n) { return std::binary_search(s.nodes.begin(), s.nodes.end(), n); };
+    for (const SoftmaxSite& s : sites_.softmax)
+      if (s.out == p && s.axis == static_cast<int64_t>(axis)) return own(s, s.row_max) && own(s, s.row_sum) ? &s : nullptr;
+    return nullptr;
+  }
   std::vector<int32_t> taken_;  // node indices of the chain so far
 
   AttentionMatch with_biases(AttentionMatch& m) const {
@@ -151,7 +156,6 @@ class Matcher {
     }
     return true;
   }
-  int32_t reduced_ = -1;        // the reduce node of the last row_reduction matched
 
   // AttentionGrad::concat and concat_nodes of `a`, when the gradients are concatenated so.
   void find_concat(AttentionGrad& a) const {
@@ -251,32 +255,13 @@ class Matcher {
     const ir::Node* dp = sole_reader(dpb->out);
     if (!dp || dp->op != Op::Convert || g_.type(dp->out).dtype != DType::F32) return std::nullopt;
     take(*dp);
-    // softmax's VJP: (dP / Σ + bcast(Σ_S −(dP·p) / Σ))·e
-    const ir::Node *first = nullptr, *prod = nullptr;
-    for (int32_t r : readers_.nodes[static_cast<size_t>(dp->out)]) {
-      const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
-      if (binary(n, Binary::Div) && n.in[0] == dp->out && n.in[1] == f.sum_b) first = &n;
-      else if (binary(n, Binary::Mul) && other(n, dp->out) == f.p) prod = &n;
-    }
-    if (!first || !prod) return std::nullopt;
-    take(*first), take(*prod);
-    const ir::Node* q = sole_reader(prod->out);
-    if (!q || !binary(*q, Binary::Div) || q->in[0] != prod->out || q->in[1] != f.sum_b) return std::nullopt;
-    take(*q);
-    const ir::Node* neg = sole_reader(q->out);
-    if (!neg || neg->op != Op::Unary || neg->attrs.unary != Unary::Neg) return std::nullopt;
-    take(*neg);
-    const ir::Node* add = sole_reader(first->out);
-    if (!add || !binary(*add, Binary::Add) || !row_reduction(other(*add, first->out), Reduce::Sum, neg->out, ps)) return std::nullopt;
-    take(*add);
-    const ir::Node* dx = sole_reader(add->out);
-    if (!dx || !binary(*dx, Binary::Mul) || other(*dx, add->out) != f.e) return std::nullopt;
-    take(*dx);
-    int32_t grad = dx->out;
-    if (readers_.nodes[static_cast<size_t>(grad)].size() == 2) {  // a softmax written out
-      grad = max_grad(*dx, f, ps);
-      if (grad < 0) return std::nullopt;
-    }
+    // softmax's VJP: softmax_grad(p, dP) over the same dim (its expansion: a site)
+    const SoftmaxGradSite* sg = nullptr;
+    for (const SoftmaxGradSite& site : sites_.softmax_grad)
+      if (site.p == f.p && site.g == dp->out && site.axis == static_cast<int64_t>(rank - 1)) sg = &site;
+    if (!sg) return std::nullopt;
+    for (int32_t n : sg->nodes) taken_.push_back(n);
+    int32_t grad = sg->out;
     // the prologue's VJPs, last op first
     for (size_t i = m.prologue.size(); i-- > 1;) {
       const ScoreOp& op = m.prologue[i];
@@ -304,28 +289,6 @@ class Matcher {
     }
     if (a.dq.node < 0 || a.dk.node < 0) return std::nullopt;
     return a;
-  }
-
-  // The VJP of softmax's max when a program writes softmax out, exp(x − max x) with nothing
-  // stopping the max's gradient: dx's readers are neg(dx), summed over S and broadcast (dm), and
-  // add(dx, select(x == bcast(max x), dm, 0)); returns that add's value, or -1. dm is Σ_S −dx,
-  // which is 0 up to rounding (softmax does not change when its operand is shifted), so the
-  // kernel's gradient, which has no such term, is the same.
-  int32_t max_grad(const ir::Node& dx, const Forward& f, const Shape& ps) {
-    const ir::Node *neg = nullptr, *add = nullptr;
-    for (int32_t r : readers_.nodes[static_cast<size_t>(dx.out)]) {
-      const ir::Node& n = g_.nodes[static_cast<size_t>(r)];
-      if (n.op == Op::Unary && n.attrs.unary == Unary::Neg) neg = &n;
-      else if (binary(n, Binary::Add) && other(n, dx.out) >= 0) add = &n;
-    }
-    if (!neg || !add) return -1;
-    const ir::Node& sel = def(other(*add, dx.out));
-    if (sel.op != Op::Select || !is_splat_of(g_, sel.in[2], 0.0) || !row_reduction(sel.in[1], Reduce::Sum, neg->out, ps))
-      return -1;
-    const ir::Node& eq = def(sel.in[0]);
-    if (!binary(eq, Binary::Eq) || eq.in[0] != f.x || eq.in[1] != f.max_b) return -1;
-    take(*neg), take(sel), take(eq), take(*add);
-    return add->out;
   }
 
   // Whether node n, reading the gradient `grad` of prologue op `op`'s result, is that op's VJP
@@ -452,42 +415,6 @@ class Matcher {
     return from;
   }
 
-  // x when `n` is binary(x, b) with b the row values reduce(kind, x) (softmax's x − max x and
-  // e / Σ e over the last dim of `full`), else -1.
-  int32_t with_row_value(const ir::Node& n, Binary op, Reduce kind, const Shape& full) {
-    if (!binary(n, op) || !row_reduction(n.in[1], kind, n.in[0], full)) return -1;
-    take(n);
-    return n.in[0];
-  }
-
-  // `b` repeats along the last dim of `full` the values of r = reduce(kind, of) over that dim:
-  // broadcast_in_dim(reshape(r) [.., 1]) or broadcast_in_dim(r).
-  bool row_reduction(int32_t b, Reduce kind, int32_t of, const Shape& full) {
-    const size_t rank = full.size();
-    const Shape rows(full.begin(), full.end() - 1);
-    if (b < 0) return false;
-    const ir::Node& bc = def(b);
-    if (bc.op != Op::BroadcastInDim || shape(b) != full) return false;
-    int32_t r = bc.in[0];
-    if (def(r).op == Op::Reshape) {
-      Shape with_one = rows;
-      with_one.push_back(1);
-      if (shape(r) != with_one || bc.attrs.dims != first_dims(rank)) return false;
-      take(def(r));
-      r = def(r).in[0];
-    } else if (bc.attrs.dims != first_dims(rank - 1)) {
-      return false;
-    }
-    const ir::Node& red = def(r);
-    if (red.op != Op::Reduce || red.attrs.reduce != kind || red.in[0] != of ||
-        red.attrs.dims != std::vector<int64_t>{static_cast<int64_t>(rank - 1)} || shape(r) != rows)
-      return false;
-    take(bc);
-    take(red);
-    reduced_ = static_cast<int32_t>(&red - g_.nodes.data());
-    return true;
-  }
-
   // An operand of rank nb + 2 with nb batch dims, one contracted dim and one free dim.
   static bool one_free_dim(size_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract, size_t nb) {
     return rank == nb + 2 && batch.size() == nb && contract.size() == 1;
@@ -524,10 +451,10 @@ class Matcher {
 
 }  // namespace
 
-std::vector<AttentionMatch> find_attention(const ir::Graph& g) {
+std::vector<AttentionMatch> find_attention(const ir::Graph& g, const CompositeSites& sites) {
   std::vector<AttentionMatch> found;
   std::vector<bool> used(g.nodes.size(), false);
-  Matcher m(g);
+  Matcher m(g, sites);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     auto a = m.match(static_cast<int32_t>(i));
     if (!a || std::any_of(a->nodes.begin(), a->nodes.end(), [&](int32_t n) { return used[static_cast<size_t>(n)]; })) continue;

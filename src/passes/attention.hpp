@@ -7,38 +7,40 @@
 //   x = prologue(s)                 converts, products and quotients by a splat constant, at most
 //                                   one mask: a select of a bool mask [b.., T, S] and a splat
 //                                   fill, or the add of a constant causal bias (ScoreOp::additive)
-//   p = softmax(x) over S           reduce_max, sub, exp, reduce_sum, div in f32 (the row values
-//                                   broadcast back by reshape/broadcast_in_dim)
+//   p = softmax(x) over S           the softmax op in f32 (a composite, tensor/softmax.hpp), found
+//                                   where the graph's lowering expanded it (a SoftmaxSite of
+//                                   passes/composites.hpp: its row max and sum are the step's
+//                                   statistics)
 //   o = dot_general(convert(p), V)  V [.., S, DV] of Q's type: o [b.., T, DV] of that type
 // where every value of the chain but o is read only inside it (not a result): a program that
-// keeps the probabilities for anything else has no match — but for the backward pass our VJP
+// keeps the probabilities for anything else has no match — but for the backward pass the VJP
 // rules emit for the chain (a training step), which is then matched with it (AttentionGrad):
 //   dPb = dot_general(dO, V)        dO [.., T, DV] (o's cotangent, any dim order): [b.., T, S]
 //   dV  = dot_general(convert(p), dO) contracting T (either operand order)
-//   dx  = (convert(dPb)/Σ + bcast(Σ_S −(convert(dPb)·p)/Σ))·e   softmax's VJP (its max has none;
-//                                   a softmax written out adds the max's: dx + select(x == max,
-//                                   bcast(Σ_S −dx), 0), where Σ_S −dx is 0 up to rounding)
+//   dx  = softmax_grad(p, convert(dPb)) over S   softmax's VJP, the composite op (its expansion: a
+//                                   SoftmaxGradSite)
 //   dS  = the prologue's VJPs in reverse (select to 0 where masked, the scale, the converts)
 //   dQ  = dot_general(dS, K) contracting S, dK = dot_general(dS, Q) contracting T (either order)
 // with every value of both but o, dQ, dK and dV read only inside them, and every node of the
 // backward pass after o's product (its first node, a product reading dO, is where its step runs).
 // Nothing here changes the graph; fusion decides what runs where.
 //
-// Why a pass over the optimised graph and not a composite recorded when attention is traced: the
-// programs write attention in several ways — builtin softmax or one written out with exp, max and
-// sum; einsum or `@` with a transposed key; a bool mask by `where` or an additive causal bias —
-// which look alike only after the IR passes (einsum and `@` become dot_general, masks fold to
-// constants, products are canonical). A composite recorded by the softmax builtin would miss the
-// written-out ones, and would need every facet of an op of its own (docs/architecture.md, "An op's
-// facets") and a VJP emitting the backward pass matched below. So this file is the one place that
-// knows the chain and its backward pass, and tests/unit/attention_styles_test.cpp traces each
-// style our programs use and fails when a change to softmax, its VJP or a pass loses one.
+// Softmax and its VJP are composite ops, not patterns: the builtin records the op, a softmax
+// written out with exp, max and sum becomes it before the reverse sweep and in the pipeline
+// (passes/composites.hpp), and its VJP is softmax_grad. So this matcher does not depend on how
+// softmax or its gradient are decomposed, only on the products and the prologue around them,
+// which the programs write in several ways — einsum or `@` with a transposed key, a bool mask by
+// `where` or an additive causal bias — that look alike after the IR passes (einsum and `@` become
+// dot_general, masks fold to constants, products are canonical).
+// tests/unit/attention_styles_test.cpp traces each style our programs use and fails when a change
+// to the prologue, the composites or this pass loses one.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "ir/ir.hpp"
+#include "passes/composites.hpp"
 
 namespace sheaf::passes {
 
@@ -97,7 +99,8 @@ struct AttentionMatch {
   OperandBias bias_q, bias_k, bias_v;
 };
 
-// The matches of `g`, in graph order; they share no node.
-std::vector<AttentionMatch> find_attention(const ir::Graph& g);
+// The matches of `g` (a graph with its composites expanded at `sites`: passes::lower_composites),
+// in graph order; they share no node.
+std::vector<AttentionMatch> find_attention(const ir::Graph& g, const CompositeSites& sites);
 
 }  // namespace sheaf::passes

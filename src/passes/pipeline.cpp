@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "passes/composites.hpp"
 #include "passes/rewrite.hpp"
 
 namespace sheaf::passes {
@@ -34,6 +35,7 @@ std::span<const Pass> pipeline() {
   static constexpr Pass passes[] = {
       {"fold", fold_constants},
       {"simplify", simplify},
+      {"softmax", recognise_softmax},
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
   };

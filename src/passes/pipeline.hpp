@@ -1,6 +1,6 @@
 // passes/pipeline.hpp — the optimisation pipeline: the passes in order, run to a fixed point.
-// One round is fold_constants → simplify → eliminate_common_subexpressions →
-// eliminate_dead_code; rounds repeat until a round changes nothing (same_graph) or kMaxRounds
+// One round is fold_constants → simplify → recognise_softmax (composites.hpp) →
+// eliminate_common_subexpressions → eliminate_dead_code; rounds repeat until a round changes nothing (same_graph) or kMaxRounds
 // have run, and the result is checked with ir::verify. The regions of while/case are optimised
 // first, each as a graph of its own (recursively; not shown to the observer); the passes treat
 // the control-flow nodes themselves as opaque. An observer sees the graph after every
@@ -15,7 +15,7 @@
 namespace sheaf::passes {
 
 struct Pass {
-  std::string_view name;  // "fold", "simplify", "cse", "dce"
+  std::string_view name;  // "fold", "simplify", "softmax", "cse", "dce"
   ir::Graph (*run)(const ir::Graph&);
 };
 

@@ -54,6 +54,11 @@
 //                                   gives one cotangent per argument, and regions[2] computes the
 //                                   outputs alone (f: what the call is when the residuals are
 //                                   never read, i.e. it was not differentiated)
+//   softmax(x)                      attrs.axis; x float of rank ≥ 1; a composite (tensor/softmax.hpp):
+//                                   exp(x − max) / Σ exp(x − max) along the axis, expanded into
+//                                   the ops above by every lowering (passes/composites.hpp)
+//   softmax_grad(p, g)              attrs.axis; p, g of one float type: p · (g − Σ g·p) along the
+//                                   axis, softmax's VJP at its result p (a composite, likewise)
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "eval/hooks.hpp"
 #include "eval/interp.hpp"
+#include "passes/composites.hpp"
 #include "passes/inline_calls.hpp"
 #include "tensor/elementwise.hpp"
 #include "tensor/recorder.hpp"
@@ -202,6 +203,10 @@ OutputEffectsMuted::~OutputEffectsMuted() { --g_muted; }
 const ir::Graph& current_graph() {
   if (!g_tracer) throw TraceAbort("internal: no active trace");
   return g_tracer->g;
+}
+void recognise_composites(size_t first) {
+  if (!g_tracer) throw TraceAbort("internal: no active trace");
+  passes::recognise_softmax_in_place(g_tracer->g, first);
 }
 bool in_current_trace(const Tensor& t) { return g_tracer && t.is_symbolic() && t.trace_id() == g_tracer->serial; }
 void stop_gradient(const Tensor& t) {

@@ -258,7 +258,7 @@ Rendered render_call(const std::string& program, const std::vector<std::string>&
   trace::flatten_args(values, false, key, r.inputs);
   trace::Traced t = trace::trace_call(in, in.global(symbols::intern("f"))->value, values, SrcLoc{}, false);
   passes::optimize(t.graph);
-  r.graph = std::move(t.graph);
+  r.graph = passes::lower_composites(t.graph, true).graph;
   r.schedule = fusion::fuse(r.graph);
   r.memory = fusion::plan_memory(r.graph, r.schedule);
   r.kernels = cuda::render(r.graph, r.schedule, r.memory);

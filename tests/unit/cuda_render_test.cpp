@@ -188,7 +188,8 @@ CaseGraphs graphs_of(const Case& c) {
       try {
         trace::Traced t = trace::trace_call(in, fn, args, SrcLoc{}, st);
         passes::optimize(t.graph);
-        out.functions.push_back({fmt::format("{}#{}", fn.as<FnObj>().name, out.functions.size()), std::move(t.graph), inputs});
+        out.functions.push_back({fmt::format("{}#{}", fn.as<FnObj>().name, out.functions.size()),
+                                 passes::lower_composites(t.graph, true).graph, inputs});
         return;
       } catch (const std::exception& e) {
         if (st || std::string_view(e.what()).rfind("the value of a traced", 0) != 0) return;  // interpreted

@@ -79,6 +79,7 @@ struct Fused {
   size_t loops = 0;
   // Values with a buffer written by a loop (not parameters, constants or graph results), as "f32[2x3x64x64]".
   std::vector<std::string> intermediates;
+  passes::CompositeSites sites;  // where graph's softmaxes were expanded
 };
 
 Fused fuse(Interp& in, const char* fn, std::vector<const char*> args, bool gpu, fusion::FuseOptions o = {}) {
@@ -86,8 +87,10 @@ Fused fuse(Interp& in, const char* fn, std::vector<const char*> args, bool gpu, 
   for (const char* a : args) values.push_back(in.global(symbols::intern(a))->value);
   trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, values, SrcLoc{}, false);
   passes::optimize(t.graph);
-  Fused f{std::move(t.graph), {}, 0, {}};
+  passes::Lowered l = passes::lower_composites(t.graph, true);
+  Fused f{std::move(l.graph), {}, 0, {}, std::move(l.sites)};
   o.gpu = gpu;
+  o.composites = &f.sites;
   f.schedule = fusion::fuse(f.graph, o);
   for (const fusion::Step& st : f.schedule.steps) {
     if (st.kind != fusion::StepKind::Loop) continue;

@@ -14,6 +14,7 @@
 #include "base/clock.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
+#include "passes/composites.hpp"
 #include "tensor/blas.hpp"
 
 namespace sheaf::cpu {
@@ -72,7 +73,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(canonical_dots(merge_dots(widen_halves(g))));
+  p.graph = std::make_shared<const ir::Graph>(canonical_dots(merge_dots(widen_halves(passes::lower_composites(g, true).graph))));
   add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;

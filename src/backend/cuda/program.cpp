@@ -8,6 +8,7 @@
 
 #include "backend/recycled_buffers.hpp"
 #include "backend/ref/executor.hpp"
+#include "passes/composites.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
 
@@ -177,7 +178,8 @@ std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g,
 }  // namespace
 
 struct Program::Impl {
-  const ir::Graph& g;
+  passes::Lowered lowered;  // the graph with its composites expanded (a loop body's own Program expands its own)
+  const ir::Graph& g;       // lowered.graph
   std::shared_ptr<Allocator> alloc;
   ProgramOptions options;
   fusion::Schedule schedule;
@@ -214,7 +216,7 @@ struct Program::Impl {
   std::vector<void*> args;
 
   Impl(const ir::Graph& graph, std::shared_ptr<Allocator> a, const ProgramOptions& o)
-      : g(graph), alloc(std::move(a)), options(o), spare(graph.results.size(), 3) {}
+      : lowered(passes::lower_composites(graph, false)), g(lowered.graph), alloc(std::move(a)), options(o), spare(graph.results.size(), 3) {}
 
   DevicePtr at(int32_t slot, int64_t offset_elements, DType t) const {
     return buffers[static_cast<size_t>(slot)] + static_cast<uint64_t>(offset_elements) * dtype_size(t);
@@ -233,16 +235,17 @@ struct Program::Impl {
   DevicePtr on_device(const Tensor& t);  // t's device address (uploaded into a held buffer if it is on the host)
 };
 
-Program::Program(const ir::Graph& g, std::shared_ptr<Allocator> allocator, const ProgramOptions& o, bool loop_body)
-    : impl_(std::make_unique<Impl>(g, std::move(allocator), o)) {
+Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, const ProgramOptions& o, bool loop_body)
+    : impl_(std::make_unique<Impl>(graph, std::move(allocator), o)) {
   Impl& p = *impl_;
+  const ir::Graph& g = p.g;
   // Attention kernels need bf16 tensor-core products (sm_80+); a loop body's parameters are
   // views of its loop's buffers at any offset.
   // A fused-attention library reads plain operands: no projection bias is folded into them (the
   // projection's product adds it: Gemm::bias).
   Device& device = p.alloc->device();
   p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(device.arch()) >= 80, .aligned_params = !loop_body,
-                                .fold_attention_bias = !device.has_sdpa(), .bias_epilogue = true});
+                                .fold_attention_bias = !device.has_sdpa(), .bias_epilogue = true, .composites = &p.lowered.sites});
   p.memory = fusion::plan_memory(g, p.schedule);
   RenderOptions ro = render_options_for(device.multiprocessors());
   if (o.points_per_thread > 0) ro.points_per_thread = o.points_per_thread;

@@ -1,0 +1,57 @@
+// tensor/softmax.cpp — the softmax composites and their expansions (see softmax.hpp).
+#include "tensor/softmax.hpp"
+
+#include <vector>
+
+#include "tensor/elementwise.hpp"
+#include "tensor/layout.hpp"
+#include "tensor/op.hpp"
+#include "tensor/recorder.hpp"
+#include "tensor/reduce.hpp"
+
+namespace sheaf {
+
+namespace {
+
+// The axes a softmax reduces: none for rank 0 (its only element is its row).
+std::vector<int64_t> axes_of(const Tensor& x, int64_t axis) { return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{axis}; }
+
+// Row values r (the axis dropped) with the axis kept as size 1, to broadcast against the rows.
+Tensor kept(const Tensor& r, const Tensor& x, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return r;
+  Shape s = x.shape();
+  s[static_cast<size_t>(axes[0])] = 1;
+  return reshape(r, s);
+}
+
+}  // namespace
+
+bool softmax_is_op(const Tensor& x, int64_t axis) { return is_float(x.dtype()) && axis >= 0 && axis < x.rank(); }
+
+SoftmaxParts softmax_expansion(const Tensor& x, int64_t axis) {
+  const std::vector<int64_t> axes = axes_of(x, axis);
+  SoftmaxParts s;
+  s.row_max = reduce(Reduce::Max, x, axes);
+  s.e = unary(Unary::Exp, binary(Binary::Sub, x, kept(s.row_max, x, axes)));
+  s.row_sum = reduce(Reduce::Sum, s.e, axes);
+  s.out = binary(Binary::Div, s.e, kept(s.row_sum, x, axes));
+  return s;
+}
+
+Tensor softmax_grad_expansion(const Tensor& p, const Tensor& g, int64_t axis) {
+  const std::vector<int64_t> axes = axes_of(p, axis);
+  Tensor s = reduce(Reduce::Sum, binary(Binary::Mul, g, p), axes);
+  return binary(Binary::Mul, p, binary(Binary::Sub, g, kept(s, p, axes)));
+}
+
+Tensor softmax(const Tensor& x, int64_t axis) {
+  if (x.is_symbolic() && softmax_is_op(x, axis)) return ir::record1(ir::Op::Softmax, {x}, {.axis = axis});
+  return softmax_expansion(x, axis).out;
+}
+
+Tensor softmax_grad(const Tensor& p, const Tensor& g, int64_t axis) {
+  if ((p.is_symbolic() || g.is_symbolic()) && softmax_is_op(p, axis)) return ir::record1(ir::Op::SoftmaxGrad, {p, g}, {.axis = axis});
+  return softmax_grad_expansion(p, g, axis);
+}
+
+}  // namespace sheaf

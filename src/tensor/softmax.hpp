@@ -1,0 +1,35 @@
+// tensor/softmax.hpp — softmax and its VJP as composite primitives: each is one IR op (softmax,
+// softmax_grad) while a function is traced, and on concrete tensors, in the reference executor and
+// in every lowering, its decomposition into the other primitives below. The op is what the
+// compiler sees and differentiates: the VJP of softmax is softmax_grad (autodiff/vjp_rules.cpp),
+// so the GPU's attention matcher (passes/attention.hpp) finds softmax and its gradient as
+// the ops themselves, whatever their decompositions are. Lowerings expand both
+// (passes/composites.hpp) and say which values of the expansion are the row max and row sum.
+//   softmax(x) along `axis`:          e = exp(x − bcast(max_axis x)), p = e / bcast(Σ_axis e)
+//   softmax_grad(p, g) along `axis`:  p · (g − bcast(Σ_axis g·p))   (the VJP of softmax at its
+//                                     result p, for the result's cotangent g)
+// Both keep the operand's dtype and shape (f16/bf16 as the primitives compute them: each op rounds
+// to the dtype). Rank 0 and non-float operands are never recorded as the op: the decomposition is
+// recorded (a rank-0 softmax is 1; exp of an integer fails as it always has).
+#pragma once
+#include <cstdint>
+
+#include "tensor/tensor.hpp"
+
+namespace sheaf {
+
+Tensor softmax(const Tensor& x, int64_t axis);
+Tensor softmax_grad(const Tensor& p, const Tensor& g, int64_t axis);
+
+// The expansions. SoftmaxParts' row values are the reductions (axis dropped); `e` the
+// exponentials. The lowering (passes/composites.cpp) records them into a graph and keeps their ids.
+struct SoftmaxParts {
+  Tensor row_max, row_sum, e, out;
+};
+SoftmaxParts softmax_expansion(const Tensor& x, int64_t axis);
+Tensor softmax_grad_expansion(const Tensor& p, const Tensor& g, int64_t axis);
+
+// Whether softmax / softmax_grad on x becomes the op (float, rank ≥ 1, axis in range).
+bool softmax_is_op(const Tensor& x, int64_t axis);
+
+}  // namespace sheaf
