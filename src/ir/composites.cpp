@@ -56,7 +56,7 @@ Expansion expand(const Node& n, const std::vector<Type>& in) {
   switch (n.op) {
     case Op::Softmax: {
       SoftmaxParts s = softmax_expansion(args.at(0), n.attrs.axis);
-      x.row_max = s.row_max.symbol_id(), x.row_sum = s.row_sum.symbol_id(), x.e = s.e.symbol_id();
+      x.row_max = s.row_max.symbol_id(), x.row_sum = s.row_sum.symbol_id();
       g.results = {s.out.symbol_id()};
       break;
     }

@@ -15,10 +15,10 @@ inline bool is_composite(Op op) { return op == Op::Softmax || op == Op::SoftmaxG
 
 // The expansion of composite node `n` with operand types `in`: `graph` takes the operands as its
 // parameters and returns the node's result. For softmax, `row_max` and `row_sum` are the value
-// ids (in `graph`) of its row reductions (the axis dropped), and `e` its exponentials; −1 otherwise.
+// ids (in `graph`) of its row reductions (the axis dropped); −1 otherwise.
 struct Expansion {
   Graph graph;
-  int32_t row_max = -1, row_sum = -1, e = -1;
+  int32_t row_max = -1, row_sum = -1;
 };
 Expansion expand(const Node& n, const std::vector<Type>& in);
 

@@ -135,7 +135,7 @@ Lowered lower_composites(const ir::Graph& g, bool regions) {
     if (&r.src() != &g) return true;  // a region's: no site
     auto node_of = [&](int32_t v) { return r.out().def[static_cast<size_t>(id[static_cast<size_t>(v)])]; };
     if (n.op == Op::Softmax)
-      l.sites.softmax.push_back({.axis = n.attrs.axis, .x = r.map(n.in[0]), .e = id[static_cast<size_t>(x.e)], .out = out,
+      l.sites.softmax.push_back({.axis = n.attrs.axis, .x = r.map(n.in[0]), .out = out,
                                  .row_max = node_of(x.row_max), .row_sum = node_of(x.row_sum), .nodes = std::move(nodes)});
     else
       l.sites.softmax_grad.push_back({.axis = n.attrs.axis, .p = r.map(n.in[0]), .g = r.map(n.in[1]), .out = out, .nodes = std::move(nodes)});

@@ -31,11 +31,11 @@ void recognise_softmax_in_place(ir::Graph& g, size_t first);
 ir::Graph recognise_softmax(const ir::Graph& g);
 
 // Where a composite went in a lowered graph: value ids of its operands and result, the node
-// indices its expansion added (ascending; not those it reused), and for softmax its exponentials
-// (value id) and its row reductions (node indices, which may be reused ones).
+// indices its expansion added (ascending; not those it reused), and for softmax its row
+// reductions (node indices, which may be reused ones).
 struct SoftmaxSite {
   int64_t axis = 0;
-  int32_t x = -1, e = -1, out = -1;
+  int32_t x = -1, out = -1;
   int32_t row_max = -1, row_sum = -1;
   std::vector<int32_t> nodes;
 };

@@ -24,17 +24,18 @@ Tensor kept(const Tensor& r, const Tensor& x, const std::vector<int64_t>& axes) 
   return reshape(r, s);
 }
 
-}  // namespace
-
+// Whether softmax / softmax_grad on x becomes the op (float, rank ≥ 1, axis in range).
 bool softmax_is_op(const Tensor& x, int64_t axis) { return is_float(x.dtype()) && axis >= 0 && axis < x.rank(); }
+
+}  // namespace
 
 SoftmaxParts softmax_expansion(const Tensor& x, int64_t axis) {
   const std::vector<int64_t> axes = axes_of(x, axis);
   SoftmaxParts s;
   s.row_max = reduce(Reduce::Max, x, axes);
-  s.e = unary(Unary::Exp, binary(Binary::Sub, x, kept(s.row_max, x, axes)));
-  s.row_sum = reduce(Reduce::Sum, s.e, axes);
-  s.out = binary(Binary::Div, s.e, kept(s.row_sum, x, axes));
+  const Tensor e = unary(Unary::Exp, binary(Binary::Sub, x, kept(s.row_max, x, axes)));
+  s.row_sum = reduce(Reduce::Sum, e, axes);
+  s.out = binary(Binary::Div, e, kept(s.row_sum, x, axes));
   return s;
 }
 
@@ -50,7 +51,8 @@ Tensor softmax(const Tensor& x, int64_t axis) {
 }
 
 Tensor softmax_grad(const Tensor& p, const Tensor& g, int64_t axis) {
-  if ((p.is_symbolic() || g.is_symbolic()) && softmax_is_op(p, axis)) return ir::record1(ir::Op::SoftmaxGrad, {p, g}, {.axis = axis});
+  const bool alike = g.dtype() == p.dtype() && g.shape() == p.shape();
+  if ((p.is_symbolic() || g.is_symbolic()) && alike && softmax_is_op(p, axis)) return ir::record1(ir::Op::SoftmaxGrad, {p, g}, {.axis = axis});
   return softmax_grad_expansion(p, g, axis);
 }
 

@@ -9,8 +9,9 @@
 //   softmax_grad(p, g) along `axis`:  p · (g − bcast(Σ_axis g·p))   (the VJP of softmax at its
 //                                     result p, for the result's cotangent g)
 // Both keep the operand's dtype and shape (f16/bf16 as the primitives compute them: each op rounds
-// to the dtype). Rank 0 and non-float operands are never recorded as the op: the decomposition is
-// recorded (a rank-0 softmax is 1; exp of an integer fails as it always has).
+// to the dtype). Rank 0, non-float operands and a cotangent of another type than p are never
+// recorded as the op: the decomposition is (a rank-0 softmax is 1; exp of an integer fails as it
+// always has; the primitives promote mixed operands).
 #pragma once
 #include <cstdint>
 
@@ -21,15 +22,12 @@ namespace sheaf {
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor softmax_grad(const Tensor& p, const Tensor& g, int64_t axis);
 
-// The expansions. SoftmaxParts' row values are the reductions (axis dropped); `e` the
-// exponentials. The lowering (passes/composites.cpp) records them into a graph and keeps their ids.
+// The expansions. SoftmaxParts' row values are the reductions (axis dropped), which the lowering
+// (ir/composites.cpp) keeps the ids of.
 struct SoftmaxParts {
-  Tensor row_max, row_sum, e, out;
+  Tensor row_max, row_sum, out;
 };
 SoftmaxParts softmax_expansion(const Tensor& x, int64_t axis);
 Tensor softmax_grad_expansion(const Tensor& p, const Tensor& g, int64_t axis);
-
-// Whether softmax / softmax_grad on x becomes the op (float, rank ≥ 1, axis in range).
-bool softmax_is_op(const Tensor& x, int64_t axis);
 
 }  // namespace sheaf
