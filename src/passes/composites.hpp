@@ -13,7 +13,7 @@
 //                       GPU outside attention chains, run), reusing a node the graph already has
 //                       where an expansion's node equals it (CSE across the composite's boundary);
 //                       the sites say where each top-level composite went, for the GPU's attention
-//                       matcher (passes/attention.hpp).
+//                       matcher (backend/attention.hpp).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -2,7 +2,7 @@
 // softmax_grad) while a function is traced, and on concrete tensors, in the reference executor and
 // in every lowering, its decomposition into the other primitives below. The op is what the
 // compiler sees and differentiates: the VJP of softmax is softmax_grad (autodiff/vjp_rules.cpp),
-// so the GPU's attention matcher (passes/attention.hpp) finds softmax and its gradient as
+// so the GPU's attention matcher (backend/attention.hpp) finds softmax and its gradient as
 // the ops themselves, whatever their decompositions are. Lowerings expand both
 // (passes/composites.hpp) and say which values of the expansion are the row max and row sum.
 //   softmax(x) along `axis`:          e = exp(x − bcast(max_axis x)), p = e / bcast(Σ_axis e)

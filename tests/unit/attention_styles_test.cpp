@@ -1,5 +1,5 @@
 // tests/unit/attention_styles_test.cpp — each way the repository's programs write attention
-// reaches the GPU's flash-attention steps: passes/attention.hpp recognises the chain, fusion makes
+// reaches the GPU's flash-attention steps: backend/attention.hpp recognises the chain, fusion makes
 // it one Attention step, and a training step's backward pass one AttentionGrad step. Each style is
 // the program's attention function at a small size (B 2, T 256, d 64, 2 heads of 32: masks too
 // large to fold into constants of the scores' shape, as at the benchmarks' sizes), traced as the

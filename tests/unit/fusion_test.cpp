@@ -224,7 +224,7 @@ TEST_P(Recompute, RowPhasesOnlyOnTheGpuOverTheSameRows) {
   EXPECT_EQ(xent_vg, GetParam() ? "LpppppLp" : "LLLLLLLL") << xent_vg;
 }
 
-// Attention chains (passes/attention.hpp) are one Attention step in a GPU schedule, reading q, k
+// Attention chains (backend/attention.hpp) are one Attention step in a GPU schedule, reading q, k
 // and v where they lie in the fused qkv tensor (head dims contiguous, 16-byte aligned): the causal
 // mask (a constant tril) is recognised, no mask is none. A training step's backward pass is one
 // AttentionGrad step (below); a gradient alone has no chain (nothing reads the forward output, so
@@ -256,9 +256,9 @@ TEST_P(Recompute, AttentionChainsAreOneStepOnTheGpu) {
     EXPECT_EQ((std::vector<int64_t>{a.out.rs, a.out.cs}), (std::vector<int64_t>{3 * 32, 1}));
     EXPECT_FALSE(masked.schedule.has_buffer[a.out.value]);
     ASSERT_EQ(a.prologue.size(), 4u);  // the product's rounding, the convert, the scale, the mask
-    EXPECT_EQ(a.prologue[2].kind, passes::ScoreOp::Kind::Mul);
+    EXPECT_EQ(a.prologue[2].kind, fusion::ScoreOp::Kind::Mul);
     EXPECT_EQ(a.prologue[2].c, 0.125);
-    EXPECT_EQ(a.prologue[3].kind, passes::ScoreOp::Kind::Mask);
+    EXPECT_EQ(a.prologue[3].kind, fusion::ScoreOp::Kind::Mask);
   }
   const Fused plain = fuse(in, "heads-unmasked", {"qkv"}, GetParam());
   const auto unmasked = attention(plain);

@@ -53,8 +53,8 @@ class AttentionRenderer {
     reads_mask_ = a_.mask >= 0 && !a_.causal;
     if (!is_half(dt_)) throw SheafError("internal: an attention step on neither f16 nor bf16");
     for (size_t i = 0; i < a_.prologue.size(); ++i)
-      if (a_.prologue[i].kind == passes::ScoreOp::Kind::Mask) mask_op_ = static_cast<int64_t>(i);
-    const passes::ScoreOp* mask = mask_op_ < 0 ? nullptr : &a_.prologue[static_cast<size_t>(mask_op_)];
+      if (a_.prologue[i].kind == fusion::ScoreOp::Kind::Mask) mask_op_ = static_cast<int64_t>(i);
+    const fusion::ScoreOp* mask = mask_op_ < 0 ? nullptr : &a_.prologue[static_cast<size_t>(mask_op_)];
     skip_ = a_.causal && mask && mask_op_ + 1 == static_cast<int64_t>(a_.prologue.size()) && mask->c <= -1e4;
   }
 
@@ -403,12 +403,12 @@ class AttentionRenderer {
     round("dpr", dt_);
     line("ds = p * (dpr - srow[{} + r]);", n);
     for (size_t i = a_.prologue.size(); i-- > 1;) {
-      const passes::ScoreOp& op = a_.prologue[i];
+      const fusion::ScoreOp& op = a_.prologue[i];
       switch (op.kind) {
-        case passes::ScoreOp::Kind::Round: round("ds", a_.prologue[i - 1].dtype); break;
-        case passes::ScoreOp::Kind::Mul: line("ds = ds * {};", loop_code::literal(DType::F32, op.c)); round("ds", op.dtype); break;
-        case passes::ScoreOp::Kind::Div: line("ds = ds / {};", loop_code::literal(DType::F32, op.c)); round("ds", op.dtype); break;
-        case passes::ScoreOp::Kind::Mask: line("if (!({})) ds = 0.f;", kept(op)); break;
+        case fusion::ScoreOp::Kind::Round: round("ds", a_.prologue[i - 1].dtype); break;
+        case fusion::ScoreOp::Kind::Mul: line("ds = ds * {};", loop_code::literal(DType::F32, op.c)); round("ds", op.dtype); break;
+        case fusion::ScoreOp::Kind::Div: line("ds = ds / {};", loop_code::literal(DType::F32, op.c)); round("ds", op.dtype); break;
+        case fusion::ScoreOp::Kind::Mask: line("if (!({})) ds = 0.f;", kept(op)); break;
       }
     }
     indent_ -= 2;
@@ -446,19 +446,19 @@ class AttentionRenderer {
 
   // The prologue of one score x (row t, key k) as statements.
   void prologue() {
-    for (const passes::ScoreOp& op : a_.prologue) {
+    for (const fusion::ScoreOp& op : a_.prologue) {
       switch (op.kind) {
-        case passes::ScoreOp::Kind::Round: break;
-        case passes::ScoreOp::Kind::Mul: line("x = x * {};", loop_code::literal(DType::F32, op.c)); break;
-        case passes::ScoreOp::Kind::Div: line("x = x / {};", loop_code::literal(DType::F32, op.c)); break;
-        case passes::ScoreOp::Kind::Mask: line("if (!({})) x = {};", kept(op), loop_code::literal(DType::F32, op.c)); break;
+        case fusion::ScoreOp::Kind::Round: break;
+        case fusion::ScoreOp::Kind::Mul: line("x = x * {};", loop_code::literal(DType::F32, op.c)); break;
+        case fusion::ScoreOp::Kind::Div: line("x = x / {};", loop_code::literal(DType::F32, op.c)); break;
+        case fusion::ScoreOp::Kind::Mask: line("if (!({})) x = {};", kept(op), loop_code::literal(DType::F32, op.c)); break;
       }
       round("x", op.dtype);
     }
   }
 
   // Whether Mask op `op` keeps the score of row t, key k.
-  std::string kept(const passes::ScoreOp& op) const {
+  std::string kept(const fusion::ScoreOp& op) const {
     if (a_.causal) return "k <= t";
     return fmt::format("t < {} && k < {} && (gm[om + (i64)t * {} + (i64)k * {}] != 0) == {}", a_.t, a_.s, a_.mask_ts, a_.mask_ss,
                        op.keep_if ? "true" : "false");

@@ -30,12 +30,12 @@ struct Strided {
 bool read_prologue(const AttentionLayout& a, Sdpa& p) {
   double scale = 1;
   bool masked = false;
-  for (const passes::ScoreOp& op : a.prologue) {
+  for (const fusion::ScoreOp& op : a.prologue) {
     switch (op.kind) {
-      case passes::ScoreOp::Kind::Round: break;
-      case passes::ScoreOp::Kind::Mul: scale *= op.c; break;
-      case passes::ScoreOp::Kind::Div: scale /= op.c; break;
-      case passes::ScoreOp::Kind::Mask:
+      case fusion::ScoreOp::Kind::Round: break;
+      case fusion::ScoreOp::Kind::Mul: scale *= op.c; break;
+      case fusion::ScoreOp::Kind::Div: scale /= op.c; break;
+      case fusion::ScoreOp::Kind::Mask:
         if (masked || !a.causal || (!op.additive && op.c > kMaskedFill)) return false;
         masked = true;
         break;

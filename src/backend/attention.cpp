@@ -1,7 +1,7 @@
-// passes/attention.cpp — scaled dot-product attention chains (see attention.hpp), matched from
+// backend/attention.cpp — scaled dot-product attention chains (see attention.hpp), matched from
 // their last product backwards: the convert of the probabilities, the softmax (a site of its
 // expansion), the prologue, the scores' product; then the backward pass from dO.
-#include "passes/attention.hpp"
+#include "backend/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +12,16 @@
 #include "passes/rewrite.hpp"
 #include "tensor/dot.hpp"
 
-namespace sheaf::passes {
+namespace sheaf::fusion {
 namespace {
+
+using passes::CompositeSites;
+using passes::Readers;
+using passes::SoftmaxGradSite;
+using passes::SoftmaxSite;
+using passes::constant_value;
+using passes::is_splat_of;
+using passes::splat_scalar;
 
 using ir::Op;
 
@@ -464,4 +472,4 @@ std::vector<AttentionMatch> find_attention(const ir::Graph& g, const CompositeSi
   return found;
 }
 
-}  // namespace sheaf::passes
+}  // namespace sheaf::fusion

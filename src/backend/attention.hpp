@@ -1,4 +1,4 @@
-// passes/attention.hpp — finds scaled dot-product attention in an optimised graph, so that a GPU
+// backend/attention.hpp — finds scaled dot-product attention in an optimised graph, so that a GPU
 // schedule can run it as one kernel (fusion.hpp's Attention step: flash attention, whose
 // [.., T, S] scores and probabilities never reach memory). A match is the chain
 //   s = dot_general(Q, K)           Q [.., T, D], K [.., S, D] (each operand: the batch dims, one
@@ -42,7 +42,7 @@
 #include "ir/ir.hpp"
 #include "passes/composites.hpp"
 
-namespace sheaf::passes {
+namespace sheaf::fusion {
 
 // One step of the prologue, on an f32 score; its result is rounded to `dtype` (f16/bf16: as a
 // convert would; f32: nothing).
@@ -101,6 +101,6 @@ struct AttentionMatch {
 
 // The matches of `g` (a graph with its composites expanded at `sites`: passes::lower_composites),
 // in graph order; they share no node.
-std::vector<AttentionMatch> find_attention(const ir::Graph& g, const CompositeSites& sites);
+std::vector<AttentionMatch> find_attention(const ir::Graph& g, const passes::CompositeSites& sites);
 
-}  // namespace sheaf::passes
+}  // namespace sheaf::fusion
