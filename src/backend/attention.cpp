@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <numeric>
 #include <optional>
 
 #include "passes/rewrite.hpp"
 #include "tensor/dot.hpp"
+#include "tensor/shape.hpp"
 
 namespace sheaf::fusion {
 namespace {
@@ -24,12 +24,6 @@ using passes::is_splat_of;
 using passes::splat_scalar;
 
 using ir::Op;
-
-std::vector<int64_t> first_dims(size_t n) {
-  std::vector<int64_t> d(n);
-  std::iota(d.begin(), d.end(), 0);
-  return d;
-}
 
 class Matcher {
  public:
@@ -325,7 +319,7 @@ class Matcher {
     const auto &xb = lhs ? d.lhs_batch : d.rhs_batch, &xc = lhs ? d.lhs_contract : d.rhs_contract;
     const auto &yb = lhs ? d.rhs_batch : d.lhs_batch, &yc = lhs ? d.rhs_contract : d.lhs_contract;
     y = n.in[lhs ? 1 : 0];
-    if (y == x || xb != first_dims(nb) || xc != std::vector<int64_t>{contract} ||
+    if (y == x || xb != leading_axes(nb) || xc != std::vector<int64_t>{contract} ||
         !one_free_dim(shape(y).size(), yb, yc, nb))
       return std::nullopt;
     y_batch = yb, y_rows = yc[0];
@@ -431,7 +425,7 @@ class Matcher {
   // dot_general(convert(p) [b.., T, S], V): p's dims in order (batch, rows, contracted S).
   bool product_of_rows(const ir::Node& d2, size_t nb) const {
     const DotDims& d = d2.attrs.dot;
-    return d.lhs_batch == first_dims(nb) && d.lhs_contract == std::vector<int64_t>{static_cast<int64_t>(nb + 1)} &&
+    return d.lhs_batch == leading_axes(nb) && d.lhs_contract == std::vector<int64_t>{static_cast<int64_t>(nb + 1)} &&
            one_free_dim(shape(d2.in[1]).size(), d.rhs_batch, d.rhs_contract, nb);
   }
 

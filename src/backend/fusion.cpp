@@ -27,10 +27,10 @@
 #include "backend/fusion.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 #include "base/error.hpp"
 #include "passes/rewrite.hpp"
+#include "tensor/shape.hpp"
 #include "tensor/dot.hpp"
 
 namespace sheaf::fusion {
@@ -149,7 +149,7 @@ class Fuser {
   const FuseOptions& o_;
   Schedule s_;
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
-  std::vector<fusion::AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
+  std::vector<AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
   std::vector<int32_t> partner_;  // GPU: node → the other node of its product's epilogue (the bias add, the
                                   // row sum; the product) — one Dot step computes both (-1: none)
@@ -498,8 +498,8 @@ class Fuser {
   void find_bias_epilogues() {
     std::vector<bool> attention_sum(g_.types.size(), false);
     if (o_.fold_attention_bias)
-      for (const fusion::AttentionMatch& m : chains_)
-        for (const fusion::OperandBias& b : {m.bias_q, m.bias_k, m.bias_v})
+      for (const AttentionMatch& m : chains_)
+        for (const OperandBias& b : {m.bias_q, m.bias_k, m.bias_v})
           if (b.sum >= 0) attention_sum[static_cast<size_t>(b.sum)] = true;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const ir::Node& add = g_.nodes[i];
@@ -532,8 +532,7 @@ class Fuser {
       if (r.op != Op::Reduce || r.attrs.reduce != Reduce::Sum || in_chain(i)) continue;
       const int32_t y = r.in[0];
       const auto rank = static_cast<int64_t>(shape(y).size());
-      std::vector<int64_t> rows(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)));
-      std::iota(rows.begin(), rows.end(), 0);
+      const std::vector<int64_t> rows = leading_axes(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)));
       const ir::Node& from = g_.producer(y);
       const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral || in_chain(static_cast<size_t>(g_.def[y]));
       if (rank < 2 || r.attrs.dims != rows || !in_memory) continue;
@@ -685,7 +684,7 @@ class Fuser {
   // of 16 (the products' k and n steps) up to kAttentionMaxHead (kAttentionGradMaxHead with a
   // gradient), nothing empty.
   void find_attention_chains() {
-    for (fusion::AttentionMatch& m : fusion::find_attention(g_, *o_.composites)) {
+    for (AttentionMatch& m : find_attention(g_, *o_.composites)) {
       const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
       const int64_t d = shape(d1.in[0])[static_cast<size_t>(d1.attrs.dot.lhs_contract[0])], dv = shape(d2.out).back();
       const int64_t most = m.grad ? kAttentionGradMaxHead : kAttentionMaxHead;
@@ -738,18 +737,18 @@ class Fuser {
   // An operand of an attention chain: its value, the bias under it, its dims, its layout's Bias.
   struct Operand {
     int32_t value;
-    fusion::OperandBias under;
+    OperandBias under;
     std::vector<int64_t> batch;
     int64_t rows, head;
     AttentionLayout::Bias* bias;
   };
 
-  // The operands read from B = `sum` (fusion::OperandBias; -1: none) read P's buffer instead, with
+  // The operands read from B = `sum` (OperandBias; -1: none) read P's buffer instead, with
   // their Bias, and B gets no buffer — when every one of them is a view of B, read where the
   // columns of a batch index lie within one row of B and aligned in P as attention_operand wants.
   void fold_bias(int32_t sum, const std::vector<Operand>& operands) {
     if (sum < 0 || !s_.has_buffer[sum]) return;  // none, or folded already
-    const fusion::OperandBias& under = std::find_if(operands.begin(), operands.end(), [&](const Operand& x) { return x.under.sum == sum; })->under;
+    const OperandBias& under = std::find_if(operands.begin(), operands.end(), [&](const Operand& x) { return x.under.sum == sum; })->under;
     if (!s_.view[under.product] || !is_contiguous(*s_.view[under.product], shape(sum))) return;
     const View& pv = *s_.view[under.product];
     const int64_t row = shape(sum).back();
@@ -775,7 +774,7 @@ class Fuser {
       if (x.under.sum == sum) *x.bias = {.value = x.under.bias, .row = row, .shift = pv.offset};
   }
 
-  void place_attention(const fusion::AttentionMatch& m) {
+  void place_attention(const AttentionMatch& m) {
     const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
     const DotDims &qk = d1.attrs.dot, &pv = d2.attrs.dot;
     const Shape& out = shape(d2.out);
@@ -799,7 +798,7 @@ class Fuser {
       const View& w = view_of(a.mask);
       a.batch_mask.assign(w.strides.begin(), w.strides.begin() + static_cast<std::ptrdiff_t>(nb));
       a.mask_ts = w.strides[nb], a.mask_ss = w.strides[nb + 1];
-      auto mask_op = std::find_if(a.prologue.begin(), a.prologue.end(), [](const fusion::ScoreOp& op) { return op.kind == fusion::ScoreOp::Kind::Mask; });
+      auto mask_op = std::find_if(a.prologue.begin(), a.prologue.end(), [](const ScoreOp& op) { return op.kind == ScoreOp::Kind::Mask; });
       a.causal = causal_mask(w, a, mask_op->keep_if);
     }
     if (m.grad) {
@@ -840,7 +839,7 @@ class Fuser {
   // Where the values from the concatenation C of a chain's gradients (AttentionGrad::concat) down
   // to the gradients lie in C's own buffer, when views can say (a pad's operand: C's region; a
   // reshape's and a transpose's operand: their result's elements, reshaped or permuted back).
-  std::optional<std::vector<std::pair<int32_t, View>>> concat_views(const fusion::AttentionGrad& ag) const {
+  std::optional<std::vector<std::pair<int32_t, View>>> concat_views(const AttentionGrad& ag) const {
     const int32_t c = g_.nodes[static_cast<size_t>(ag.concat)].out;
     std::vector<std::pair<int32_t, View>> views;
     auto view = [&](int32_t v) { return std::find_if(views.begin(), views.end(), [v](const auto& x) { return x.first == v; }); };
@@ -869,8 +868,8 @@ class Fuser {
   }
 
   // The AttentionGrad step of chain m, whose Attention step has been placed.
-  void place_attention_grad(const fusion::AttentionMatch& m) {
-    const fusion::AttentionGrad& ag = *m.grad;
+  void place_attention_grad(const AttentionMatch& m) {
+    const AttentionGrad& ag = *m.grad;
     AttentionLayout a = step(s_.step_of[g_.nodes[static_cast<size_t>(m.out)].out]).attention;  // the chain's step
     a.d_out = ag.d_out;
     attention_operand(a.d_out, ag.d_out_batch, ag.d_out_rows, ag.d_out_head, a.batch_do, a.do_rs);
@@ -883,7 +882,7 @@ class Fuser {
       const std::vector<std::pair<int32_t, View>> views = *concat_views(ag);  // checked in find_attention_chains
       for (const auto& [v, w] : views) s_.view[v] = w;
     }
-    auto grad_out = [&](const fusion::GradProduct& p) {  // [b.., rows, head], or [b.., head, rows] transposed
+    auto grad_out = [&](const GradProduct& p) {  // [b.., rows, head], or [b.., head, rows] transposed
       return attention_output(g_.nodes[static_cast<size_t>(p.node)].out, st, nb, p.transposed ? nb + 1 : nb, p.transposed ? nb : nb + 1);
     };
     AttentionLayout& placed = step(st).attention;
@@ -909,7 +908,7 @@ class Fuser {
   void place(int32_t i) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
     if (in_chain(static_cast<size_t>(i))) {  // placed with its chain's last node
-      const fusion::AttentionMatch& m = chains_[static_cast<size_t>(chain_of_[static_cast<size_t>(i)])];
+      const AttentionMatch& m = chains_[static_cast<size_t>(chain_of_[static_cast<size_t>(i)])];
       if (m.out == i) place_attention(m);
       else if (m.grad && m.grad->nodes.front() == i) place_attention_grad(m);
       return;

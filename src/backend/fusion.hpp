@@ -69,7 +69,7 @@ struct View {
 // then the larger value — the smaller for argmin —, then the smaller index) into contiguous
 // buffers, x read through its view: top_k with k ≤ 64 (values and i32 indices, the last axis) or
 // arg_reduce (k = 1, the index only, attrs.axis). `space` is x's shape.
-// Attention (GPU schedules only): the chain of a fusion::AttentionMatch (attention.hpp) as one
+// Attention (GPU schedules only): the chain of an AttentionMatch (attention.hpp) as one
 // step, `nodes` all of its nodes; only its last product's value is written (Out, below) — and,
 // when the chain has an AttentionGrad, softmax's row max and sum.
 // AttentionGrad (GPU schedules only): that gradient as one step (`nodes` its nodes), placed at
@@ -112,7 +112,7 @@ struct DotLayout {
 // value's only reader is a transpose — the transpose's: the step writes the layout its reader
 // wants (attention's [b, h, t, d] output as the [b, t, h, d] the next product reads, with no copy);
 // the gradients dQ, dK, dV of an AttentionGrad step whose concatenation its match found
-// (fusion::AttentionGrad::concat: the gradient of slicing q, k, v from one tensor) lie in that
+// (AttentionGrad::concat: the gradient of slicing q, k, v from one tensor) lie in that
 // concatenation's buffer, which the step writes whole: no pad or add runs.
 // out is the Attention step's output. With a gradient (AttentionGrad steps, and the Attention
 // step of the chain they differentiate): row_max and row_sum are softmax's row values (f32
@@ -120,7 +120,7 @@ struct DotLayout {
 // and dO (value id d_out, read like q: batch strides batch_do, row stride do_rs, contiguous head
 // dim), and writes the gradients of q, k and v (q: t rows; k, v: s rows; head columns).
 // Bias (bias_q, bias_k, bias_v): the operand is a projection's product plus a bias along its last
-// dim (fusion::OperandBias) that no step computes: the operand's view is then into the product's
+// dim (OperandBias) that no step computes: the operand's view is then into the product's
 // buffer, and its element at buffer index e is P[e] + bias[(e − shift) mod row], rounded to the
 // operand's type (the graph's add) — the kernels add it as they load. The columns of one batch
 // index's rows lie within one row of `row` elements. value −1: none.
@@ -139,7 +139,7 @@ struct AttentionLayout {
   int64_t t = 0, s = 0, d = 0, dv = 0;
   int64_t q_rs = 0, k_rs = 0, v_rs = 0, mask_ts = 0, mask_ss = 0;
   int32_t q = -1, k = -1, v = -1, mask = -1;
-  std::vector<fusion::ScoreOp> prologue;
+  std::vector<ScoreOp> prologue;
   bool causal = false;
   Out out;
   int32_t row_max = -1, row_sum = -1, d_out = -1;

@@ -23,14 +23,10 @@ namespace sheaf {
 
 namespace {
 
-std::vector<int64_t> axes_for(const Tensor& x, int64_t axis) {
-  return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{axis};
-}
-
 // x - max(x) along the axis (kept), the stable argument of exp. log-softmax does not depend on
 // the shift, so no gradient flows through the max (it would sum to zero, at a cost).
 Tensor shifted(const Tensor& x, int64_t axis) {
-  Tensor m = reduce(Reduce::Max, x, axes_for(x, axis), true);
+  Tensor m = reduce(Reduce::Max, x, softmax_axes(x, axis), true);
   trace::stop_gradient(m);
   return binary(Binary::Sub, x, m);
 }
@@ -39,7 +35,7 @@ Tensor shifted(const Tensor& x, int64_t axis) {
 
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   Tensor z = shifted(x, axis);
-  Tensor lse = unary(Unary::Log, reduce(Reduce::Sum, unary(Unary::Exp, z), axes_for(x, axis), true));
+  Tensor lse = unary(Unary::Log, reduce(Reduce::Sum, unary(Unary::Exp, z), softmax_axes(x, axis), true));
   return binary(Binary::Sub, z, lse);
 }
 

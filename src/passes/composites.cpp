@@ -2,14 +2,15 @@
 // composites.hpp).
 #include "passes/composites.hpp"
 
+#include <algorithm>
 #include <map>
-#include <numeric>
 #include <string>
 #include <unordered_map>
 
 #include "ir/composites.hpp"
 #include "ir/node_key.hpp"
 #include "passes/rewrite.hpp"
+#include "tensor/shape.hpp"
 
 namespace sheaf::passes {
 
@@ -17,12 +18,6 @@ using ir::Node;
 using ir::Op;
 
 namespace {
-
-std::vector<int64_t> first_dims(size_t n) {
-  std::vector<int64_t> d(n);
-  std::iota(d.begin(), d.end(), 0);
-  return d;
-}
 
 bool binary(const Node& n, Binary b) { return n.op == Op::Binary && n.attrs.binary == b; }
 
@@ -38,9 +33,9 @@ bool row_values(const ir::Graph& g, int32_t b, Reduce kind, int32_t of) {
   if (g.producer(r).op == Op::Reshape) {
     Shape with_one = rows;
     with_one.push_back(1);
-    if (g.type(r).shape != with_one || bc.attrs.dims != first_dims(rank)) return false;
+    if (g.type(r).shape != with_one || bc.attrs.dims != leading_axes(rank)) return false;
     r = g.producer(r).in[0];
-  } else if (bc.attrs.dims != first_dims(rank - 1)) {
+  } else if (bc.attrs.dims != leading_axes(rank - 1)) {
     return false;
   }
   const Node& red = g.producer(r);
@@ -73,6 +68,8 @@ void recognise_softmax_in_place(ir::Graph& g, size_t first) {
 }
 
 ir::Graph recognise_softmax(const ir::Graph& g) {
+  // nothing to recognise (every round after the first, as a rule): the graph as it is, not rebuilt
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return written_softmax(g, n) >= 0; })) return g;
   return rewrite(g, [](Rewriter& r, const Node& n) {
     const int32_t x = written_softmax(r.src(), n);
     if (x < 0) return false;

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
+
 #include "base/error.hpp"
 
 namespace sheaf {
@@ -44,6 +46,12 @@ bool is_identity_permutation(const std::vector<int64_t>& perm) {
   for (size_t i = 0; i < perm.size(); ++i)
     if (perm[i] != static_cast<int64_t>(i)) return false;
   return true;
+}
+
+std::vector<int64_t> leading_axes(size_t n) {
+  std::vector<int64_t> axes(n);
+  std::iota(axes.begin(), axes.end(), 0);
+  return axes;
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank) {

@@ -25,6 +25,8 @@ std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to);
 
 // True when perm[i] == i for every i (a transpose that moves nothing).
 bool is_identity_permutation(const std::vector<int64_t>& perm);
+// The axes 0 .. n-1, in order.
+std::vector<int64_t> leading_axes(size_t n);
 
 // Negative axes count from the end; out of range throws "axis 3 out of range for rank 1".
 int64_t normalize_axis(int64_t axis, int64_t rank);

@@ -11,10 +11,11 @@
 
 namespace sheaf {
 
-namespace {
+std::vector<int64_t> softmax_axes(const Tensor& x, int64_t axis) {
+  return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{axis};
+}
 
-// The axes a softmax reduces: none for rank 0 (its only element is its row).
-std::vector<int64_t> axes_of(const Tensor& x, int64_t axis) { return x.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{axis}; }
+namespace {
 
 // Row values r (the axis dropped) with the axis kept as size 1, to broadcast against the rows.
 Tensor kept(const Tensor& r, const Tensor& x, const std::vector<int64_t>& axes) {
@@ -30,7 +31,7 @@ bool softmax_is_op(const Tensor& x, int64_t axis) { return is_float(x.dtype()) &
 }  // namespace
 
 SoftmaxParts softmax_expansion(const Tensor& x, int64_t axis) {
-  const std::vector<int64_t> axes = axes_of(x, axis);
+  const std::vector<int64_t> axes = softmax_axes(x, axis);
   SoftmaxParts s;
   s.row_max = reduce(Reduce::Max, x, axes);
   const Tensor e = unary(Unary::Exp, binary(Binary::Sub, x, kept(s.row_max, x, axes)));
@@ -40,7 +41,7 @@ SoftmaxParts softmax_expansion(const Tensor& x, int64_t axis) {
 }
 
 Tensor softmax_grad_expansion(const Tensor& p, const Tensor& g, int64_t axis) {
-  const std::vector<int64_t> axes = axes_of(p, axis);
+  const std::vector<int64_t> axes = softmax_axes(p, axis);
   Tensor s = reduce(Reduce::Sum, binary(Binary::Mul, g, p), axes);
   return binary(Binary::Mul, p, binary(Binary::Sub, g, kept(s, p, axes)));
 }

@@ -14,6 +14,7 @@
 // always has; the primitives promote mixed operands).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "tensor/tensor.hpp"
 
@@ -29,5 +30,9 @@ struct SoftmaxParts {
 };
 SoftmaxParts softmax_expansion(const Tensor& x, int64_t axis);
 Tensor softmax_grad_expansion(const Tensor& p, const Tensor& g, int64_t axis);
+
+// The axes a softmax (and log-softmax) of x along `axis` reduces: none for rank 0, whose only
+// element is its row.
+std::vector<int64_t> softmax_axes(const Tensor& x, int64_t axis);
 
 }  // namespace sheaf

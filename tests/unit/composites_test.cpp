@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "backend/ref/executor.hpp"
@@ -67,6 +68,14 @@ TEST_F(Composites, SoftmaxIsOneOpRunningItsExpansion) {
   const Tensor ran = ref_run(g, x)[0], expanded = softmax_expansion(x, 1).out;
   ASSERT_EQ(ran.numel(), expanded.numel());
   for (int64_t i = 0; i < ran.numel(); ++i) EXPECT_EQ(ran.get(i), expanded.get(i)) << i;  // the same ops, bit for bit
+  // and they are softmax: each row's exp(x − max) / Σ exp(x − max), in double here
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = x.get(r * cols), sum = 0;
+    for (int64_t c = 1; c < cols; ++c) m = std::max(m, x.get(r * cols + c));
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(x.get(r * cols + c) - m);
+    for (int64_t c = 0; c < cols; ++c) EXPECT_NEAR(ran.get(r * cols + c), std::exp(x.get(r * cols + c) - m) / sum, 1e-6) << r << " " << c;
+  }
 }
 
 TEST_F(Composites, ItsGradientIsSoftmaxGrad) {

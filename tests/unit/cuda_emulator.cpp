@@ -511,10 +511,12 @@ void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePt
       narrow(g.dtype, wc, c + static_cast<uint64_t>(i * g.m * g.n) * es);
     }
     if (g.epilogue == cuda::GemmEpilogue::SumA || g.epilogue == cuda::GemmEpilogue::SumB) {  // f32 sums, rounded once
-      const std::vector<float> x = g.epilogue == cuda::GemmEpilogue::SumA ? widen(g.dtype, a, g.m, g.k, g.a_rs, g.a_cs)   // a's rows
-                                                                          : widen(g.dtype, b, g.n, g.k, g.b_cs, g.b_rs);  // b's columns
-      std::vector<float> sums(x.size() / static_cast<size_t>(g.k), 0.0f);
-      for (size_t j = 0; j < x.size(); ++j) sums[j / static_cast<size_t>(g.k)] += x[j];
+      const bool of_a = g.epilogue == cuda::GemmEpilogue::SumA;
+      const int64_t count = of_a ? g.m : g.n;  // a's rows, or b's columns, each of k elements
+      const std::vector<float> x = of_a ? widen(g.dtype, a, g.m, g.k, g.a_rs, g.a_cs) : widen(g.dtype, b, g.n, g.k, g.b_cs, g.b_rs);
+      std::vector<float> sums(static_cast<size_t>(count), 0.0f);
+      for (int64_t i = 0; i < count; ++i)
+        for (int64_t p = 0; p < g.k; ++p) sums[static_cast<size_t>(i)] += x[static_cast<size_t>(i * g.k + p)];
       narrow(g.dtype, sums, bias);
     }
   });
