@@ -91,12 +91,31 @@ void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, con
 // rt->parallel: a loop's outermost range in as many parts as the products get threads.
 void run_parallel(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { parallel_for(fn, args, n, blas_threads()); }
 
-// rt->parallel_products: a batch of small products in as many parts, each product on its part's
-// thread (SerialBlas).
-void run_parallel_products(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n, double) {
-  const int threads = blas_threads();
+// One part [lo, hi) of rt->sgemm_batch's products: args = {a, b, c, layout}.
+void batch_part(void* const* args, int64_t lo, int64_t hi) {
+  const auto* a = static_cast<const float*>(args[0]);
+  const auto* b = static_cast<const float*>(args[1]);
+  auto* c = static_cast<float*>(args[2]);
+  const auto* l = static_cast<const int64_t*>(args[3]);
+  const int64_t rank = l[kBatchRank], m = l[kBatchM], n = l[kBatchN];
+  const int64_t *sizes = l + kBatchSizes, *a_strides = sizes + rank, *b_strides = a_strides + rank;
+  for (int64_t i = lo; i < hi; ++i) {
+    int64_t r = i, at = 0, bt = 0;
+    for (int64_t k = rank; k-- > 0;) {
+      const int64_t t = r % sizes[k];
+      r /= sizes[k];
+      at += t * a_strides[k], bt += t * b_strides[k];
+    }
+    sgemm(a + at, m, l[kBatchK], l[kBatchARs], l[kBatchACs], b + bt, n, l[kBatchBRs], l[kBatchBCs], c + i * m * n);
+  }
+}
+
+// rt->sgemm_batch: the batch in as many parts as the products get threads, each product on its
+// part's thread (SerialBlas).
+void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout) {
+  const void* args[] = {a, b, c, layout};
   SerialBlas serial;
-  parallel_for(fn, args, n, threads);
+  parallel_for(batch_part, const_cast<void* const*>(args), layout[kBatchCount], blas_threads());
 }
 
 thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run); null on loop threads
@@ -104,7 +123,6 @@ thread_local RunProfile* profiling = nullptr;  // the running call's profile (Pr
 void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
                  int64_t b_cs, float* c) {
   RunProfile* p = profiling;
-  if (!p) return sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);  // a part of a batch, timed as a whole
   const auto t0 = Clock::now();
   sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
   p->product_s += seconds_since(t0);
@@ -112,16 +130,14 @@ void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_c
   ++p->products;
 }
 
-// The batch timed as a whole on the calling thread, its parts' products untimed.
-void run_parallel_products_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n, double flops) {
-  RunProfile* p = profiling;
-  profiling = nullptr;
+// The batch timed as a whole on the calling thread.
+void sgemm_batch_timed(const float* a, const float* b, float* c, const int64_t* layout) {
   const auto t0 = Clock::now();
-  run_parallel_products(fn, args, n, flops);
+  sgemm_batch(a, b, c, layout);
+  RunProfile* p = profiling;
   p->product_s += seconds_since(t0);
-  p->product_flops += flops;
-  p->products += static_cast<uint64_t>(n);
-  profiling = p;
+  p->product_flops += 2.0 * static_cast<double>(layout[kBatchCount] * layout[kBatchM] * layout[kBatchN] * layout[kBatchK]);
+  p->products += static_cast<uint64_t>(layout[kBatchCount]);
 }
 
 // Once per process: glibc malloc keeps freed memory instead of handing it back to the kernel.
@@ -149,7 +165,7 @@ void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
   keep_freed_memory();
-  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr, run_parallel_products};
+  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr, sgemm_batch};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
@@ -242,7 +258,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profi
     profiling = profile;
     Runtime timed = rt_;
     timed.sgemm = sgemm_timed;
-    timed.parallel_products = run_parallel_products_timed;
+    timed.sgemm_batch = sgemm_batch_timed;
     const auto t0 = Clock::now();
     lib_.entry(&timed, buffers_.data());
     profile->entry_s += seconds_since(t0);

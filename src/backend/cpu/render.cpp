@@ -11,6 +11,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backend/loop_code.hpp"
 #include "base/error.hpp"
@@ -61,7 +62,7 @@ struct sheaf_rt {
   void* self;
   void (*parallel)(void (*)(void* const*, i64, i64), void* const*, i64);
   const bool* stop;
-  void (*parallel_products)(void (*)(void* const*, i64, i64), void* const*, i64, double);
+  void (*sgemm_batch)(const float*, const float*, float*, const i64*);
 };
 )";
 
@@ -93,7 +94,7 @@ class Renderer {
         case StepKind::Loop:
         case StepKind::Copy: out.entry += place(loop_function(i, st), out); break;
         case StepKind::Update: out.entry += update_copy(i, st) + place(loop_function(i, st), out); break;
-        case StepKind::Dot: out.entry += dot_call(i, st, out); break;
+        case StepKind::Dot: out.entry += dot_call(i, st); break;
         case StepKind::While: out.entry += while_loop(i, st); break;
         case StepKind::Host: {
           const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
@@ -349,7 +350,7 @@ class Renderer {
   // every size; a library call would cost more than the arithmetic); larger ones call rt->sgemm.
   static constexpr int64_t kInlineDotMacs = 32 * 32 * 32;
 
-  std::string dot_call(size_t index, const Step& st, UnitCode& unit) {
+  std::string dot_call(size_t index, const Step& st) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(st.nodes[0])];
     const View& l = at(n.in[0], index);
     const View& r = at(n.in[1], index);
@@ -360,7 +361,7 @@ class Renderer {
     int64_t batch = 1;
     for (int64_t size : d.batch) batch *= size;
     if (batch >= kPartsMinBatch && d.m * d.n * d.k > kInlineDotMacs && d.m * d.n * d.k <= kPartsMaxMacs)
-      return batch_in_parts(index, d, batch, a, bb, c, unit);
+      return batch_in_parts(d, batch, a, bb, c);
     std::string code = "  {\n";
     int indent = 4;
     std::string batch_linear = "0";
@@ -403,30 +404,21 @@ class Renderer {
     return fmt::format("rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", a, d.m, d.k, d.a_rs, d.a_cs, b, d.n, d.b_rs, d.b_cs, c);
   }
 
-  // A batch of `batch` products (dot_call's operands a, b and result c) as a function
-  // d<index>(args, lo, hi) running products lo..hi of the batch (row-major over d.batch), added
-  // to `unit`, and its call through rt->parallel_products.
-  std::string batch_in_parts(size_t index, const fusion::DotLayout& d, int64_t batch, const std::string& a,
-                             const std::string& b, const std::string& c, UnitCode& unit) {
-    const std::string name = fmt::format("{}d{}", prefix_, index);
-    const std::string prototype =
-        fmt::format("__attribute__((visibility(\"hidden\"), noinline)) void {}(void* const* a, i64 lo, i64 hi)", name);
-    std::string body = "  const sheaf_rt* rt = (const sheaf_rt*)a[0];\n  for (i64 i = lo; i < hi; ++i) {\n    i64 r = i;\n";
-    for (size_t k = d.batch.size(); k-- > 0;) body += fmt::format("    const i64 t{} = r % {};\n    r /= {};\n", k, d.batch[k], d.batch[k]);
-    body += "    " + sgemm_call(d, at_batch("(const float*)a[1]", d.batch_lhs), at_batch("(const float*)a[2]", d.batch_rhs),
-                               fmt::format("(float*)a[3] + i * {}", d.m * d.n)) + "  }\n";
-    unit.prototypes += prototype + ";\n";
-    unit.functions.push_back(prototype + " {\n" + body + "}\n");
-    return fmt::format("  {{ void* const a[] = {{(void*)rt, (void*)({}), (void*)({}), (void*)({})}}; rt->parallel_products({}, a, {}, {:.17g}); }}\n",
-                       a, b, c, name, batch, 2.0 * static_cast<double>(batch * d.m * d.n * d.k));
+  // A batch of `batch` products (dot_call's operands a, b and result c) in parts on the loop
+  // threads: rt->sgemm_batch with the batch's layout (render.hpp: kBatchLayout) as a constant.
+  static std::string batch_in_parts(const fusion::DotLayout& d, int64_t batch, const std::string& a, const std::string& b,
+                                    const std::string& c) {
+    std::vector<int64_t> layout{batch, d.m, d.k, d.a_rs, d.a_cs, d.n, d.b_rs, d.b_cs, static_cast<int64_t>(d.batch.size())};
+    for (const std::vector<int64_t>* v : {&d.batch, &d.batch_lhs, &d.batch_rhs}) layout.insert(layout.end(), v->begin(), v->end());
+    return fmt::format("  {{ static const i64 g[] = {{{}}}; rt->sgemm_batch({}, {}, {}, g); }}\n", fmt::join(layout, ", "), a, b, c);
   }
 };
 
 }  // namespace
 
-// Loop functions first (split in two parts of about the same size, SHEAF_PART 0 and 1, so that a
-// large unit can be compiled on two cores), then the entries (part 1). Without SHEAF_PART it is
-// one unit.
+// Loop functions in two parts of about the same size (SHEAF_PART 0 and 1), then the entries and
+// the exported constants (SHEAF_PART 2), so that a large unit can be compiled on two cores, its
+// entries without optimisation. Without SHEAF_PART it is one unit.
 Source render(const std::vector<Unit>& units) {
   std::string prototypes, entries;
   std::vector<std::string> fns;
@@ -439,16 +431,13 @@ Source render(const std::vector<Unit>& units) {
     entries += code.entry;
   }
   std::string text = std::string(kHeader) + loop_code::kScalarHelpers + kHostPrelude + prototypes;
-  // Part 0 takes loop functions until it holds about half of their code (the entries, mostly
-  // calls, compile fast).
-  size_t total = 0, half = 0, part0 = 0;
-  for (const std::string& f : fns) total += f.size();
-  while (half < fns.size() && 2 * (part0 + fns[half].size()) <= total) part0 += fns[half++].size();
-  text += "#if !defined(SHEAF_PART) || SHEAF_PART == 0\n";
-  for (size_t i = 0; i < half; ++i) text += fns[i];
-  text += "#endif\n#if !defined(SHEAF_PART) || SHEAF_PART == 1\n";
-  for (size_t i = half; i < fns.size(); ++i) text += fns[i];
-  text += entries;
+  // Each loop function goes to the smaller part so far, so that both hold a mix of the step's
+  // forward and backward loops.
+  std::string part[2];
+  for (std::string& f : fns) part[part[0].size() <= part[1].size() ? 0 : 1] += f;
+  text += "#if !defined(SHEAF_PART) || SHEAF_PART == 0\n" + part[0] + "#endif\n";
+  text += "#if !defined(SHEAF_PART) || SHEAF_PART == 1\n" + part[1] + "#endif\n";
+  text += "#if !defined(SHEAF_PART) || SHEAF_PART == 2\n" + entries;
   Source src;
   src.digest = digest_of(text);
   src.text = text + fmt::format("extern \"C\" const int sheaf_abi = {};\nextern \"C\" const char sheaf_digest[] = \"{}\";\n#endif\n",

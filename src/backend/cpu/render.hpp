@@ -11,16 +11,16 @@
 // s<i>(args, lo, hi), run in parts by rt->parallel: kParallelPoints), except that
 // steps whose functions have the same code up to their slot and value numbers (a model's repeated
 // layers; loop_code::canonical) call one function; Dot steps call rt->sgemm per
-// batch (a batch of small products from a function d<i>(args, lo, hi) that
-// rt->parallel_products runs in parts: kPartsMinBatch), Host steps call rt->host with their unit and step index. A While step runs its regions'
+// batch (a batch of small products rt->sgemm_batch with its layout: kPartsMinBatch), Host steps
+// call rt->host with their unit and step index. A While step runs its regions'
 // entries (u<k>_entry, over the region's range of the table) in a C++ loop: the carried values
 // alternate between the node's result buffers and a second set (the unit's loop-buffer slots),
 // reading the operands themselves in the first iteration; loop invariants are passed through
 // untouched. Each iteration first reads *rt->stop (the stop request, base/interrupt.hpp): when it
 // is set the entry returns at once, leaving its results unfinished for the caller to drop.
 // Defining SHEAF_PART as 0 or 1 compiles
-// one half of the loop functions (part 1 also holds the entry and the exported constants), so a
-// large unit can be built as two objects in parallel and linked.
+// one half of the loop functions, as 2 the entries and the exported constants, so that a large
+// unit can be built as three objects in parallel and linked (toolchain.hpp).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,7 +31,7 @@
 
 namespace sheaf::cpu {
 
-inline constexpr int kAbiVersion = 5;
+inline constexpr int kAbiVersion = 6;
 
 // Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
 struct Runtime {
@@ -43,14 +43,18 @@ struct Runtime {
   // fn(args, lo, hi) over parts of [0, n), at once on the loop threads (parallel.hpp).
   void (*parallel)(void (*fn)(void* const* args, int64_t lo, int64_t hi), void* const* args, int64_t n);
   const bool* stop;  // polled once per loop iteration: true asks the entry to return early
-  // fn(args, lo, hi) over parts of [0, n) like `parallel`, for a batch of n products (`flops` in
-  // all) that fn runs with rt->sgemm, each on the thread of its part (tensor/blas.hpp: SerialBlas).
-  void (*parallel_products)(void (*fn)(void* const* args, int64_t lo, int64_t hi), void* const* args, int64_t n,
-                            double flops);
+  // A batch of products c[i] = a[i] · b[i] of one layout (kBatchLayout), in parts on the loop
+  // threads, each product on the thread of its part (tensor/blas.hpp: SerialBlas).
+  void (*sgemm_batch)(const float* a, const float* b, float* c, const int64_t* layout);
 };
 
+// rt->sgemm_batch's layout: {count, m, k, a_rs, a_cs, n, b_rs, b_cs, rank, sizes[rank],
+// a_strides[rank], b_strides[rank]}. Product i (row-major over `sizes`, its indices t) reads
+// a + Σ t·a_strides and b + Σ t·b_strides as rt->sgemm does, and writes c + i·m·n.
+enum BatchLayout : int { kBatchCount, kBatchM, kBatchK, kBatchARs, kBatchACs, kBatchN, kBatchBRs, kBatchBCs, kBatchRank, kBatchSizes };
+
 // A batched product of at least kPartsMinBatch products of at most kPartsMaxMacs multiply-adds
-// each runs its batch in parts on the loop threads (rt->parallel_products), each product on one
+// each runs its batch in parts on the loop threads (rt->sgemm_batch), each product on one
 // thread: OpenBLAS splits a small product between its threads at a loss. A batch of 128
 // attention-head products 128×128×64 (bench/gpt_step.shf's) takes 1.45 ms in parts, 3.1 ms with
 // OpenBLAS's two threads on each and 2.7 ms on one thread (2 cores).

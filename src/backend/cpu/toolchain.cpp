@@ -166,15 +166,16 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
   std::vector<std::string> cmd{tc.compiler};
   std::stringstream flags(compile_flags());
   for (std::string f; flags >> f;) cmd.push_back(f);
-  // A large unit compiles as its two parts in parallel (render.hpp: SHEAF_PART), then links.
+  // A large unit compiles as its three parts in parallel (render.hpp: SHEAF_PART), then links.
   const bool split = source.size() > kSplitBytes;
   std::vector<std::string> objects, logs;
   std::vector<pid_t> pids;
-  for (int part = 0; part < (split ? 2 : 1); ++part) {
+  for (int part = 0; part < (split ? 3 : 1); ++part) {
     std::vector<std::string> argv = cmd;
     logs.push_back(scratch_path(".log"));
     if (split) {
       objects.push_back(scratch_path(".o"));
+      if (part == 2) argv.push_back("-O0");  // the entries: calls (the last -O wins)
       argv.insert(argv.end(), {"-c", fmt::format("-DSHEAF_PART={}", part), "-o", objects.back(), src});
     } else {
       argv.insert(argv.end(), {"-o", out, src, kLinkFlags});
