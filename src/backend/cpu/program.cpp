@@ -114,8 +114,9 @@ void batch_part(void* const* args, int64_t lo, int64_t hi) {
 // part's thread (SerialBlas).
 void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout) {
   const void* args[] = {a, b, c, layout};
+  const int threads = blas_threads();  // before SerialBlas, which makes it 1
   SerialBlas serial;
-  parallel_for(batch_part, const_cast<void* const*>(args), layout[kBatchCount], blas_threads());
+  parallel_for(batch_part, const_cast<void* const*>(args), layout[kBatchCount], threads);
 }
 
 thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run); null on loop threads
