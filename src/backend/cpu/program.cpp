@@ -123,22 +123,17 @@ thread_local RunProfile* profiling = nullptr;  // the running call's profile (Pr
 
 void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
                  int64_t b_cs, float* c) {
-  RunProfile* p = profiling;
   const auto t0 = Clock::now();
   sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
-  p->product_s += seconds_since(t0);
-  p->product_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  ++p->products;
+  profiling->add_product({1, m, k, n, a_cs != 1, b_cs != 1}, seconds_since(t0));
 }
 
 // The batch timed as a whole on the calling thread.
 void sgemm_batch_timed(const float* a, const float* b, float* c, const int64_t* layout) {
   const auto t0 = Clock::now();
   sgemm_batch(a, b, c, layout);
-  RunProfile* p = profiling;
-  p->product_s += seconds_since(t0);
-  p->product_flops += 2.0 * static_cast<double>(layout[kBatchCount] * layout[kBatchM] * layout[kBatchN] * layout[kBatchK]);
-  p->products += static_cast<uint64_t>(layout[kBatchCount]);
+  profiling->add_product({layout[kBatchCount], layout[kBatchM], layout[kBatchK], layout[kBatchN], layout[kBatchACs] != 1, layout[kBatchBCs] != 1},
+                         seconds_since(t0));
 }
 
 // Once per process: glibc malloc keeps freed memory instead of handing it back to the kernel.
@@ -162,6 +157,17 @@ std::byte* allocate_arena(int64_t bytes) {
 void free_arena(std::byte* p) { ::operator delete(p, std::align_val_t{64}); }
 
 }  // namespace
+
+void RunProfile::add_product(const ProductShape& shape, double seconds) {
+  const double flops = 2.0 * static_cast<double>(shape.batch * shape.m * shape.n * shape.k);
+  products += static_cast<uint64_t>(shape.batch);
+  product_s += seconds;
+  product_flops += flops;
+  ProductTime& t = by_shape[shape];
+  ++t.calls;
+  t.s += seconds;
+  t.flops += flops;
+}
 
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {

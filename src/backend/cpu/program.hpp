@@ -8,6 +8,7 @@
 // as functions of the same source): unit 0 is the function, then the regions depth-first. Every
 // unit owns a range of the one pointer table and of the one arena.
 #pragma once
+#include <map>
 #include <memory>
 #include <span>
 #include <vector>
@@ -29,12 +30,26 @@ struct Prepared {
 };
 Prepared prepare(const ir::Graph& g);
 
-// Where a compiled call's time went (--jit-profile): its products (rt->sgemm calls, timed; their
-// FLOPs 2·m·n·k), host steps (timed) and the whole generated entry (so the fused loops, copies and
-// inline small products are entry − products − host steps).
+// A product's shape in the profile: `batch` products (1: one rt->sgemm call) of m×k · k×n, each
+// operand read transposed (its rows strided, its columns not) or not.
+struct ProductShape {
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool a_transposed = false, b_transposed = false;
+  auto operator<=>(const ProductShape&) const = default;
+};
+struct ProductTime {
+  uint64_t calls = 0;
+  double s = 0, flops = 0;
+};
+
+// Where a compiled call's time went (--jit-profile): its products (rt->sgemm and rt->sgemm_batch
+// calls, timed, also by shape; their FLOPs 2·m·n·k), host steps (timed) and the whole generated
+// entry (so the fused loops, copies and inline small products are entry − products − host steps).
 struct RunProfile {
   uint64_t calls = 0, products = 0, host_steps = 0;
   double entry_s = 0, product_s = 0, product_flops = 0, host_s = 0;
+  std::map<ProductShape, ProductTime> by_shape;
+  void add_product(const ProductShape& shape, double seconds);
 };
 
 class Program {
