@@ -39,17 +39,21 @@ stderr_has "interpreted noisy: calls 'print', which has effects" 'effect fallbac
 stderr_has 'f32 products: ' '--jit-profile says what f32 products run on'
 stderr_has 'generated code: ' '--jit-profile says how the generated C++ is compiled'
 stderr_has 'cpu time in 6 compiled calls: ' '--jit-profile splits the compiled calls'"'"' time into products, loops and host steps'
-# products by shape: a transposed operand is marked, calls and rate per shape
+# products by shape: a transposed operand is marked, the threads, calls and rate per shape; a
+# batch of small products runs in parts on both threads
 cat >"$TMP/products.shf" <<'SHF'
 (defn prod [a b] (@ (transpose a) b))
+(defn heads [q k] (einsum "n t d, n s d -> n t s" q k))
 (def a (ones [64 48]))
 (repeat [i 3] [c nil] (prod a (ones [64 80])))
+(heads (ones [8 64 48]) (ones [8 64 48]))
 SHF
-run products.shf --jit-profile
+SHEAF_NUM_THREADS=2 run products.shf --jit-profile
 status_is 0 '--jit-profile with products'
-stderr_has 'products by shape (1 of 1, by time):' '--jit-profile lists the products by shape'
+stderr_has 'products by shape (2 of 2, by time):' '--jit-profile lists the products by shape'
 stderr_has '(64×48)ᵀ · 64×80 ' 'a shape: aᵀ·b'
 stderr_has ' 3 calls ' 'the shape'"'"'s calls'
+grep -qE '8×\(64×48 · \(64×48\)ᵀ\) +2 threads +1 calls' "$TMP/err" || fail 'a batch of 8 products on 2 threads'
 # the generated code uses the host's vector ISA, spelled out (toolchain.hpp: isa_flags)
 if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
   stderr_has '-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512cd -mprefer-vector-width=512' 'AVX-512 hosts: 512-bit vectors'

@@ -110,30 +110,36 @@ void batch_part(void* const* args, int64_t lo, int64_t hi) {
   }
 }
 
-// rt->sgemm_batch: the batch in as many parts as the products get threads, each product on its
-// part's thread (SerialBlas).
-void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout) {
+// The batch in as many parts as the products get threads, each product on its part's thread
+// (SerialBlas); returns that count.
+int batch_in_parts(const float* a, const float* b, float* c, const int64_t* layout) {
   const void* args[] = {a, b, c, layout};
   const int threads = blas_threads();  // before SerialBlas, which makes it 1
   SerialBlas serial;
   parallel_for(batch_part, const_cast<void* const*>(args), layout[kBatchCount], threads);
+  return threads;
 }
+
+// rt->sgemm_batch.
+void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout) { batch_in_parts(a, b, c, layout); }
 
 thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run); null on loop threads
 
 void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
                  int64_t b_cs, float* c) {
+  const int threads = blas_threads();
   const auto t0 = Clock::now();
   sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
-  profiling->add_product({1, m, k, n, a_cs != 1, b_cs != 1}, seconds_since(t0));
+  profiling->add_product({1, m, k, n, a_cs != 1, b_cs != 1, threads}, seconds_since(t0));
 }
 
 // The batch timed as a whole on the calling thread.
 void sgemm_batch_timed(const float* a, const float* b, float* c, const int64_t* layout) {
   const auto t0 = Clock::now();
-  sgemm_batch(a, b, c, layout);
-  profiling->add_product({layout[kBatchCount], layout[kBatchM], layout[kBatchK], layout[kBatchN], layout[kBatchACs] != 1, layout[kBatchBCs] != 1},
-                         seconds_since(t0));
+  const int threads = batch_in_parts(a, b, c, layout);
+  profiling->add_product(
+      {layout[kBatchCount], layout[kBatchM], layout[kBatchK], layout[kBatchN], layout[kBatchACs] != 1, layout[kBatchBCs] != 1, threads},
+      seconds_since(t0));
 }
 
 // Once per process: glibc malloc keeps freed memory instead of handing it back to the kernel.

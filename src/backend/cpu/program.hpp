@@ -31,10 +31,12 @@ struct Prepared {
 Prepared prepare(const ir::Graph& g);
 
 // A product's shape in the profile: `batch` products (1: one rt->sgemm call) of m×k · k×n, each
-// operand read transposed (its rows strided, its columns not) or not.
+// operand read transposed (its rows strided, its columns not) or not, on `threads` threads (a
+// batch: its parts, each product on one).
 struct ProductShape {
   int64_t batch = 1, m = 0, k = 0, n = 0;
   bool a_transposed = false, b_transposed = false;
+  int threads = 1;
   auto operator<=>(const ProductShape&) const = default;
 };
 struct ProductTime {
