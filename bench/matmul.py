@@ -12,8 +12,8 @@ For each shape (m×k·k×n) it measures, in one run:
            with OPENBLAS_CORETYPE=SkylakeX (Debian's torch calls the system OpenBLAS)
 and prints GFLOP/s and the ratios of sheaf's default to each other column's best.
 
-Sheaf has no clock, so a Sheaf measurement is the wall time of `sheaf -c` running the loop n
-times minus the same program with 0 iterations. Every column is measured once per round, for
+A Sheaf measurement is the program's own clock (`(io "clock")`) around n products in a `repeat`
+loop, after one product that warms up. Every column is measured once per round, for
 --repeats rounds, and the best round is kept. Benchmarks are not
 tests: nothing here fails on a slow result.
 
@@ -57,7 +57,7 @@ def worker(kind, shape, threads, seconds):
         a, b = torch.rand(m, k), torch.rand(k, n)
         run = lambda: torch.mm(a, b)  # noqa: E731
     run()
-    reps = max(3, int(seconds / (flops(shape) / 50e9)))
+    reps = max(3, int(seconds / (flops(shape) / 200e9)))  # about `seconds` at 200 GFLOP/s
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
@@ -89,16 +89,10 @@ def python_with(module):
 # ---- sheaf ----
 
 
-def sheaf_wall(sheaf, shape, reps, env):
-    m, k, n = shape
-    prog = f"(def a (ones [{m} {k}])) (def b (ones [{k} {n}])) (repeat [i {reps}] [c nil] (@ a b)) nil"
-    t0 = time.perf_counter()
-    subprocess.run([sheaf, "-c", prog], env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
-
-
 def sheaf_seconds(sheaf, shape, threads, blas, seconds):
-    """Seconds per product; blas: {"lib": path or None (the default), "core": OPENBLAS_CORETYPE or None}."""
+    """Seconds per product, by the program's own clock around `reps` products after one that warms
+    up (OpenBLAS's threads and buffers, the result's pages); blas: {"lib": path or None (the
+    default), "core": OPENBLAS_CORETYPE or None}."""
     env = dict(os.environ, SHEAF_NUM_THREADS=str(threads), BLIS_NUM_THREADS=str(threads))
     for var in ("OPENBLAS_CORETYPE", "SHEAF_BLAS"):
         env.pop(var, None)
@@ -106,10 +100,12 @@ def sheaf_seconds(sheaf, shape, threads, blas, seconds):
         env["SHEAF_BLAS"] = blas["lib"]
     if blas["core"]:
         env["OPENBLAS_CORETYPE"] = blas["core"]
-    reps = max(3, int(seconds / (flops(shape) / 50e9)))
-    base = sheaf_wall(sheaf, shape, 0, env)
-    full = sheaf_wall(sheaf, shape, reps, env)
-    return max(full - base, 1e-9) / reps
+    reps = max(3, int(seconds / (flops(shape) / 200e9)))  # about `seconds` at 200 GFLOP/s
+    m, k, n = shape
+    prog = (f"(def a (ones [{m} {k}])) (def b (ones [{k} {n}])) (@ a b) "
+            f"(let [t0 (io \"clock\") _ (repeat [i {reps}] [c nil] (@ a b))] (print \"{{:.9f}}\" (- (io \"clock\") t0)))")
+    out = subprocess.run([sheaf, "-c", prog], env=env, check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1]) / reps
 
 
 SYSTEM_OPENBLAS = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
