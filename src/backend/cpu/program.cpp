@@ -112,7 +112,7 @@ void batch_part(void* const* args, int64_t lo, int64_t hi) {
 
 // The batch in as many parts as the products get threads, each product on its part's thread
 // (SerialBlas); returns that count.
-int batch_in_parts(const float* a, const float* b, float* c, const int64_t* layout) {
+int run_batch(const float* a, const float* b, float* c, const int64_t* layout) {
   const void* args[] = {a, b, c, layout};
   const int threads = blas_threads();  // before SerialBlas, which makes it 1
   SerialBlas serial;
@@ -121,7 +121,7 @@ int batch_in_parts(const float* a, const float* b, float* c, const int64_t* layo
 }
 
 // rt->sgemm_batch.
-void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout) { batch_in_parts(a, b, c, layout); }
+void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout) { run_batch(a, b, c, layout); }
 
 thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run); null on loop threads
 
@@ -136,7 +136,7 @@ void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_c
 // The batch timed as a whole on the calling thread.
 void sgemm_batch_timed(const float* a, const float* b, float* c, const int64_t* layout) {
   const auto t0 = Clock::now();
-  const int threads = batch_in_parts(a, b, c, layout);
+  const int threads = run_batch(a, b, c, layout);
   profiling->add_product(
       {layout[kBatchCount], layout[kBatchM], layout[kBatchK], layout[kBatchN], layout[kBatchACs] != 1, layout[kBatchBCs] != 1, threads},
       seconds_since(t0));

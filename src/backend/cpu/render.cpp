@@ -405,7 +405,7 @@ class Renderer {
   }
 
   // A batch of `batch` products (dot_call's operands a, b and result c) in parts on the loop
-  // threads: rt->sgemm_batch with the batch's layout (render.hpp: kBatchLayout) as a constant.
+  // threads: rt->sgemm_batch with the batch's layout (render.hpp: BatchLayout) as a constant.
   static std::string batch_in_parts(const fusion::DotLayout& d, int64_t batch, const std::string& a, const std::string& b,
                                     const std::string& c) {
     std::vector<int64_t> layout{batch, d.m, d.k, d.a_rs, d.a_cs, d.n, d.b_rs, d.b_cs, static_cast<int64_t>(d.batch.size())};
