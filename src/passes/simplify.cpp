@@ -8,6 +8,8 @@
 //   convert to x's dtype, reshape to x's shape, identity transpose, broadcast_in_dim to x's type,
 //   slice covering x, reverse of size-1 axes, pad by nothing, concatenate(x) → x
 //   reshape(reshape(x)) → reshape(x); transpose∘transpose and broadcast∘broadcast compose
+//   transpose(dot_general(a, b)) read by nothing else → dot_general(b, a) when that leaves no
+//   transpose or keeps the last axis last (dot_in_transposed_order; a·b = b·a exactly)
 //   a reshape or transpose moves to the narrower side of a convert: reshape(convert(x)) →
 //   convert(reshape(x)) when the convert widens (bf16 → f32), convert(reshape(x)) →
 //   reshape(convert(x)) when it narrows — fusion then reads or writes the narrow value in memory
@@ -189,7 +191,39 @@ Simplified layout_to_narrow_side(Rewriter& rw, const Node& n, int32_t x, const T
   return std::nullopt;
 }
 
-Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
+// transpose(dot_general(a, b)) read by nothing else → dot_general(b, a), transposed by what is
+// left of the permutation: the swapped product has the free dims of b before those of a. Done
+// when that leaves no transpose, or when it keeps the last axis last where the old one did not
+// (whoever reads the transpose then walks rows; a cotangent of dot_general's rhs, as dK of
+// q·kᵀ, is such a transpose). Exact: a·b = b·a, and the contracting dims pair in the same order.
+Simplified dot_in_transposed_order(Rewriter& rw, const Node& n, int32_t x, const Type& t) {
+  const Graph& g = rw.out();  // grows with every rw.add: copy what is read from it first
+  const Node& dot = g.producer(x);
+  if (dot.op != Op::DotGeneral) return std::nullopt;
+  ir::Attrs attrs = dot.attrs;
+  const DotDims d = attrs.dot;
+  const int32_t a = dot.in[0], b = dot.in[1];
+  const auto nb = static_cast<int64_t>(d.lhs_batch.size());
+  const auto nlf = static_cast<int64_t>(g.type(a).shape.size() - d.lhs_batch.size() - d.lhs_contract.size());
+  const auto nrf = static_cast<int64_t>(g.type(b).shape.size() - d.rhs_batch.size() - d.rhs_contract.size());
+  std::vector<int64_t> swapped;  // old product axis → axis of the swapped one
+  for (int64_t i = 0; i < nb; ++i) swapped.push_back(i);
+  for (int64_t j = 0; j < nlf; ++j) swapped.push_back(nb + nrf + j);
+  for (int64_t j = 0; j < nrf; ++j) swapped.push_back(nb + j);
+  std::vector<int64_t> perm;  // out.shape[i] = swapped product.shape[perm[i]]
+  for (int64_t q : n.attrs.dims) perm.push_back(swapped[static_cast<size_t>(q)]);
+  const auto last = static_cast<int64_t>(perm.size()) - 1;
+  const bool better = is_identity_permutation(perm) || (n.attrs.dims.back() != last && perm.back() == last);
+  if (!better) return std::nullopt;
+  Shape shape(g.type(b).shape.begin(), g.type(b).shape.begin() + nb);  // batch, b free, a free
+  for (size_t i = static_cast<size_t>(nb); i < t.shape.size(); ++i) shape.push_back(0);
+  for (size_t i = 0; i < perm.size(); ++i) shape[static_cast<size_t>(perm[i])] = t.shape[i];
+  attrs.dot = DotDims{d.rhs_batch, d.lhs_batch, d.rhs_contract, d.lhs_contract};
+  const int32_t product = rw.add(Op::DotGeneral, {b, a}, std::move(attrs), {Type{t.dtype, shape}}, n.loc);
+  return is_identity_permutation(perm) ? product : rw.add(Op::Transpose, {product}, {.dims = perm}, {t}, n.loc);
+}
+
+Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>& in, const std::vector<int32_t>& uses) {
   const Graph& g = rw.out();
   const ir::Attrs& a = n.attrs;
   const Type& t = rw.src().type(n.out);
@@ -219,6 +253,7 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
     }
     case Op::Transpose: {
       if (is_identity_permutation(a.dims)) return in[0];
+      if (operand_is(Op::DotGeneral) && uses[static_cast<size_t>(n.in[0])] == 1) return dot_in_transposed_order(rw, n, in[0], t);
       const Node* inner = operand_is(Op::Transpose);
       if (!inner) return layout_to_narrow_side(rw, n, in[0], t);
       ir::Attrs c;  // out.shape[i] = inner.shape[q[i]] = x.shape[p[q[i]]]
@@ -270,9 +305,10 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
 }  // namespace
 
 Graph simplify(const Graph& g) {
-  return rewrite(g, [](Rewriter& rw, const Node& n) {
+  const std::vector<int32_t> uses = use_counts(g);
+  return rewrite(g, [&](Rewriter& rw, const Node& n) {
     if (n.nout != 1) return false;
-    Simplified r = simplify_node(rw, n, rw.map(n.in));
+    Simplified r = simplify_node(rw, n, rw.map(n.in), uses);
     if (r) rw.map_results(n, *r);
     return r.has_value();
   });

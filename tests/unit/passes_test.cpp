@@ -356,6 +356,34 @@ TEST(Simplify, LayoutChainsCompose) {
             "}\n");
 }
 
+// A product read only through a transpose is computed with its operands swapped when that leaves
+// no transpose (x·wᵀ read as [n m]) or keeps the last axis last (dK = (qᵀ·g) read as [b s h d]);
+// not when the product has another reader, nor when the transpose keeps the last axis already.
+TEST(Simplify, AProductReadOnlyTransposedSwapsItsOperands) {
+  Graph g;
+  int32_t x = param(g, {DType::F32, {5, 6}}), w = param(g, {DType::F32, {4, 6}});
+  int32_t q = param(g, {DType::F32, {2, 3, 5, 4}}), d = param(g, {DType::F32, {2, 3, 5, 7}});
+  auto dot = [&](int32_t a, int32_t b, DotDims dims) { return g.emit(Op::DotGeneral, {a, b}, {.dot = std::move(dims)}); };
+  auto transpose = [&](int32_t v, std::vector<int64_t> dims) { return g.emit(Op::Transpose, {v}, {.dims = std::move(dims)}); };
+  int32_t xw = transpose(dot(x, w, {.lhs_contract = {1}, .rhs_contract = {1}}), {1, 0});
+  int32_t dk = transpose(dot(q, d, {{0, 1}, {0, 1}, {2}, {2}}), {0, 3, 1, 2});
+  int32_t shared = dot(x, w, {.lhs_contract = {1}, .rhs_contract = {1}});
+  int32_t kept = transpose(dot(q, d, {{0, 1}, {0, 1}, {2}, {2}}), {1, 0, 2, 3});
+  g.results = {xw, dk, transpose(shared, {1, 0}), shared, kept};
+  Graph out = run_checked(simplify, g);
+  EXPECT_EQ(ir::print(out),
+            "func @main(%0: f32[5x6], %1: f32[4x6], %2: f32[2x3x5x4], %3: f32[2x3x5x7]) {\n"
+            "  %4 = dot_general(%1, %0) {batch=[]x[] contract=[1]x[1]} : f32[4x5]\n"
+            "  %5 = dot_general(%3, %2) {batch=[0, 1]x[0, 1] contract=[2]x[2]} : f32[2x3x7x4]\n"
+            "  %6 = transpose(%5) {dims=[0, 2, 1, 3]} : f32[2x7x3x4]\n"
+            "  %7 = dot_general(%0, %1) {batch=[]x[] contract=[1]x[1]} : f32[5x4]\n"
+            "  %8 = dot_general(%2, %3) {batch=[0, 1]x[0, 1] contract=[2]x[2]} : f32[2x3x4x7]\n"
+            "  %9 = transpose(%8) {dims=[1, 0, 2, 3]} : f32[3x2x4x7]\n"
+            "  %10 = transpose(%7) {dims=[1, 0]} : f32[4x5]\n"
+            "  return %4, %6, %10, %7, %9\n"
+            "}\n");
+}
+
 // An arange baked into the graph as a constant (the class ids of a one-hot mask) becomes an iota,
 // which kernels compute from the index; so does a broadcast of an iota, unless it widens a size-1
 // axis (then every element is 0). Constants that only look like one stay: -0.0, a count along
