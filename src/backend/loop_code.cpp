@@ -588,6 +588,15 @@ class BodyBuilder {
     return sum;
   }
 
+  // Notes a boundary of original dim d at index `at` (LoopBody::inner_cuts) when d is the innermost loop.
+  void cut(size_t d, int64_t at) {
+    const Nest& nest = b_.nest;
+    if (nest.groups.empty() || nest.groups.back() != std::vector<size_t>{d} || at <= 0 || at >= nest.sizes.back()) return;
+    std::vector<int64_t>& cuts = b_.inner_cuts;
+    auto it = std::lower_bound(cuts.begin(), cuts.end(), at);
+    if (it == cuts.end() || *it != at) cuts.insert(it, at);
+  }
+
   // concatenate along a: operand j covers [off_j, off_j + size_j) of the axis; each operand is read
   // at its clamped position (always a valid load) and the axis index picks one.
   std::string concatenate_expr(const ir::Node& n) {
@@ -603,6 +612,7 @@ class BodyBuilder {
         return b_.nest.groups[k].size() == 1 && b_.nest.groups[k][0] == a ? shifted : fmt::format("i{}", k);
       }));
       ends.push_back(off += size);
+      cut(a, off);
     }
     std::string e = values.back();
     for (size_t j = values.size() - 1; j-- > 0;) e = fmt::format("({} < {} ? {} : {})", i, ends[j], values[j], e);
@@ -633,6 +643,8 @@ class BodyBuilder {
       if (!lo && !hi) continue;
       if (xs[d] == 0) return pad;  // nothing of x is ever inside
       std::string i = nest.axis_index(d);
+      cut(d, lo);
+      cut(d, lo + xs[d]);
       cond += fmt::format("{}({} >= {} && {} < {})", cond.empty() ? "" : " && ", i, lo, i, lo + xs[d]);
       for (size_t k = 0; k < idx.size(); ++k)
         if (idx[k] == i) idx[k] = fmt::format("({0} < {1} ? 0 : {0} >= {2} ? {3} : {0} - {1})", i, lo, lo + xs[d], xs[d] - 1);

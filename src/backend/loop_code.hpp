@@ -77,6 +77,11 @@ struct LoopBody {
   bool scalar_acc = false;          // reductions accumulate in scalars a{v}, stored after the loops
   std::vector<int64_t> kept;        // strides of the reduction results over the space
   std::vector<std::string> identities;  // per reduction: its identity literal
+  // Where the innermost loop's index meets a concatenation's operand boundary or a pad's edge
+  // (ascending, inside (0, size)): between two cuts every such test has one answer, so a
+  // renderer may run the loop in these segments, each with constant bounds its compiler can
+  // fold the tests and clamped indices against (the CPU backend does).
+  std::vector<int64_t> inner_cuts;
   // A load: stmts[stmt] reads `bytes` at an index over the groups `walks` (bit k: group k) that
   // is `direct` when it names no value (loop indices and numbers only; such a load may move to
   // the body's start: the CUDA renderer issues a point's direct loads together). A Copy's one

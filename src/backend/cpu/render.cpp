@@ -155,6 +155,23 @@ class Renderer {
     if (f.task.empty()) return fmt::format("  {}({});\n", it->second, f.args);
     return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel({}, a, {}); }}\n", f.args, it->second, f.outer);
   }
+  // The bounds of an innermost loop of `size` points in segments between `cuts` (one segment for
+  // none, or for more than kMaxSegments): constants, or for a loop in parts its range [lo, hi)
+  // clipped to each segment at both ends, so that the compiler knows each segment's range.
+  static std::vector<std::pair<std::string, std::string>> segments(const std::vector<int64_t>& cuts, int64_t size, bool in_parts) {
+    constexpr size_t kMaxSegments = 8;
+    std::vector<int64_t> at{0};
+    if (cuts.size() + 1 <= kMaxSegments) at.insert(at.end(), cuts.begin(), cuts.end());
+    at.push_back(size);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (size_t c = 0; c + 1 < at.size(); ++c) {
+      if (!in_parts) out.emplace_back(std::to_string(at[c]), std::to_string(at[c + 1]));
+      else if (at.size() == 2) out.emplace_back("lo", "hi");
+      else out.emplace_back(fmt::format("(lo > {0} ? lo : {0})", at[c]), fmt::format("(hi < {0} ? hi : {0})", at[c + 1]));
+    }
+    return out;
+  }
+
   LoopFunction loop_function(size_t index, const Step& st) {
     // Reductions over trailing dims keep scalar accumulators a{v}; otherwise the outputs start
     // at the identity and accumulate in place.
@@ -203,10 +220,17 @@ class Renderer {
     std::string code;
     int indent = 2;
     auto line = [&](const std::string& text) { code += fmt::format("{:{}}{}\n", "", indent, text); };
-    auto open = [&](size_t k) {
-      if (k == part && (parallel || columns)) line(fmt::format("for (i64 i{0} = lo; i{0} < hi; ++i{0}) {{", k));
-      else line(fmt::format("for (i64 i{} = 0; i{} < {}; ++i{}) {{", k, k, nest.sizes[k], k));
+    auto range = [&](size_t k) -> std::pair<std::string, std::string> {  // loop k's bounds
+      if (k == part && (parallel || columns)) return {"lo", "hi"};
+      return {"0", std::to_string(nest.sizes[k])};
+    };
+    auto open_range = [&](size_t k, const std::string& from, const std::string& to) {
+      line(fmt::format("for (i64 i{0} = {1}; i{0} < {2}; ++i{0}) {{", k, from, to));
       indent += 2;
+    };
+    auto open = [&](size_t k) {
+      const auto [from, to] = range(k);
+      open_range(k, from, to);
     };
     auto close = [&] {
       indent -= 2;
@@ -223,19 +247,37 @@ class Renderer {
         line(fmt::format("for (i64 j = 0; j < {}; ++j) {}[j] = {};", shape_numel(type(reductions[r]).shape), pointer(reductions[r]),
                          body.identities[r]));
     }
-    for (size_t k = 0; k < outer; ++k) open(k);
-    if (body.scalar_acc)
-      for (size_t r = 0; r < reductions.size(); ++r) line(fmt::format("{} a{} = {};", vtype(type(reductions[r]).dtype), reductions[r], body.identities[r]));
-    for (size_t k = outer; k < depth; ++k) {
-      if (k + 1 == depth) code += simd_pragma(reductions, indent);
-      open(k);
+    auto declare_accumulators = [&] {
+      if (body.scalar_acc)
+        for (size_t r = 0; r < reductions.size(); ++r)
+          line(fmt::format("{} a{} = {};", vtype(type(reductions[r]).dtype), reductions[r], body.identities[r]));
+    };
+    auto store_accumulators = [&] {
+      if (body.scalar_acc)
+        for (int32_t r : reductions)
+          line(fmt::format("{}[{}] = {};", pointer(r), nest.index(body.kept, 0), store_expr(type(r).dtype, fmt::format("a{}", r))));
+    };
+    // The innermost loop is an outer one (kept, accumulators declared in it) or an inner one
+    // (reduced, under the simd pragma); it runs in segments between the body's inner cuts.
+    const bool innermost_outer = depth > 0 && outer == depth;
+    for (size_t k = 0; k < outer && k + 1 < depth; ++k) open(k);
+    if (!innermost_outer) declare_accumulators();
+    for (size_t k = outer; k + 1 < depth; ++k) open(k);
+    if (depth == 0)
+      for (const std::string& s : body.stmts) line(s);
+    const bool inner_in_parts = depth > 0 && range(depth - 1).first == "lo";
+    for (const auto& [from, to] : depth == 0 ? std::vector<std::pair<std::string, std::string>>{}
+                                             : segments(body.inner_cuts, nest.sizes[depth - 1], inner_in_parts)) {
+      if (!innermost_outer) code += simd_pragma(reductions, indent);
+      open_range(depth - 1, from, to);
+      if (innermost_outer) declare_accumulators();
+      for (const std::string& s : body.stmts) line(s);
+      if (innermost_outer) store_accumulators();
+      close();
     }
-    for (const std::string& s : body.stmts) line(s);
-    for (size_t k = outer; k < depth; ++k) close();
-    if (body.scalar_acc)
-      for (int32_t r : reductions)
-        line(fmt::format("{}[{}] = {};", pointer(r), nest.index(body.kept, 0), store_expr(type(r).dtype, fmt::format("a{}", r))));
-    for (size_t k = 0; k < outer; ++k) close();
+    for (size_t k = outer; k + 1 < depth; ++k) close();
+    if (!innermost_outer) store_accumulators();
+    for (size_t k = 0; k < outer && k + 1 < depth; ++k) close();
     // noinline: each nest keeps its own restrict scope (GCC 12 mis-vectorised an accumulation
     // once two nests over one buffer were inlined into the entry).
     const std::string name = fmt::format("{}s{}", prefix_, index);
