@@ -308,7 +308,7 @@ std::string canonical(const std::string& text, const std::string& name) {
       while (i < t.size() && t[i] != '\n') ++i;
       continue;
     }
-    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
+    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k' || c == 'n') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
       size_t j = i + 1;
       while (j < t.size() && digit(t[j])) ++j;
       if (j == t.size() || !word(t[j])) {
@@ -464,7 +464,10 @@ class BodyBuilder {
         b_.identities.push_back(literal(compute_type(d), reduce_identity(n.attrs.reduce, compute_type(d))));
         if (!b_.scalar_acc && is_half(d)) throw SheafError("internal: an f16/bf16 reduction accumulating in its output");
         std::string acc = b_.scalar_acc ? fmt::format("a{}", v) : fmt::format("{}[{}]", pointer_(v), nest.index(b_.kept, 0));
-        b_.stmts.push_back(fmt::format("{} = {};", acc, combine_expr(n.attrs.reduce, compute_type(d), acc, operand(n.in[0]))));
+        const std::string x = operand(n.in[0]);
+        b_.combines.push_back(b_.stmts.size());
+        b_.combined.push_back(x);
+        b_.stmts.push_back(fmt::format("{} = {};", acc, combine_expr(n.attrs.reduce, compute_type(d), acc, x)));
         continue;
       }
       const DType c = compute_type(d), in = n.in.empty() ? d : compute_type(g_.type(n.in[0]).dtype);

@@ -41,7 +41,7 @@ std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::s
 
 // A rendered function (CPU loop function, CUDA kernel) `text` named `name` as the renderers
 // compare them: the name (wherever it is called or defined: `name(`) and the comments dropped, the numbers of its buffer, value, accumulator,
-// shared-array and column-sum names (p{slot}, v{id}, a{id}, h{id}, k{id}) replaced by their order
+// shared-array, column-sum and NaN-flag names (p{slot}, v{id}, a{id}, h{id}, k{id}, n{id}) replaced by their order
 // of first appearance. Functions with the same canonical text compute the same thing from their
 // arguments, whatever step, slots and values they were rendered for (a model's repeated layers),
 // so a unit keeps one of them.
@@ -77,6 +77,8 @@ struct LoopBody {
   bool scalar_acc = false;          // reductions accumulate in scalars a{v}, stored after the loops
   std::vector<int64_t> kept;        // strides of the reduction results over the space
   std::vector<std::string> identities;  // per reduction: its identity literal
+  std::vector<size_t> combines;         // per reduction: its statement, acc = acc ⊕ x
+  std::vector<std::string> combined;    // per reduction: that x (a value or load name)
   // Where the innermost loop's index meets a concatenation's operand boundary or a pad's edge
   // (ascending, inside (0, size)): between two cuts every such test has one answer, so a
   // renderer may run the loop in these segments, each with constant bounds its compiler can
