@@ -269,17 +269,18 @@ class Renderer {
     for (size_t k = 0; k < outer && k + 1 < depth; ++k) open(k);
     if (!innermost_outer) declare_accumulators();
     for (size_t k = outer; k + 1 < depth; ++k) open(k);
-    if (depth == 0)
+    if (depth == 0) {
       for (const std::string& s : body.stmts) line(s);
-    const bool inner_in_parts = depth > 0 && range(depth - 1).first == "lo";
-    for (const auto& [from, to] : depth == 0 ? std::vector<std::pair<std::string, std::string>>{}
-                                             : segments(body.inner_cuts, nest.sizes[depth - 1], inner_in_parts)) {
-      if (!innermost_outer) code += simd_pragma(body, indent);
-      open_range(depth - 1, from, to);
-      if (innermost_outer) declare_accumulators();
-      for (const std::string& s : body.stmts) line(s);
-      if (innermost_outer) store_accumulators();
-      close();
+    } else {
+      const bool in_parts = depth - 1 == part && (parallel || columns);
+      for (const auto& [from, to] : segments(body.inner_cuts, nest.sizes[depth - 1], in_parts)) {
+        if (!innermost_outer) code += simd_pragma(body, indent);
+        open_range(depth - 1, from, to);
+        if (innermost_outer) declare_accumulators();
+        for (const std::string& s : body.stmts) line(s);
+        if (innermost_outer) store_accumulators();
+        close();
+      }
     }
     for (size_t k = outer; k + 1 < depth; ++k) close();
     if (!innermost_outer) store_accumulators();
