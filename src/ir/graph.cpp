@@ -55,7 +55,8 @@ int32_t Graph::add(Op op, std::vector<int32_t> in, Attrs attrs, std::vector<Type
 int32_t Graph::emit(Op op, std::vector<int32_t> in, Attrs attrs, SrcLoc loc) {
   std::vector<Type> ts;
   for (int32_t v : in) ts.push_back(type(v));
-  return add(op, std::move(in), attrs, infer_types(op, ts, attrs), loc);
+  std::vector<Type> out = infer_types(op, ts, attrs);
+  return add(op, std::move(in), std::move(attrs), std::move(out), loc);
 }
 
 int32_t Graph::emit_constant(Tensor value, SrcLoc loc) {

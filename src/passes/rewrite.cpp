@@ -22,6 +22,9 @@ using ir::Op;
 
 Rewriter::Rewriter(const Graph& src) : src_(src), map_(src.types.size(), -1) {
   out_.name = src.name;
+  out_.nodes.reserve(src.nodes.size());  // a pass rarely grows the graph: no node is moved while it is built
+  out_.types.reserve(src.types.size());
+  out_.def.reserve(src.types.size());
   for (int32_t p : src.params) {
     const Node& n = src.producer(p);
     map_[static_cast<size_t>(p)] = out_.add(Op::Parameter, {}, n.attrs, {src.type(p)}, n.loc);
