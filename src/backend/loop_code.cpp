@@ -388,7 +388,7 @@ class BodyBuilder {
   BodyBuilder(const ir::Graph& g, const fusion::Schedule& s, size_t index, const std::function<std::string(int32_t)>& pointer)
       : g_(g), s_(s), index_(index), pointer_(pointer) {}
 
-  LoopBody build(const std::function<bool(const Nest&)>& choose_scalar, const std::vector<int64_t>* rows) {
+  LoopBody build(const std::function<bool(const Nest&)>& choose_scalar, bool nan_flags, const std::vector<int64_t>* rows) {
     const Step& st = s_.steps[index_];
     const size_t rank = st.space.size();
     std::vector<bool> red(rank, false);
@@ -464,10 +464,14 @@ class BodyBuilder {
         b_.identities.push_back(literal(compute_type(d), reduce_identity(n.attrs.reduce, compute_type(d))));
         if (!b_.scalar_acc && is_half(d)) throw SheafError("internal: an f16/bf16 reduction accumulating in its output");
         std::string acc = b_.scalar_acc ? fmt::format("a{}", v) : fmt::format("{}[{}]", pointer_(v), nest.index(b_.kept, 0));
+        const Reduce op = n.attrs.reduce;
+        const bool flagged = nan_flags && b_.scalar_acc && d == DType::F32 && (op == Reduce::Max || op == Reduce::Min);
+        b_.nan_flagged.push_back(flagged);
         const std::string x = operand(n.in[0]);
-        b_.combines.push_back(b_.stmts.size());
-        b_.combined.push_back(x);
-        b_.stmts.push_back(fmt::format("{} = {};", acc, combine_expr(n.attrs.reduce, compute_type(d), acc, x)));
+        if (flagged)
+          b_.stmts.push_back(fmt::format("a{0} = {1} {2} a{0} ? {1} : a{0}; n{0} |= {1} != {1};", v, x, op == Reduce::Max ? ">" : "<"));
+        else
+          b_.stmts.push_back(fmt::format("{} = {};", acc, combine_expr(op, compute_type(d), acc, x)));
         continue;
       }
       const DType c = compute_type(d), in = n.in.empty() ? d : compute_type(g_.type(n.in[0]).dtype);
@@ -661,8 +665,8 @@ class BodyBuilder {
 
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
                    const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
-                   const std::vector<int64_t>* rows) {
-  return BodyBuilder(g, s, index, pointer).build(scalar_acc, rows);
+                   bool nan_flags, const std::vector<int64_t>* rows) {
+  return BodyBuilder(g, s, index, pointer).build(scalar_acc, nan_flags, rows);
 }
 
 }  // namespace sheaf::loop_code

@@ -77,8 +77,10 @@ struct LoopBody {
   bool scalar_acc = false;          // reductions accumulate in scalars a{v}, stored after the loops
   std::vector<int64_t> kept;        // strides of the reduction results over the space
   std::vector<std::string> identities;  // per reduction: its identity literal
-  std::vector<size_t> combines;         // per reduction: its statement, acc = acc ⊕ x
-  std::vector<std::string> combined;    // per reduction: that x (a value or load name)
+  // Per reduction: an f32 max/min accumulating in a scalar beside a NaN flag n{v} (loop_body's
+  // `nan_flags`): a{v} = x > a{v} ? x : a{v} (< for min), n{v} |= x != x; the result is NaN when
+  // the flag is set, a{v} otherwise.
+  std::vector<bool> nan_flagged;
   // Where the innermost loop's index meets a concatenation's operand boundary or a pad's edge
   // (ascending, inside (0, size)): between two cuts every such test has one answer, so a
   // renderer may run the loop in these segments, each with constant bounds its compiler can
@@ -104,10 +106,13 @@ struct LoopBody {
 // backend copies the operand first). `pointer(buffer)` names a buffer's pointer;
 // `scalar_acc(nest)` says whether reductions accumulate in scalars (each point of the kept dims
 // then runs its reduced dims to the end before the next) or in place in their outputs.
+// `nan_flags`: f32 maxima and minima accumulating in scalars compare plainly beside a NaN flag
+// (LoopBody::nan_flagged), which an OpenMP max/min reduction vectorises, instead of combining
+// with the NaN-propagating sh_max/sh_min (the CPU backend).
 // `rows`, when given, are the nest's reduced dims instead of the step's reduce_dims (a
 // non-reducing row phase walked row by row like the reductions before it).
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
                    const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
-                   const std::vector<int64_t>* rows = nullptr);
+                   bool nan_flags, const std::vector<int64_t>* rows = nullptr);
 
 }  // namespace sheaf::loop_code

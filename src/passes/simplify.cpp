@@ -191,15 +191,14 @@ Simplified layout_to_narrow_side(Rewriter& rw, const Node& n, int32_t x, const T
   return std::nullopt;
 }
 
-// transpose(dot_general(a, b)) read by nothing else → dot_general(b, a), transposed by what is
-// left of the permutation: the swapped product has the free dims of b before those of a. Done
+// transpose(dot_general(a, b)) (x: the product) read by nothing else → dot_general(b, a),
+// transposed by what is left of the permutation: the swapped product has the free dims of b before those of a. Done
 // when that leaves no transpose, or when it keeps the last axis last where the old one did not
 // (whoever reads the transpose then walks rows; a cotangent of dot_general's rhs, as dK of
 // q·kᵀ, is such a transpose). Exact: a·b = b·a, and the contracting dims pair in the same order.
 Simplified dot_in_transposed_order(Rewriter& rw, const Node& n, int32_t x, const Type& t) {
   const Graph& g = rw.out();  // grows with every rw.add: copy what is read from it first
   const Node& dot = g.producer(x);
-  if (dot.op != Op::DotGeneral) return std::nullopt;
   ir::Attrs attrs = dot.attrs;
   const DotDims d = attrs.dot;
   const int32_t a = dot.in[0], b = dot.in[1];

@@ -181,13 +181,8 @@ class Renderer {
         [&](const Nest& nest) {
           size_t outer = outer_of(nest);
           return std::none_of(nest.reduced.begin(), nest.reduced.begin() + static_cast<std::ptrdiff_t>(outer), [](bool r) { return r; });
-        });
-    for (size_t r = 0; r < body.reductions.size(); ++r)
-      if (flags_nan(body, r)) {
-        const bool max = g_.producer(body.reductions[r]).attrs.reduce == Reduce::Max;
-        body.stmts[body.combines[r]] = fmt::format("a{0} = {1} {2} a{0} ? {1} : a{0}; n{0} |= {1} != {1};", body.reductions[r],
-                                                   body.combined[r], max ? ">" : "<");
-      }
+        },
+        true);  // NaN flags: a user-declared NaN-propagating reduction vectorised 13× slower (a masked softmax row max)
     const Nest& nest = body.nest;
     const size_t depth = nest.sizes.size();
     size_t outer = body.scalar_acc ? outer_of(nest) : depth;
@@ -222,8 +217,9 @@ class Renderer {
     std::string code;
     int indent = 2;
     auto line = [&](const std::string& text) { code += fmt::format("{:{}}{}\n", "", indent, text); };
+    auto in_parts = [&](size_t k) { return k == part && (parallel || columns); };  // loop k runs [lo, hi)
     auto range = [&](size_t k) -> std::pair<std::string, std::string> {  // loop k's bounds
-      if (k == part && (parallel || columns)) return {"lo", "hi"};
+      if (in_parts(k)) return {"lo", "hi"};
       return {"0", std::to_string(nest.sizes[k])};
     };
     auto open_range = [&](size_t k, const std::string& from, const std::string& to) {
@@ -253,13 +249,13 @@ class Renderer {
       if (body.scalar_acc)
         for (size_t r = 0; r < reductions.size(); ++r)
           line(fmt::format("{} a{} = {};{}", vtype(type(reductions[r]).dtype), reductions[r], body.identities[r],
-                           flags_nan(body, r) ? fmt::format(" int n{} = 0;", reductions[r]) : ""));
+                           body.nan_flagged[r] ? fmt::format(" int n{} = 0;", reductions[r]) : ""));
     };
     auto store_accumulators = [&] {
       if (body.scalar_acc)
         for (size_t r = 0; r < reductions.size(); ++r) {
           const int32_t v = reductions[r];
-          const std::string value = flags_nan(body, r) ? fmt::format("n{0} ? __builtin_nanf(\"\") : a{0}", v) : fmt::format("a{}", v);
+          const std::string value = body.nan_flagged[r] ? fmt::format("n{0} ? __builtin_nanf(\"\") : a{0}", v) : fmt::format("a{}", v);
           line(fmt::format("{}[{}] = {};", pointer(v), nest.index(body.kept, 0), store_expr(type(v).dtype, value)));
         }
     };
@@ -272,8 +268,7 @@ class Renderer {
     if (depth == 0) {
       for (const std::string& s : body.stmts) line(s);
     } else {
-      const bool in_parts = depth - 1 == part && (parallel || columns);
-      for (const auto& [from, to] : segments(body.inner_cuts, nest.sizes[depth - 1], in_parts)) {
+      for (const auto& [from, to] : segments(body.inner_cuts, nest.sizes[depth - 1], in_parts(depth - 1))) {
         if (!innermost_outer) code += simd_pragma(body, indent);
         open_range(depth - 1, from, to);
         if (innermost_outer) declare_accumulators();
@@ -311,17 +306,6 @@ class Renderer {
                        m_.slot[n.out], m_.slot[x.buffer], x.offset * es, shape_numel(type(n.out).shape) * es);
   }
 
-  // f32 max/min reduction r of a body accumulating in scalars: a plain comparison, which
-  // OpenMP's max/min reduction vectorises (a NaN never wins it), and a flag n{v} for a NaN
-  // seen, which makes the result NaN (the quiet NaN; which NaN a vectorised max returns was
-  // never fixed). A user-declared NaN-propagating reduction vectorised 13× slower (a masked
-  // softmax row max).
-  bool flags_nan(const LoopBody& body, size_t r) const {
-    const int32_t v = body.reductions[r];
-    const Reduce op = g_.producer(v).attrs.reduce;
-    return body.scalar_acc && type(v).dtype == DType::F32 && (op == Reduce::Max || op == Reduce::Min);
-  }
-
   // The innermost loop's pragma when it is a reduced one (the body accumulates in scalars).
   std::string simd_pragma(const LoopBody& body, int indent) const {
     if (body.reductions.empty()) return "";
@@ -330,7 +314,7 @@ class Renderer {
       const int32_t v = body.reductions[r];
       const Reduce op = g_.producer(v).attrs.reduce;
       if (type(v).dtype != DType::F32) return "";  // integer wrap-around helpers: a scalar loop
-      if (flags_nan(body, r)) clauses += fmt::format(" reduction({}:a{}) reduction(|:n{})", op == Reduce::Max ? "max" : "min", v, v);
+      if (body.nan_flagged[r]) clauses += fmt::format(" reduction({}:a{}) reduction(|:n{})", op == Reduce::Max ? "max" : "min", v, v);
       else clauses += fmt::format(" reduction({}:a{})", op == Reduce::Sum ? "+" : "*", v);
     }
     return fmt::format("{:{}}#pragma omp simd{}\n", "", indent, clauses);

@@ -329,7 +329,7 @@ class Renderer {
           throw SheafError(fmt::format("internal: step {} reads a reduction it computes", index));
     Plan p{.index = index,
            .body = loop_code::loop_body(
-               g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, columns ? nullptr : rows)};
+               g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, false, columns ? nullptr : rows)};
     const Nest& nest = p.body.nest;
     for (size_t k = 0; k < nest.sizes.size(); ++k) {
       (nest.reduced[k] ? p.reduced : p.kept).push_back(k);
