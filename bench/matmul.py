@@ -39,6 +39,11 @@ def flops(shape):
     return 2.0 * m * k * n
 
 
+def reps_for(shape, seconds):
+    """Products in one measurement: about `seconds` of them at 200 GFLOP/s, at least 3."""
+    return max(3, int(seconds / (flops(shape) / 200e9)))
+
+
 # ---- workers (run in a child interpreter so that thread and core variables apply at load) ----
 
 
@@ -57,7 +62,7 @@ def worker(kind, shape, threads, seconds):
         a, b = torch.rand(m, k), torch.rand(k, n)
         run = lambda: torch.mm(a, b)  # noqa: E731
     run()
-    reps = max(3, int(seconds / (flops(shape) / 200e9)))  # about `seconds` at 200 GFLOP/s
+    reps = reps_for(shape, seconds)
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
@@ -100,7 +105,7 @@ def sheaf_seconds(sheaf, shape, threads, blas, seconds):
         env["SHEAF_BLAS"] = blas["lib"]
     if blas["core"]:
         env["OPENBLAS_CORETYPE"] = blas["core"]
-    reps = max(3, int(seconds / (flops(shape) / 200e9)))  # about `seconds` at 200 GFLOP/s
+    reps = reps_for(shape, seconds)
     m, k, n = shape
     prog = (f"(def a (ones [{m} {k}])) (def b (ones [{k} {n}])) (@ a b) "
             f"(let [t0 (io \"clock\") _ (repeat [i {reps}] [c nil] (@ a b))] (print \"{{:.9f}}\" (- (io \"clock\") t0)))")
