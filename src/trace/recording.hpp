@@ -48,6 +48,15 @@ class Tracer final : public ir::Recorder {
       types.push_back(g.type(s.symbol_id()));
       weak = weak && t.rank() == 0 && (t.weak() || !t.is_symbolic());
     }
+    // broadcast_in_dim(broadcast_in_dim(x)) is recorded as one broadcast of x, so that its VJP is
+    // one reduce (vmap broadcasts an example's broadcast of a parameter again, over the batch)
+    if (op == ir::Op::BroadcastInDim && g.producer(ids[0]).op == ir::Op::BroadcastInDim) {
+      const ir::Node& inner = g.producer(ids[0]);
+      ir::Attrs a = attrs;
+      for (size_t i = 0; i < inner.attrs.dims.size(); ++i) a.dims[i] = attrs.dims[static_cast<size_t>(inner.attrs.dims[i])];
+      a.dims.resize(inner.attrs.dims.size());
+      return record(op, {symbolic(g.type(inner.in[0]), inner.in[0], operands[0].weak())}, a, declared);
+    }
     std::vector<ir::Type> out = ir::infer_types(op, types, attrs, declared);
     int32_t first = g.add(op, std::move(ids), attrs, out, g_site);
     std::vector<Tensor> r;
