@@ -21,9 +21,9 @@ Benchmark; beside the sheaf binary) runs if it was built. Prints a table per ben
 figure and the ratio of sheaf cpu to each other column (> 1: sheaf faster), and writes the same
 tables with the machine (CPU model, cores, date, versions) to bench/results.md. A missing peer
 prints `-` and the run goes on. Nothing fails on a slow result.
-The GPT step also runs in two other styles (gpt-style2, gpt-style3: sheaf only), compared with it, and
+The GPT step also runs in three other styles (gpt-style2, gpt-style3, gpt-style4: sheaf only), compared with it, and
 its products' GFLOP (--jit-profile) over its time is compared with the machine's sgemm rate.
-usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,cnn,gpt,gpt-style2,gpt-style3] [--out bench/results.md]
+usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,cnn,gpt,gpt-style2,gpt-style3,gpt-style4] [--out bench/results.md]
 """
 import argparse
 import datetime
@@ -47,8 +47,10 @@ BENCHES = {
                    "== / where mask, explicit mean/var layer-norm, [out probs] attention, get/range embeddings); sheaf only"),
     "gpt-style3": ("gpt_step_style3.shf", "the same GPT step in a third style (per-head modules mapped and concatenated, "
                    "additive mask, softmax and GELU written out, one-hot embedding product, loop/recur over layers); sheaf only"),
+    "gpt-style4": ("gpt_step_style4.shf", "the same GPT step in a fourth style (one sequence's model vmapped over the batch, "
+                   "[out in] weights used transposed, separate q/k/v, heads by reshape/transpose, -inf mask); sheaf only"),
 }
-STYLE_TWINS = ("gpt-style2", "gpt-style3")  # compared with gpt's sheaf cpu step
+STYLE_TWINS = ("gpt-style2", "gpt-style3", "gpt-style4")  # compared with gpt's sheaf cpu step
 COLUMNS = ["sheaf cpu", "sheaf ref", "torch", "jax", "iree"]
 IREE_CASES = ("xor", "mlp", "gpt")  # the CASES of bench/twins/iree_step.py
 TIMEOUT = 1200

@@ -11,6 +11,8 @@
 //            with `==`, `where` -3e4, [out probs] of which the caller keeps out
 //   style3   bench/gpt_step_style3.shf: per-head modules concatenated, `@` with a transposed key,
 //            an additive causal bias (0 / -1e9), softmax written out with exp, max and sum
+//   style4   bench/gpt_step_style4.shf: one sequence's attention vmapped over the batch, [out in]
+//            weights used transposed, heads by reshape and transpose, a 0/1 mask filled with -inf
 // The kernel multiplies bf16 (f16) operands and computes the softmax in f32, so a style meets it
 // in the mixed precision of gpt2_gpu.shf: bf16 products, the scores cast to f32 for the softmax
 // and the probabilities back to bf16 — the casts are the only change to each function. (In f32,
@@ -89,11 +91,27 @@ constexpr const char* kProgram = R"(
 (defn style3-attention [x p]
   (apply-dense (get p :proj) (concat (map (fn [h] (head x h)) (get p :heads)) :axis -1)))
 
+;; one sequence's attention vmapped over the batch, PyTorch-layout [out in] weights
+(defn linear [key n-in n-out] {:weight (w key [n-out n-in]) :bias (w (+ key 1) [n-out])})
+(def p4 {:q (linear 40 D D) :k (linear 42 D D) :v (linear 44 D D) :o (linear 46 D D)})
+(defn lin [p x] (+ (@ x (transpose (get p :weight))) (get p :bias)))
+(defn split-heads [x] (transpose (reshape x T H Hd) [1 0 2]))  ;; [T D] → [H T Hd]
+(defn one-attention [x p]
+  (let [q (split-heads (lin (get p :q) x))
+        k (split-heads (lin (get p :k) x))
+        v (split-heads (lin (get p :v) x))
+        s (/ (f32 (@ q (transpose k [0 2 1]))) (sqrt (float Hd)))
+        s (where (== mask 0.0) -inf s)
+        o (@ (bf (softmax s :axis -1)) v)]
+    (lin (get p :o) (reshape (transpose o [1 0 2]) T D))))
+(defn style4-attention [x p] ((vmap one-attention [0 nil]) x p))
+
 ;; a training step's gradient of each: (value-and-grad) over the parameters
 (defn train [f x p] ((value-and-grad (fn [p] (sum (f32 (f x p))))) p))
 (defn mixed-train [x p] (train mixed-attention x p))
 (defn style2-train [x p] (train style2-attention x p))
 (defn style3-train [x p] (train style3-attention x p))
+(defn style4-train [x p] (train style4-attention x p))
 )";
 
 struct Style {
@@ -146,7 +164,8 @@ INSTANTIATE_TEST_SUITE_P(Programs, AttentionStyles,
                          ::testing::Values(Style{"mixed-attention", "mixed", "x32", "p", 1, 1},
                                            Style{"style2-attention", "style2", "x", "p2", 1, 1},
                                            // softmax written out: the op once recognised
-                                           Style{"style3-attention", "style3", "x", "p3", 2, 2}),
+                                           Style{"style3-attention", "style3", "x", "p3", 2, 2},
+                                           Style{"style4-attention", "style4", "x", "p4", 1, 1}),
                          [](const auto& info) { return std::string(info.param.prefix); });
 
 }  // namespace
