@@ -550,6 +550,24 @@ TEST(CudaResidency, Tf32OnlyWhenAskedAndOnlyForF32) {
   }
 }
 
+// Attention heads written as modules project x once per head; on the GPU, as on the CPU,
+// merge_dots makes them one cuBLASLt product over the concatenated weights (bf16, as a
+// mixed-precision model runs them), whose slices are the heads' projections.
+TEST(CudaResidency, PerHeadProjectionsAreOneProduct) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  OnEmulatedGpu gpu;
+  gpu.in.run_text(R"(
+(defn heads [x ws] (concat (map (fn [w] (@ x w)) ws) :axis -1))
+(def x (cast (random-normal 1 [2 128 16]) :bf16))
+(def ws (map (fn [k] (cast (random-normal k [16 8]) :bf16)) (list 2 3 4)))
+(def one-by-one (concat (map (fn [w] (@ x w)) ws) :axis -1))
+(def err (max (abs (- (cast (heads x ws) :f32) (cast one-by-one :f32)))))
+)", "heads.shf");
+  EXPECT_EQ(gpu.device->counters.gemms, 1u);
+  EXPECT_EQ(gpu.stats().work.products, 1u);
+  EXPECT_LT(gpu.in.global(symbols::intern("err"))->value.as_tensor().get(0), 1e-6);
+}
+
 // --jit-profile's "cuda work" line: kernels and the bytes of their buffers, products with their
 // FLOPs and bytes, and the floor of the bytes moved.
 TEST(CudaResidency, WorkOfTheLaunchTablesIsCounted) {

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "backend/cpu/lowering.hpp"
+#include "backend/merge_dots.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
 #include "passes/pipeline.hpp"
@@ -618,7 +619,7 @@ TEST(MergeDots, ProductsSharingAnOperandBecomeOneWiderProduct) {
   int32_t s1 = g.emit(Op::DotGeneral, {y, w1}, {.dot = small}), s2 = g.emit(Op::DotGeneral, {y, w2}, {.dot = small});
   int32_t z1 = g.emit(Op::DotGeneral, {z, w1}, {.dot = dims}), z2 = g.emit(Op::DotGeneral, {z, w2}, {.dot = dims});
   g.results = {early, p2, p3, s1, s2, z1, z2};
-  Graph out = cpu::merge_dots(g);
+  Graph out = fusion::merge_dots(g);
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 6u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 1u);
@@ -627,6 +628,21 @@ TEST(MergeDots, ProductsSharingAnOperandBecomeOneWiderProduct) {
   for (const ir::Node& n : out.nodes)
     if (n.op == Op::DotGeneral && out.type(n.out).shape == Shape{2, 64, 10}) found = out.producer(n.in[1]).op == Op::Concatenate;
   EXPECT_TRUE(found) << ir::print(out);
+}
+
+TEST(MergeDots, HalfPrecisionProductsMergeLikeF32Ones) {
+  // The GPU runs bf16 products (bench/gpt2_gpu.shf's casts): per-head projections dot(x, w_h) of a
+  // bf16 [2 128 16] x merge over concat(w1, w2, w3) as f32 ones do. A product of another dtype is
+  // not a candidate: f32 dot(xf, w) beside them stays.
+  Graph g;
+  int32_t x = param(g, {DType::BF16, {2, 128, 16}}), xf = param(g, {DType::F32, {2, 128, 16}}), wf = param(g, {DType::F32, {16, 8}});
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {0}};
+  for (int h = 0; h < 3; ++h) g.results.push_back(g.emit(Op::DotGeneral, {x, param(g, {DType::BF16, {16, 8}})}, {.dot = dims}));
+  g.results.push_back(g.emit(Op::DotGeneral, {xf, wf}, {.dot = dims}));
+  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  expect_close_results(g, out);
+  EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 1u) << ir::print(out);
 }
 
 TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
@@ -643,7 +659,7 @@ TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   int32_t c = param(g, {DType::F32, {2, 128, 256}});
   int32_t sum = bin(g, Binary::Add, bin(g, Binary::Add, bin(g, Binary::Add, terms[0], c), terms[1]), terms[2]);
   g.results = {bin(g, Binary::Add, sum, terms[3]), terms[3]};
-  Graph out = eliminate_dead_code(cpu::merge_dots(g));
+  Graph out = eliminate_dead_code(fusion::merge_dots(g));
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 2u);
@@ -664,7 +680,7 @@ TEST(MergeDots, ASumTooLongToPayAsOneMergesInRuns) {
     sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
   }
   g.results = {sum};
-  Graph out = eliminate_dead_code(cpu::merge_dots(g));
+  Graph out = eliminate_dead_code(fusion::merge_dots(g));
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 4u) << ir::print(out);
@@ -694,7 +710,7 @@ TEST(MergeDots, SharedOperandProductsMergeOverTheConcatenationsOfSums) {
     results.push_back(sum);
   }
   g.results = results;
-  Graph out = eliminate_dead_code(cpu::merge_dots(g));
+  Graph out = eliminate_dead_code(fusion::merge_dots(g));
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 4u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 4u) << ir::print(out);

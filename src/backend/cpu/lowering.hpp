@@ -1,7 +1,8 @@
 // backend/cpu/lowering.hpp — the graph-to-graph lowerings the CPU backend applies to an optimised
-// graph before fusion (program.cpp: widen_halves → merge_dots → canonical_dots). Each keeps the
-// contract of the optimisation passes (passes/passes.hpp): a new graph with the same parameters
-// and results, equal under the reference executor (merge_dots: up to the order of a sum).
+// graph before fusion (program.cpp: widen_halves → merge_dots (backend/merge_dots.hpp, shared
+// with the GPU) → canonical_dots). Each keeps the contract of the optimisation passes
+// (passes/passes.hpp): a new graph with the same parameters and results, equal under the
+// reference executor.
 #pragma once
 #include "ir/ir.hpp"
 
@@ -15,10 +16,5 @@ ir::Graph widen_halves(const ir::Graph& g);
 // transposed into (batch, free, contracting) / (batch, contracting, free) order, for backends that
 // run products as strided matrix products; canonical_dots.cpp.
 ir::Graph canonical_dots(const ir::Graph& g);
-
-// Products that share an operand, or whose results are only summed, as one product over
-// concatenated operands (slices of it for the shared case), for backends that run products as
-// BLAS calls; sums add in another order; merge_dots.cpp.
-ir::Graph merge_dots(const ir::Graph& g);
 
 }  // namespace sheaf::cpu

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "backend/cpu/lowering.hpp"
+#include "backend/merge_dots.hpp"
 #include "backend/cpu/parallel.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/clock.hpp"
@@ -73,7 +74,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(canonical_dots(merge_dots(widen_halves(passes::lower_composites(g, true).graph))));
+  p.graph = std::make_shared<const ir::Graph>(canonical_dots(fusion::merge_dots(widen_halves(passes::lower_composites(g, true).graph))));
   add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;

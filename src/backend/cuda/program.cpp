@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "backend/merge_dots.hpp"
 #include "backend/recycled_buffers.hpp"
 #include "backend/ref/executor.hpp"
 #include "passes/composites.hpp"
@@ -178,7 +179,7 @@ std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g,
 }  // namespace
 
 struct Program::Impl {
-  passes::Lowered lowered;  // the graph with its composites expanded (a loop body's own Program expands its own)
+  passes::Lowered lowered;  // the graph with its products merged (merge_dots) and its composites expanded (a loop body's own Program expands its own)
   const ir::Graph& g;       // lowered.graph
   std::shared_ptr<Allocator> alloc;
   ProgramOptions options;
@@ -216,7 +217,7 @@ struct Program::Impl {
   std::vector<void*> args;
 
   Impl(const ir::Graph& graph, std::shared_ptr<Allocator> a, const ProgramOptions& o)
-      : lowered(passes::lower_composites(graph, false)), g(lowered.graph), alloc(std::move(a)), options(o), spare(graph.results.size(), 3) {}
+      : lowered(passes::lower_composites(fusion::merge_dots(graph), false)), g(lowered.graph), alloc(std::move(a)), options(o), spare(graph.results.size(), 3) {}
 
   DevicePtr at(int32_t slot, int64_t offset_elements, DType t) const {
     return buffers[static_cast<size_t>(slot)] + static_cast<uint64_t>(offset_elements) * dtype_size(t);

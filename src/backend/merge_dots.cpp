@@ -1,6 +1,8 @@
-// backend/cpu/merge_dots.cpp — products merged into fewer, wider ones, for backends that run products
-// as BLAS calls (the CPU backend: sgemm reaches a fraction of its rate on products 64 columns
-// wide, and reads the shared operand again for each).
+// backend/merge_dots.cpp — products merged into fewer, wider ones, for backends that run products
+// as library calls: the CPU's sgemm reaches a fraction of its rate on products 64 columns wide and
+// reads the shared operand again for each; on a GPU each such product is a cuBLASLt launch that
+// fills few of its tensor cores (attention heads written as modules: 36 products of 64 columns a
+// layer, one once merged). Products of one float dtype (operands and result: f32, f16, bf16).
 //   Shared operand: dot(X, W1) .. dot(X, Wk) with equal dims whose other operands differ only
 //     along their last free dim become one dot(X, concat(W1 .. Wk)) and a slice of it per old
 //     product (the q, k, v projections of attention heads written one by one, and their weight
@@ -30,12 +32,12 @@
 #include <queue>
 #include <utility>
 
-#include "backend/cpu/lowering.hpp"
+#include "backend/merge_dots.hpp"
 #include "passes/rewrite.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/shape.hpp"
 
-namespace sheaf::cpu {
+namespace sheaf::fusion {
 
 namespace {
 
@@ -64,7 +66,11 @@ struct Group {
   }
 };
 
-bool is_f32_dot(const Graph& g, const Node& n) { return n.op == Op::DotGeneral && g.type(n.out).dtype == DType::F32; }
+// A product whose operands and result have one float dtype.
+bool is_float_dot(const Graph& g, const Node& n) {
+  const DType t = g.type(n.out).dtype;
+  return n.op == Op::DotGeneral && is_float(t) && g.type(n.in[0]).dtype == t && g.type(n.in[1]).dtype == t;
+}
 
 bool is_float_add(const Graph& g, const Node& n) {
   return n.op == Op::Binary && n.attrs.binary == Binary::Add && is_float(g.type(n.out).dtype);
@@ -148,7 +154,7 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       const int32_t p = g.def[static_cast<size_t>(value)];
       const Node& n = g.nodes[static_cast<size_t>(p)];
       const int32_t reader = rd.sole(value);
-      if (is_f32_dot(g, n) && reader >= 0 && !claimed[static_cast<size_t>(p)] && !n.attrs.dot.lhs_contract.empty() &&
+      if (is_float_dot(g, n) && reader >= 0 && !claimed[static_cast<size_t>(p)] && !n.attrs.dot.lhs_contract.empty() &&
           flops_per_element(g, n, 0) >= kFlopsPerCopied && flops_per_element(g, n, 1) >= kFlopsPerCopied) {
         const int64_t axis[2] = {n.attrs.dot.lhs_contract.back(), n.attrs.dot.rhs_contract.back()};
         by_key[merge_key(g, n, 0, axis, -1)].push_back(p);
@@ -236,7 +242,7 @@ void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>&
     std::map<std::vector<int64_t>, std::vector<int32_t>> by_key;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
-      if (!is_f32_dot(g, n) || claimed[i] || flops_per_element(g, n, vary) < kFlopsPerCopied) continue;
+      if (!is_float_dot(g, n) || claimed[i] || flops_per_element(g, n, vary) < kFlopsPerCopied) continue;
       const std::vector<int64_t> f = free_of(g, n, vary);
       if (f.empty()) continue;
       int64_t axis[2] = {-1, -1};
@@ -265,7 +271,7 @@ void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>&
 // index), any other node alone (its index) — ordered so that each unit follows the units it reads,
 // at the place of its first node when it can be (a priority queue on the first node's index).
 // nullopt when the groups read each other in a cycle; `stuck` is then a group that could not run.
-std::optional<std::vector<int32_t>> schedule(const Graph& g, const std::vector<Group>& groups, size_t& stuck) {
+std::optional<std::vector<int32_t>> merged_order(const Graph& g, const std::vector<Group>& groups, size_t& stuck) {
   const size_t n = g.nodes.size();
   std::vector<int32_t> unit_of(n);
   for (size_t i = 0; i < n; ++i) unit_of[i] = static_cast<int32_t>(groups.size() + i);
@@ -318,7 +324,7 @@ std::optional<std::vector<int32_t>> schedule(const Graph& g, const std::vector<G
   return std::nullopt;
 }
 
-Graph merge(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done);
+Graph merge_graph(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done);
 
 class Emitter {
  public:
@@ -332,7 +338,7 @@ class Emitter {
     ir::Attrs a = n.attrs;
     for (std::shared_ptr<const Graph>& region : a.regions) {
       auto [it, fresh] = done_.try_emplace(region.get());
-      if (fresh) it->second = std::make_shared<const Graph>(merge(*region, done_));
+      if (fresh) it->second = std::make_shared<const Graph>(merge_graph(*region, done_));
       region = it->second;
     }
     std::vector<ir::Type> types(g_.types.begin() + n.out, g_.types.begin() + n.out + n.nout);
@@ -398,7 +404,7 @@ class Emitter {
   }
 };
 
-Graph merge(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done) {
+Graph merge_graph(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done) {
   std::vector<Group> groups;
   {
     const Readers rd(g);
@@ -408,7 +414,7 @@ Graph merge(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>
   }
   std::optional<std::vector<int32_t>> order;
   size_t stuck = 0;
-  while (!(order = schedule(g, groups, stuck))) groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(stuck));
+  while (!(order = merged_order(g, groups, stuck))) groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(stuck));
   Emitter e(g, done);
   for (int32_t u : *order) {
     if (u < 0) e.group(groups[static_cast<size_t>(-1 - u)]);
@@ -421,7 +427,7 @@ Graph merge(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>
 
 ir::Graph merge_dots(const ir::Graph& g) {
   std::map<const Graph*, std::shared_ptr<const Graph>> done;
-  return merge(g, done);
+  return merge_graph(g, done);
 }
 
-}  // namespace sheaf::cpu
+}  // namespace sheaf::fusion
