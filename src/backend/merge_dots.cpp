@@ -6,7 +6,11 @@
 //   Shared operand: dot(X, W1) .. dot(X, Wk) with equal dims whose other operands differ only
 //     along their last free dim become one dot(X, concat(W1 .. Wk)) and a slice of it per old
 //     product (the q, k, v projections of attention heads written one by one, and their weight
-//     gradients dot(X, dY1) .. dot(X, dYk)); the same with X on the right.
+//     gradients dot(X, dY1) .. dot(X, dYk)); the same with X on the right. When each product is
+//     read only by the addition of its bias row bi (broadcast along its varying dim), the merged
+//     product adds broadcast(concat(b1 .. bk)) and the additions are its slices (exact).
+//   Concatenations of casts from one dtype (bf16 casts of f32 weights) are casts of one
+//     concatenation, so no cast is made per operand (exact).
 //   Sum of products: dot(A1, B1) + .. + dot(Ak, Bk), each product read only by the additions,
 //     with equal dims and operands that differ only along their last contracting dims, becomes
 //     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections); a sum too
@@ -50,8 +54,10 @@ using ir::Op;
 constexpr double kFlopsPerCopied = 128;  // 2·(the other operand's free size): ≥ 64 rows or columns
 
 // Products merged into one: parts[i] are dot nodes, in the order their operands concatenate.
-// Shared operand: one part, `side` the operand they share (0 lhs, 1 rhs). Sum: the additions of the
-// tree (its root last), one merged product per part, and the tree's other leaves (`rest`, values).
+// Shared operand: one part, `side` the operand they share (0 lhs, 1 rhs), and `adds`, when each
+// product's only reader adds a bias along its varying dim, those additions (in the same order).
+// Sum: the additions of the tree (its root last), one merged product per part, and the tree's
+// other leaves (`rest`, values).
 struct Group {
   bool sum = false;
   int side = 0;
@@ -233,9 +239,41 @@ void split_shared_by_sums(const Graph& g, const std::vector<Group>& sums, int si
   }
 }
 
+// The dim of dot n's result along which its operand `vary` runs (its last free dim).
+size_t varying_dim(const Graph& g, const Node& n, int vary) {
+  return vary == 1 ? g.type(n.out).shape.size() - 1 : n.attrs.dot.lhs_batch.size() + free_of(g, n, vary).size() - 1;
+}
+
+// The bias row of the addition `a` of dot d's result: the vector that `a`'s other operand
+// broadcasts along dim `along` of d's result (d + bias: a projection with its bias), or -1.
+int32_t bias_row(const Graph& g, const Node& d, const Node& a, size_t along) {
+  if (!is_float_add(g, a) || g.type(a.out) != g.type(d.out)) return -1;
+  const Node& b = g.producer(a.in[a.in[0] == d.out ? 1 : 0]);
+  const bool row = b.op == Op::BroadcastInDim && b.attrs.dims == std::vector<int64_t>{static_cast<int64_t>(along)};
+  return row && (a.in[0] == d.out) != (a.in[1] == d.out) ? b.in[0] : -1;
+}
+
+// The bias additions of a shared-operand group's products, in their order, when every product is
+// read only by one that no sum group has taken (its bias then joins the merged product: one
+// addition of the concatenated rows, whose slices the readers read, instead of one per product);
+// else none.
+std::vector<int32_t> bias_adds(const Graph& g, const Readers& rd, const std::vector<Group>& sums, const std::vector<int32_t>& dots,
+                               int vary) {
+  std::vector<int32_t> adds;
+  for (int32_t d : dots) {
+    const Node& n = g.nodes[static_cast<size_t>(d)];
+    const int32_t a = rd.sole(n.out);
+    if (a < 0 || bias_row(g, n, g.nodes[static_cast<size_t>(a)], varying_dim(g, n, vary)) < 0 ||
+        std::any_of(sums.begin(), sums.end(), [&](const Group& s) { return std::find(s.adds.begin(), s.adds.end(), a) != s.adds.end(); }))
+      return {};
+    adds.push_back(a);
+  }
+  return adds;
+}
+
 // Products sharing an operand (lhs first, then rhs among the rest), the other operand concatenated
 // along its last free dim.
-void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>& out) {
+void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, std::vector<Group>& out) {
   const std::vector<Group> sums = out;
   for (int side = 0; side < 2; ++side) {
     const int vary = 1 - side;
@@ -259,7 +297,7 @@ void find_shared(const Graph& g, std::vector<bool>& claimed, std::vector<Group>&
         std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
           return g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)] < g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)];
         });
-        out.push_back(Group{.sum = false, .side = side, .parts = {keep}});
+        out.push_back(Group{.sum = false, .side = side, .parts = {keep}, .adds = bias_adds(g, rd, sums, keep, vary)});
       }
       for (size_t k = first; k < out.size(); ++k)
         for (int32_t d : out[k].parts[0]) claimed[static_cast<size_t>(d)] = true;
@@ -347,7 +385,7 @@ class Emitter {
 
   void group(const Group& grp) {
     if (!grp.sum) {
-      shared(grp.parts[0], grp.side);
+      shared(grp.parts[0], grp.side, grp.adds);
       return;
     }
     const Node& root = g_.nodes[static_cast<size_t>(grp.adds.back())];
@@ -377,29 +415,57 @@ class Emitter {
     std::vector<int32_t> in;
     for (int32_t d : dots) in.push_back(r_.map(g_.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(side)]));
     auto [it, fresh] = concats_.try_emplace({in, axis}, -1);
-    if (fresh) it->second = r_.emit(Op::Concatenate, in, {.axis = axis}, loc);
+    if (fresh) it->second = concat_values(in, axis, loc);
     return it->second;
   }
 
-  // One product over the shared operand and the others concatenated; each old product a slice of it.
-  void shared(const std::vector<int32_t>& dots, int side) {
+  // Values of the new graph concatenated along `axis`. Values that are all conversions from one
+  // dtype (a mixed-precision model's bf16 casts of its f32 weights and biases) are concatenated
+  // before one conversion: the per-value casts, which each concatenation of them would read from
+  // memory, are not made.
+  int32_t concat_values(const std::vector<int32_t>& in, int64_t axis, SrcLoc loc) {
+    std::vector<int32_t> from;
+    for (int32_t v : in) {
+      const Node& c = r_.out().producer(v);
+      if (c.op != Op::Convert || r_.out().type(c.in[0]).dtype != r_.out().type(from.empty() ? c.in[0] : from[0]).dtype) break;
+      from.push_back(c.in[0]);
+    }
+    if (from.size() != in.size()) return r_.emit(Op::Concatenate, in, {.axis = axis}, loc);
+    const DType to = r_.out().type(in[0]).dtype;
+    const int32_t cat = r_.emit(Op::Concatenate, from, {.axis = axis}, loc);
+    return r_.emit(Op::Convert, {cat}, {.dtype = to}, loc);
+  }
+
+  // One product over the shared operand and the others concatenated, plus the concatenated bias
+  // rows when `adds` (Group::adds) are given; each old product, or its bias addition, a slice of it.
+  void shared(const std::vector<int32_t>& dots, int side, const std::vector<int32_t>& adds) {
     const Node& n0 = g_.nodes[static_cast<size_t>(dots[0])];
     const int vary = 1 - side;
-    const std::vector<int64_t> f = free_of(g_, n0, vary);
-    const int64_t axis = f.back();
+    const int64_t axis = free_of(g_, n0, vary).back();
     const int32_t cat = concat(dots, vary, axis, n0.loc);
     const int32_t x = r_.map(n0.in[static_cast<size_t>(side)]);
-    const int32_t merged = r_.emit(Op::DotGeneral, side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);
+    int32_t merged = r_.emit(Op::DotGeneral, side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);
     const Shape out = r_.out().type(merged).shape;  // a copy: each emit below may grow the types it lives in
-    const auto dim = static_cast<size_t>(vary == 1 ? out.size() - 1 : n0.attrs.dot.lhs_batch.size() + f.size() - 1);
+    const size_t dim = varying_dim(g_, n0, vary);
+    if (!adds.empty()) {
+      std::vector<int32_t> rows;
+      for (size_t i = 0; i < dots.size(); ++i) {
+        const Node& d = g_.nodes[static_cast<size_t>(dots[i])];
+        rows.push_back(r_.map(bias_row(g_, d, g_.nodes[static_cast<size_t>(adds[i])], dim)));
+      }
+      const Node& a0 = g_.nodes[static_cast<size_t>(adds[0])];
+      const int32_t row = concat_values(rows, 0, a0.loc);
+      const int32_t spread = r_.add(Op::BroadcastInDim, {row}, {.dims = {static_cast<int64_t>(dim)}}, {r_.out().type(merged)}, a0.loc);
+      merged = r_.emit(Op::Binary, {merged, spread}, a0.attrs, a0.loc);
+    }
     int64_t at = 0;
-    for (int32_t d : dots) {
-      const Node& n = g_.nodes[static_cast<size_t>(d)];
+    for (size_t i = 0; i < dots.size(); ++i) {
+      const Node& n = g_.nodes[static_cast<size_t>(dots[i])];
       ir::Attrs a{.starts = std::vector<int64_t>(out.size(), 0), .limits = out, .strides = std::vector<int64_t>(out.size(), 1)};
       a.starts[dim] = at;
       at += g_.type(n.in[static_cast<size_t>(vary)]).shape[static_cast<size_t>(axis)];
       a.limits[dim] = at;
-      r_.map_results(n, r_.emit(Op::Slice, {merged}, std::move(a), n.loc));
+      r_.map_results(adds.empty() ? n : g_.nodes[static_cast<size_t>(adds[i])], r_.emit(Op::Slice, {merged}, std::move(a), n.loc));
     }
   }
 };
@@ -410,7 +476,7 @@ Graph merge_graph(const Graph& g, std::map<const Graph*, std::shared_ptr<const G
     const Readers rd(g);
     std::vector<bool> claimed(g.nodes.size(), false);
     find_sums(g, rd, claimed, groups);
-    find_shared(g, claimed, groups);
+    find_shared(g, rd, claimed, groups);
   }
   std::optional<std::vector<int32_t>> order;
   size_t stuck = 0;

@@ -645,6 +645,31 @@ TEST(MergeDots, HalfPrecisionProductsMergeLikeF32Ones) {
   EXPECT_EQ(count(out, Op::Concatenate), 1u) << ir::print(out);
 }
 
+TEST(MergeDots, BiasesAndCastsOfMergedProductsJoinThem) {
+  // Heads as modules in mixed precision: q_h = bf16(x)·bf16(w_h) + bf16(b_h). The merged product
+  // reads one conversion of concat(w_1..w_3) (no cast per weight) and adds one broadcast of one
+  // conversion of concat(b_1..b_3); each head's projection is a slice of that sum. Exact: nothing
+  // is summed in another order.
+  Graph g;
+  int32_t x = g.emit(Op::Convert, {param(g, {DType::F32, {2, 128, 16}})}, {.dtype = DType::BF16});
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {0}};
+  for (int h = 0; h < 3; ++h) {
+    int32_t w = g.emit(Op::Convert, {param(g, {DType::F32, {16, 8}})}, {.dtype = DType::BF16});
+    int32_t b = g.emit(Op::Convert, {param(g, {DType::F32, {8}})}, {.dtype = DType::BF16});
+    int32_t row = g.add(Op::BroadcastInDim, {b}, {.dims = {2}}, {{DType::BF16, {2, 128, 8}}}, {});
+    g.results.push_back(bin(g, Binary::Add, g.emit(Op::DotGeneral, {x, w}, {.dot = dims}), row));
+  }
+  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  expect_close_results(g, out, 0.0);
+  EXPECT_EQ(count(out, Op::DotGeneral), 1u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Binary), 1u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 2u) << ir::print(out);  // the weights and the biases
+  EXPECT_EQ(count(out, Op::Convert), 3u) << ir::print(out);  // x and the two concatenations
+  for (const ir::Node& n : out.nodes) {
+    if (n.op == Op::DotGeneral) { EXPECT_EQ(out.producer(n.in[1]).op, Op::Convert) << ir::print(out); }
+  }
+}
+
 TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   // dX = dot(dy1, w1) + c + dot(dy2, w2) + dot(dy3, w3) (the input gradient of per-head projections,
   // contracting the head columns): one product over concat(dy1..3) and concat(w1..3), plus c. A
