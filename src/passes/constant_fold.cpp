@@ -64,6 +64,10 @@ bool fold_known(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
   }
   for (int32_t v = n.out; v < n.out + n.nout; ++v)
     if (shape_numel(rw.src().type(v).shape) > kFoldLimit) return false;
+  // every operand known before any is materialised: an update of a parameter by splats (an
+  // optimizer's step sizes) would expand each splat only to meet the parameter
+  for (int32_t v : in)
+    if (!has_constant_tensor(g, v, kFoldLimit)) return false;
   std::vector<Tensor> xs;
   for (int32_t v : in) {
     auto t = constant_tensor(g, v, kFoldLimit);

@@ -121,14 +121,18 @@ const Tensor* constant_value(const Graph& g, int32_t v) {
   return n.op == Op::Constant ? &n.attrs.value : nullptr;
 }
 
+bool has_constant_tensor(const Graph& g, int32_t v, int64_t max_elements) {
+  if (constant_value(g, v)) return true;
+  const Node& n = g.producer(v);
+  return shape_numel(g.type(v).shape) <= max_elements &&
+         (n.op == Op::Iota || (n.op == Op::BroadcastInDim && g.type(n.in[0]).shape.empty() && constant_value(g, n.in[0])));
+}
+
 std::optional<Tensor> constant_tensor(const Graph& g, int32_t v, int64_t max_elements) {
+  if (!has_constant_tensor(g, v, max_elements)) return std::nullopt;
   if (const Tensor* t = constant_value(g, v)) return *t;
   const Node& n = g.producer(v);
-  if (shape_numel(g.type(v).shape) > max_elements) return std::nullopt;
-  if (n.op == Op::Iota) return ref::run_node(g, n, {})[0];
-  if (n.op == Op::BroadcastInDim && g.type(n.in[0]).shape.empty())
-    if (const Tensor* s = constant_value(g, n.in[0])) return ref::run_node(g, n, std::span(s, 1))[0];
-  return std::nullopt;
+  return n.op == Op::Iota ? ref::run_node(g, n, {})[0] : ref::run_node(g, n, std::span(constant_value(g, n.in[0]), 1))[0];
 }
 
 bool moves_elements(Op op) {

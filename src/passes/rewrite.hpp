@@ -71,6 +71,8 @@ inline bool is_constant(const ir::Graph& g, int32_t v) { return constant_value(g
 // (broadcast_in_dim of a rank-0 constant). Values that would have to be materialised (iota,
 // splat) are only returned up to `max_elements`; anything else gives nullopt.
 std::optional<Tensor> constant_tensor(const ir::Graph& g, int32_t v, int64_t max_elements);
+// Whether constant_tensor(g, v, max_elements) has a value, without materialising it.
+bool has_constant_tensor(const ir::Graph& g, int32_t v, int64_t max_elements);
 
 // Ops that only select elements of their first operand, without looking at their values:
 // broadcast_in_dim, reshape, transpose, slice, reverse, dynamic_slice. Of a splat they give

@@ -196,6 +196,27 @@ TEST(Fold, IotaOperandsAndMultipleResults) {
             "}\n");
 }
 
+// Which values folding can read as tensors, told without materialising any (has_constant_tensor,
+// which fold_known asks of every operand first): constants at any size, iotas and splats up to the
+// limit, nothing computed at run time.
+TEST(Fold, KnownOperandsAreToldWithoutMaterialisingThem) {
+  Graph g;
+  const int32_t x = param(g, {DType::F32, {4}});
+  const int32_t c = values(g, DType::F32, {2}, {1, 2});
+  const int32_t i = g.add(Op::Iota, {}, {.dtype = DType::I32, .axis = 0}, {{DType::I32, {4}}});
+  const int32_t s = splat(g, {DType::F32, {8}}, 3);
+  const int32_t y = un(g, Unary::Neg, x);
+  for (int32_t v : {x, c, i, s, y})
+    for (int64_t limit : {1, 4, 8}) {
+      EXPECT_EQ(passes::has_constant_tensor(g, v, limit), passes::constant_tensor(g, v, limit).has_value()) << v << " " << limit;
+    }
+  EXPECT_TRUE(passes::has_constant_tensor(g, c, 1));  // a constant is already in memory
+  EXPECT_FALSE(passes::has_constant_tensor(g, s, 4));
+  EXPECT_TRUE(passes::has_constant_tensor(g, s, 8));
+  EXPECT_FALSE(passes::has_constant_tensor(g, x, 8));
+  EXPECT_FALSE(passes::has_constant_tensor(g, y, 8));
+}
+
 TEST(Fold, LargeSplatsStayBroadcastsOfAScalar) {
   Graph g;
   Type big{DType::F32, {512, 512}};
