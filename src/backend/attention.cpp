@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <map>
 #include <optional>
 
 #include "passes/rewrite.hpp"
@@ -361,7 +362,7 @@ class Matcher {
   // The fill of an additive causal bias (ScoreOp::additive): a float constant [.., T, S], 0 where
   // s ≤ t and one finite value ≤ -1e9 elsewhere, broadcast over the batch dims (v [b.., T, S]);
   // else nullopt.
-  std::optional<double> causal_bias(int32_t v) const {
+  std::optional<double> causal_bias(int32_t v) {
     const Shape& sh = shape(v);
     if (sh.size() < 2) return std::nullopt;
     const int64_t t_n = sh[sh.size() - 2], s_n = sh.back();
@@ -376,16 +377,18 @@ class Matcher {
     }
     const Tensor* t = constant_value(g_, c);
     if (!t || !is_float(t->dtype())) return std::nullopt;
-    std::optional<double> fill;
+    auto [known, fresh] = causal_fills_.try_emplace(c);  // one scan per constant: heads as modules share it
+    if (!fresh) return known->second;
+    std::optional<double>& fill = known->second;
     for (int64_t i = 0, n = t->numel(); i < n; ++i) {
       const double x = t->get(i);
       const bool kept = i % s_n <= i / s_n % t_n;
-      if (kept != (x == 0)) return std::nullopt;
-      if (!kept && (x > -1e9 || !std::isfinite(x) || (fill && *fill != x))) return std::nullopt;
+      if (kept != (x == 0) || (!kept && (x > -1e9 || !std::isfinite(x) || (fill && *fill != x)))) return fill = std::nullopt;
       if (!kept) fill = x;
     }
     return fill;
   }
+  std::map<int32_t, std::optional<double>> causal_fills_;  // causal_bias of each constant scanned (its last two dims are T, S)
 
   int32_t prologue_operand(const ir::Node& n, std::vector<ScoreOp>& backwards, int32_t& mask) {
     ScoreOp op{.dtype = g_.type(n.out).dtype};

@@ -27,6 +27,7 @@
 #include "backend/fusion.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "base/error.hpp"
 #include "passes/rewrite.hpp"
@@ -720,19 +721,26 @@ class Fuser {
 
   // Whether the mask [b.., t, s] of `a`, read through `w`, is a constant by which the scores are
   // kept (where it is `keep_if`) exactly at s ≤ t.
-  bool causal_mask(const View& w, const AttentionLayout& a, bool keep_if) const {
+  // Each mask and layout is scanned once (attention heads written as modules share one mask).
+  bool causal_mask(const View& w, const AttentionLayout& a, bool keep_if) {
     const Tensor* c = passes::constant_value(g_, w.buffer);
     if (!c) return false;
+    std::vector<int64_t> key{w.buffer, w.offset, a.t, a.s, a.mask_ts, a.mask_ss, keep_if};
+    key.insert(key.end(), a.batch.begin(), a.batch.end());
+    key.insert(key.end(), a.batch_mask.begin(), a.batch_mask.end());
+    auto [known, fresh] = causal_masks_.try_emplace(std::move(key), true);
+    if (!fresh) return known->second;
     const bool every_batch_alike = std::all_of(a.batch_mask.begin(), a.batch_mask.end(), [](int64_t st) { return st == 0; });
     for (int64_t b = 0, nb = every_batch_alike ? 1 : shape_numel(a.batch); b < nb; ++b) {
       int64_t base = w.offset, rest = b;
       for (size_t i = a.batch.size(); i-- > 0; rest /= a.batch[i]) base += rest % a.batch[i] * a.batch_mask[i];
       for (int64_t t = 0; t < a.t; ++t)
         for (int64_t s = 0; s < a.s; ++s)
-          if (((c->get(base + t * a.mask_ts + s * a.mask_ss) != 0) == keep_if) != (s <= t)) return false;
+          if (((c->get(base + t * a.mask_ts + s * a.mask_ss) != 0) == keep_if) != (s <= t)) return known->second = false;
     }
     return true;
   }
+  std::map<std::vector<int64_t>, bool> causal_masks_;  // causal_mask by (buffer, offset, t, s, strides, keep_if, batch)
 
   // An operand of an attention chain: its value, the bias under it, its dims, its layout's Bias.
   struct Operand {
