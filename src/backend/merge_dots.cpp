@@ -11,6 +11,10 @@
 //     product adds broadcast(concat(b1 .. bk)) and the additions are its slices (exact).
 //   Concatenations of casts from one dtype (bf16 casts of f32 weights) are casts of one
 //     concatenation, so no cast is made per operand (exact).
+//   Row sums: when every operand that a sum of products concatenates is also summed over all its
+//     dims but the concatenated one (each head's bias gradient beside its input gradient), those
+//     sums are slices of one sum of the concatenation (exact: each column adds the same values in
+//     the same order).
 //   Sum of products: dot(A1, B1) + .. + dot(Ak, Bk), each product read only by the additions,
 //     with equal dims and operands that differ only along their last contracting dims, becomes
 //     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections); a sum too
@@ -30,6 +34,7 @@
 // products waits for it. Sums of products add in another order (float reassociation); the
 // rest is exact. Regions of while/case are merged too. Not part of optimize (passes.hpp).
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,18 +61,23 @@ constexpr double kFlopsPerCopied = 128;  // 2·(the other operand's free size): 
 // Products merged into one: parts[i] are dot nodes, in the order their operands concatenate.
 // Shared operand: one part, `side` the operand they share (0 lhs, 1 rhs), and `adds`, when each
 // product's only reader adds a bias along its varying dim, those additions (in the same order).
-// Sum: the additions of the tree (its root last), one merged product per part, and the tree's
-// other leaves (`rest`, values).
+// Sum: the additions of the tree (its root last), one merged product per part, the tree's
+// other leaves (`rest`, values), and per part and operand side the reduce nodes that sum each of
+// the part's operands on that side over its rows (`row_sums`; empty where not every operand has
+// one).
 struct Group {
   bool sum = false;
   int side = 0;
   std::vector<std::vector<int32_t>> parts;
   std::vector<int32_t> adds;
   std::vector<int32_t> rest;
+  std::vector<std::array<std::vector<int32_t>, 2>> row_sums;
 
   std::vector<int32_t> nodes() const {
     std::vector<int32_t> r = adds;
     for (const auto& p : parts) r.insert(r.end(), p.begin(), p.end());
+    for (const auto& sides : row_sums)
+      for (const auto& sums : sides) r.insert(r.end(), sums.begin(), sums.end());
     return r;
   }
 };
@@ -95,6 +105,35 @@ double flops_per_element(const Graph& g, const Node& n, int side) {
   for (int64_t d : n.attrs.dot.lhs_contract) k *= g.type(n.in[0]).shape[static_cast<size_t>(d)];
   const double flops = 2.0 * static_cast<double>(shape_numel(g.type(n.out).shape)) * static_cast<double>(k);
   return flops / static_cast<double>(std::max<int64_t>(1, shape_numel(g.type(n.in[static_cast<size_t>(side)]).shape)));
+}
+
+// The dims of a rank-r value but `axis`: those a row sum of it reduces.
+std::vector<int64_t> all_but(size_t rank, int64_t axis) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
+    if (d != axis) dims.push_back(d);
+  return dims;
+}
+
+// Per operand of `part` on `side`, concatenated along its last contracting dim, an unclaimed
+// reduce_sum of it over every other dim; none unless each has one.
+std::vector<int32_t> row_sums_of(const Graph& g, const Readers& rd, const std::vector<bool>& claimed, const std::vector<int32_t>& part,
+                                 int side) {
+  std::vector<int32_t> sums;
+  for (int32_t d : part) {
+    const Node& n = g.nodes[static_cast<size_t>(d)];
+    const int32_t v = n.in[static_cast<size_t>(side)];
+    const std::vector<int64_t> rows = all_but(g.type(v).shape.size(), (side ? n.attrs.dot.rhs_contract : n.attrs.dot.lhs_contract).back());
+    const auto& readers = rd.nodes[static_cast<size_t>(v)];
+    const auto it = std::find_if(readers.begin(), readers.end(), [&](int32_t r) {
+      const Node& x = g.nodes[static_cast<size_t>(r)];
+      return x.op == Op::Reduce && x.attrs.reduce == Reduce::Sum && x.attrs.dims == rows && !claimed[static_cast<size_t>(r)] &&
+             std::find(sums.begin(), sums.end(), r) == sums.end();
+    });
+    if (it == readers.end()) return {};
+    sums.push_back(*it);
+  }
+  return sums;
 }
 
 // Whether concatenating operand `side` of the products `dots` pays (the file comment).
@@ -179,6 +218,11 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       for (int32_t d : part) claimed[static_cast<size_t>(d)] = merged[static_cast<size_t>(d)] = true;
     for (int32_t v : leaves)
       if (!merged[static_cast<size_t>(g.def[static_cast<size_t>(v)])]) grp.rest.push_back(v);
+    for (const auto& part : grp.parts) {
+      grp.row_sums.push_back({row_sums_of(g, rd, claimed, part, 0), row_sums_of(g, rd, claimed, part, 1)});
+      for (const auto& sums : grp.row_sums.back())
+        for (int32_t r : sums) claimed[static_cast<size_t>(r)] = true;
+    }
     out.push_back(std::move(grp));
   }
 }
@@ -390,11 +434,14 @@ class Emitter {
     }
     const Node& root = g_.nodes[static_cast<size_t>(grp.adds.back())];
     std::vector<int32_t> terms;
-    for (const auto& part : grp.parts) {
+    for (size_t p = 0; p < grp.parts.size(); ++p) {
+      const std::vector<int32_t>& part = grp.parts[p];
       const Node& n0 = g_.nodes[static_cast<size_t>(part[0])];
       const int32_t lhs = concat(part, 0, n0.attrs.dot.lhs_contract.back(), n0.loc);
       const int32_t rhs = concat(part, 1, n0.attrs.dot.rhs_contract.back(), n0.loc);
       terms.push_back(r_.emit(Op::DotGeneral, {lhs, rhs}, {.dot = n0.attrs.dot}, n0.loc));
+      row_sums(grp.row_sums[p][0], lhs, n0.attrs.dot.lhs_contract.back());
+      row_sums(grp.row_sums[p][1], rhs, n0.attrs.dot.rhs_contract.back());
     }
     for (int32_t v : grp.rest) terms.push_back(r_.map(v));
     int32_t total = terms[0];
@@ -409,6 +456,21 @@ class Emitter {
   Rewriter r_;
   std::map<const Graph*, std::shared_ptr<const Graph>>& done_;
   std::map<std::pair<std::vector<int32_t>, int64_t>, int32_t> concats_;  // (new operands, axis) → concatenation
+
+  // The reduce nodes `sums` (Group::row_sums), each over the rows of one operand of concatenation
+  // `cat` (along `axis`), as slices of one sum of `cat` over its rows.
+  void row_sums(const std::vector<int32_t>& sums, int32_t cat, int64_t axis) {
+    if (sums.empty()) return;
+    const Node& r0 = g_.nodes[static_cast<size_t>(sums[0])];
+    const int32_t total = r_.emit(Op::Reduce, {cat}, {.reduce = Reduce::Sum, .dims = all_but(r_.out().type(cat).shape.size(), axis)}, r0.loc);
+    int64_t at = 0;
+    for (int32_t r : sums) {
+      const Node& n = g_.nodes[static_cast<size_t>(r)];
+      const int64_t w = g_.type(n.out).shape[0];
+      r_.map_results(n, r_.emit(Op::Slice, {total}, {.starts = {at}, .limits = {at + w}, .strides = {1}}, n.loc));
+      at += w;
+    }
+  }
 
   // Operand `side` of the dots, concatenated along `axis` (one node for equal operands and axis).
   int32_t concat(const std::vector<int32_t>& dots, int side, int64_t axis, SrcLoc loc) {

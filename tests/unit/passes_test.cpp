@@ -712,6 +712,40 @@ TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   EXPECT_EQ(count(out, Op::Binary), 2u);
 }
 
+TEST(MergeDots, RowSumsOfASumsOperandsAreSlicesOfOneSum) {
+  // Three heads' input gradient Σ_h dot(dy_h, w_h) beside their bias gradients Σ_rows dy_h: the
+  // product reads concat(dy_1..3), and the three bias gradients are slices of one row sum of that
+  // concatenation, exactly (each column sums the same values in the same order). A fourth row sum,
+  // of a value no product reads, stays.
+  Graph g;
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {1}};
+  int32_t sum = -1;
+  for (int h = 0; h < 3; ++h) {
+    int32_t dy = param(g, {DType::F32, {2, 128, 4}}), w = param(g, {DType::F32, {256, 4}});
+    int32_t term = g.emit(Op::DotGeneral, {dy, w}, {.dot = dims});
+    sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
+    g.results.push_back(g.emit(Op::Reduce, {dy}, {.reduce = Reduce::Sum, .dims = {0, 1}}));
+  }
+  g.results.push_back(g.emit(Op::Reduce, {param(g, {DType::F32, {2, 128, 4}})}, {.reduce = Reduce::Sum, .dims = {0, 1}}));
+  g.results.push_back(sum);
+  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  expect_close_results(g, out);  // the input gradient adds in another order
+  std::vector<Tensor> args;
+  for (int32_t p : g.params) {
+    Tensor x(g.type(p).dtype, g.type(p).shape);
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::sin(0.37 * static_cast<double>(i + p)));
+    args.push_back(x);
+  }
+  const std::vector<Tensor> before = ref::run(g, args), after = ref::run(out, args);
+  for (size_t r = 0; r < 4; ++r)
+    for (int64_t i = 0; i < before[r].numel(); ++i) EXPECT_EQ(before[r].get(i), after[r].get(i)) << "row sum " << r << " element " << i;
+  EXPECT_EQ(count(out, Op::DotGeneral), 1u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Reduce), 2u) << ir::print(out);
+  for (const ir::Node& n : out.nodes) {
+    if (n.op == Op::Reduce && out.type(n.out).shape == Shape{12}) { EXPECT_EQ(out.producer(n.in[0]).op, Op::Concatenate) << ir::print(out); }
+  }
+}
+
 TEST(MergeDots, ASumTooLongToPayAsOneMergesInRuns) {
   // Six summed products dot(dy_j [2 128 4], w_j [256 4]) do 512 flops per element of either operand:
   // a concatenation of six does not pay (6·128 per element), runs of four and two do (the input
