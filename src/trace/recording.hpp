@@ -7,6 +7,7 @@
 // returns symbolic results. Concrete tensors that meet symbolic ones (closure captures, literals,
 // constants of builtins) become constant nodes, shared per storage.
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -49,8 +50,10 @@ class Tracer final : public ir::Recorder {
       weak = weak && t.rank() == 0 && (t.weak() || !t.is_symbolic());
     }
     // broadcast_in_dim(broadcast_in_dim(x)) is recorded as one broadcast of x, so that its VJP is
-    // one reduce (vmap broadcasts an example's broadcast of a parameter again, over the batch)
-    if (op == ir::Op::BroadcastInDim && g.producer(ids[0]).op == ir::Op::BroadcastInDim) {
+    // one reduce (vmap broadcasts an example's broadcast of a parameter again, over the batch);
+    // not past a value whose gradient is stopped
+    if (op == ir::Op::BroadcastInDim && g.producer(ids[0]).op == ir::Op::BroadcastInDim &&
+        std::find(no_gradient.begin(), no_gradient.end(), ids[0]) == no_gradient.end()) {
       const ir::Node& inner = g.producer(ids[0]);
       ir::Attrs a = attrs;
       for (size_t i = 0; i < inner.attrs.dims.size(); ++i) a.dims[i] = attrs.dims[static_cast<size_t>(inner.attrs.dims[i])];
