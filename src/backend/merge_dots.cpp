@@ -9,17 +9,17 @@
 //     gradients dot(X, dY1) .. dot(X, dYk)); the same with X on the right. When each product is
 //     read only by the addition of its bias row bi (broadcast along its varying dim), the merged
 //     product adds broadcast(concat(b1 .. bk)) and the additions are its slices (exact).
-//   Concatenations of casts from one dtype (bf16 casts of f32 weights) are casts of one
-//     concatenation, so no cast is made per operand (exact).
-//   Row sums: when every operand that a sum of products concatenates is also summed over all its
-//     dims but the concatenated one (each head's bias gradient beside its input gradient), those
-//     sums are slices of one sum of the concatenation (exact: each column adds the same values in
-//     the same order).
 //   Sum of products: dot(A1, B1) + .. + dot(Ak, Bk), each product read only by the additions,
 //     with equal dims and operands that differ only along their last contracting dims, becomes
 //     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections); a sum too
 //     long to pay as one merges in runs of consecutive products that do (all heads' input
 //     gradients summed into one cotangent, as the reverse sweep gives a layer norm per head).
+//   Row sums: when every operand that a sum of products concatenates is also summed over all its
+//     dims but the concatenated one (each head's bias gradient beside its input gradient), those
+//     sums are slices of one sum of the concatenation (exact: each column adds the same values in
+//     the same order).
+//   Concatenations of casts from one dtype (bf16 casts of f32 weights) are casts of one
+//     concatenation, so no cast is made per operand (exact).
 // A group's operands are concatenated in the order of their value ids, so that two groups over
 // the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group of k products is
 // merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
@@ -32,7 +32,8 @@
 // the dY_h their input gradient concatenates). The nodes are then
 // reordered: a merged product runs as soon as all its operands are ready, and what read the old
 // products waits for it. Sums of products add in another order (float reassociation); the
-// rest is exact. Regions of while/case are merged too. Not part of optimize (passes.hpp).
+// rest is exact. Regions of while/case are merged too; the graph returned has no dead nodes (the
+// casts and broadcasts that merged operands no longer read). Not part of optimize (passes.hpp).
 #include <algorithm>
 #include <array>
 #include <map>
@@ -42,6 +43,7 @@
 #include <utility>
 
 #include "backend/merge_dots.hpp"
+#include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
 #include "tensor/dot.hpp"
 #include "tensor/shape.hpp"
@@ -463,12 +465,22 @@ class Emitter {
     if (sums.empty()) return;
     const Node& r0 = g_.nodes[static_cast<size_t>(sums[0])];
     const int32_t total = r_.emit(Op::Reduce, {cat}, {.reduce = Reduce::Sum, .dims = all_but(r_.out().type(cat).shape.size(), axis)}, r0.loc);
+    std::vector<int64_t> widths;
+    for (int32_t r : sums) widths.push_back(g_.type(g_.nodes[static_cast<size_t>(r)].out).shape[0]);
+    map_to_slices(sums, widths, total, 0);
+  }
+
+  // Each of the nodes `old` (of g_) replaced by its slice of `whole` along `dim`, consecutive,
+  // widths[i] wide.
+  void map_to_slices(const std::vector<int32_t>& old, const std::vector<int64_t>& widths, int32_t whole, size_t dim) {
+    const Shape shape = r_.out().type(whole).shape;  // a copy: each emit below may grow the types it lives in
     int64_t at = 0;
-    for (int32_t r : sums) {
-      const Node& n = g_.nodes[static_cast<size_t>(r)];
-      const int64_t w = g_.type(n.out).shape[0];
-      r_.map_results(n, r_.emit(Op::Slice, {total}, {.starts = {at}, .limits = {at + w}, .strides = {1}}, n.loc));
-      at += w;
+    for (size_t i = 0; i < old.size(); ++i) {
+      const Node& n = g_.nodes[static_cast<size_t>(old[i])];
+      ir::Attrs a{.starts = std::vector<int64_t>(shape.size(), 0), .limits = shape, .strides = std::vector<int64_t>(shape.size(), 1)};
+      a.starts[dim] = at;
+      a.limits[dim] = at += widths[i];
+      r_.map_results(n, r_.emit(Op::Slice, {whole}, std::move(a), n.loc));
     }
   }
 
@@ -507,7 +519,6 @@ class Emitter {
     const int32_t cat = concat(dots, vary, axis, n0.loc);
     const int32_t x = r_.map(n0.in[static_cast<size_t>(side)]);
     int32_t merged = r_.emit(Op::DotGeneral, side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);
-    const Shape out = r_.out().type(merged).shape;  // a copy: each emit below may grow the types it lives in
     const size_t dim = varying_dim(g_, n0, vary);
     if (!adds.empty()) {
       std::vector<int32_t> rows;
@@ -520,15 +531,9 @@ class Emitter {
       const int32_t spread = r_.add(Op::BroadcastInDim, {row}, {.dims = {static_cast<int64_t>(dim)}}, {r_.out().type(merged)}, a0.loc);
       merged = r_.emit(Op::Binary, {merged, spread}, a0.attrs, a0.loc);
     }
-    int64_t at = 0;
-    for (size_t i = 0; i < dots.size(); ++i) {
-      const Node& n = g_.nodes[static_cast<size_t>(dots[i])];
-      ir::Attrs a{.starts = std::vector<int64_t>(out.size(), 0), .limits = out, .strides = std::vector<int64_t>(out.size(), 1)};
-      a.starts[dim] = at;
-      at += g_.type(n.in[static_cast<size_t>(vary)]).shape[static_cast<size_t>(axis)];
-      a.limits[dim] = at;
-      r_.map_results(adds.empty() ? n : g_.nodes[static_cast<size_t>(adds[i])], r_.emit(Op::Slice, {merged}, std::move(a), n.loc));
-    }
+    std::vector<int64_t> widths;
+    for (int32_t d : dots) widths.push_back(g_.type(g_.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(vary)]).shape[static_cast<size_t>(axis)]);
+    map_to_slices(adds.empty() ? dots : adds, widths, merged, dim);
   }
 };
 
@@ -555,7 +560,7 @@ Graph merge_graph(const Graph& g, std::map<const Graph*, std::shared_ptr<const G
 
 ir::Graph merge_dots(const ir::Graph& g) {
   std::map<const Graph*, std::shared_ptr<const Graph>> done;
-  return merge_graph(g, done);
+  return passes::eliminate_dead_code(merge_graph(g, done));
 }
 
 }  // namespace sheaf::fusion

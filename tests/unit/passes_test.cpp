@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -597,16 +598,22 @@ TEST(CanonicalDots, OperandsWhoseDimsCannotMergeAreTransposed) {
 
 // Both graphs on the same normal inputs: results within `tol` (relative to the largest magnitude
 // of each result) — for rewrites that only reassociate sums.
-void expect_close_results(const Graph& before, const Graph& after, double tol = 1e-5) {
-  ASSERT_NO_THROW(ir::verify(after)) << ir::print(after);
+// Normal random arguments for g's parameters (the same for every call).
+std::vector<Tensor> random_args(const Graph& g) {
   std::mt19937 rng(99);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<Tensor> args;
-  for (int32_t p : before.params) {
-    Tensor x(before.type(p).dtype, before.type(p).shape);
+  for (int32_t p : g.params) {
+    Tensor x(g.type(p).dtype, g.type(p).shape);
     for (int64_t i = 0; i < x.numel(); ++i) x.set(i, normal(rng));
     args.push_back(x);
   }
+  return args;
+}
+
+void expect_close_results(const Graph& before, const Graph& after, double tol = 1e-5) {
+  ASSERT_NO_THROW(ir::verify(after)) << ir::print(after);
+  const std::vector<Tensor> args = random_args(before);
   std::vector<Tensor> x = ref::run(before, args), y = ref::run(after, args);
   ASSERT_EQ(x.size(), y.size());
   for (size_t r = 0; r < x.size(); ++r) {
@@ -616,6 +623,20 @@ void expect_close_results(const Graph& before, const Graph& after, double tol = 
     for (int64_t i = 0; i < x[r].numel(); ++i)
       ASSERT_NEAR(x[r].get(i), y[r].get(i), tol * scale) << "result " << r << " element " << i;
   }
+}
+
+// Σ_j dot(dy_j [2 128 4], w_j [256 4]) over `n` fresh parameter pairs (per-head input
+// gradients contracting the head columns); each dy_j is passed to `each` as it is made.
+int32_t summed_head_products(Graph& g, int n, const std::function<void(int32_t)>& each = nullptr) {
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {1}};
+  int32_t sum = -1;
+  for (int j = 0; j < n; ++j) {
+    int32_t dy = param(g, {DType::F32, {2, 128, 4}}), w = param(g, {DType::F32, {256, 4}});
+    int32_t term = g.emit(Op::DotGeneral, {dy, w}, {.dot = dims});
+    sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
+    if (each) each(dy);
+  }
+  return sum;
 }
 
 TEST(MergeDots, ProductsSharingAnOperandBecomeOneWiderProduct) {
@@ -660,7 +681,7 @@ TEST(MergeDots, HalfPrecisionProductsMergeLikeF32Ones) {
   const DotDims dims{.lhs_contract = {2}, .rhs_contract = {0}};
   for (int h = 0; h < 3; ++h) g.results.push_back(g.emit(Op::DotGeneral, {x, param(g, {DType::BF16, {16, 8}})}, {.dot = dims}));
   g.results.push_back(g.emit(Op::DotGeneral, {xf, wf}, {.dot = dims}));
-  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  Graph out = fusion::merge_dots(g);
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 1u) << ir::print(out);
@@ -680,7 +701,7 @@ TEST(MergeDots, BiasesAndCastsOfMergedProductsJoinThem) {
     int32_t row = g.add(Op::BroadcastInDim, {b}, {.dims = {2}}, {{DType::BF16, {2, 128, 8}}}, {});
     g.results.push_back(bin(g, Binary::Add, g.emit(Op::DotGeneral, {x, w}, {.dot = dims}), row));
   }
-  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  Graph out = fusion::merge_dots(g);
   expect_close_results(g, out, 0.0);
   EXPECT_EQ(count(out, Op::DotGeneral), 1u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Binary), 1u) << ir::print(out);
@@ -705,7 +726,7 @@ TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   int32_t c = param(g, {DType::F32, {2, 128, 256}});
   int32_t sum = bin(g, Binary::Add, bin(g, Binary::Add, bin(g, Binary::Add, terms[0], c), terms[1]), terms[2]);
   g.results = {bin(g, Binary::Add, sum, terms[3]), terms[3]};
-  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  Graph out = fusion::merge_dots(g);
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 2u);
@@ -718,24 +739,12 @@ TEST(MergeDots, RowSumsOfASumsOperandsAreSlicesOfOneSum) {
   // concatenation, exactly (each column sums the same values in the same order). A fourth row sum,
   // of a value no product reads, stays.
   Graph g;
-  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {1}};
-  int32_t sum = -1;
-  for (int h = 0; h < 3; ++h) {
-    int32_t dy = param(g, {DType::F32, {2, 128, 4}}), w = param(g, {DType::F32, {256, 4}});
-    int32_t term = g.emit(Op::DotGeneral, {dy, w}, {.dot = dims});
-    sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
-    g.results.push_back(g.emit(Op::Reduce, {dy}, {.reduce = Reduce::Sum, .dims = {0, 1}}));
-  }
+  const int32_t sum = summed_head_products(g, 3, [&](int32_t dy) { g.results.push_back(g.emit(Op::Reduce, {dy}, {.reduce = Reduce::Sum, .dims = {0, 1}})); });
   g.results.push_back(g.emit(Op::Reduce, {param(g, {DType::F32, {2, 128, 4}})}, {.reduce = Reduce::Sum, .dims = {0, 1}}));
   g.results.push_back(sum);
-  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  Graph out = fusion::merge_dots(g);
   expect_close_results(g, out);  // the input gradient adds in another order
-  std::vector<Tensor> args;
-  for (int32_t p : g.params) {
-    Tensor x(g.type(p).dtype, g.type(p).shape);
-    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::sin(0.37 * static_cast<double>(i + p)));
-    args.push_back(x);
-  }
+  const std::vector<Tensor> args = random_args(g);
   const std::vector<Tensor> before = ref::run(g, args), after = ref::run(out, args);
   for (size_t r = 0; r < 4; ++r)
     for (int64_t i = 0; i < before[r].numel(); ++i) EXPECT_EQ(before[r].get(i), after[r].get(i)) << "row sum " << r << " element " << i;
@@ -752,15 +761,8 @@ TEST(MergeDots, ASumTooLongToPayAsOneMergesInRuns) {
   // gradients of all heads summed into one cotangent, as the reverse sweep gives a layer norm
   // traced per head): two products over four concatenations, in the order of the operands.
   Graph g;
-  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {1}};
-  int32_t sum = -1;
-  for (int j = 0; j < 6; ++j) {
-    int32_t dy = param(g, {DType::F32, {2, 128, 4}}), w = param(g, {DType::F32, {256, 4}});
-    int32_t term = g.emit(Op::DotGeneral, {dy, w}, {.dot = dims});
-    sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
-  }
-  g.results = {sum};
-  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  g.results = {summed_head_products(g, 6)};
+  Graph out = fusion::merge_dots(g);
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 4u) << ir::print(out);
@@ -790,7 +792,7 @@ TEST(MergeDots, SharedOperandProductsMergeOverTheConcatenationsOfSums) {
     results.push_back(sum);
   }
   g.results = results;
-  Graph out = eliminate_dead_code(fusion::merge_dots(g));
+  Graph out = fusion::merge_dots(g);
   expect_close_results(g, out);
   EXPECT_EQ(count(out, Op::DotGeneral), 4u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Concatenate), 4u) << ir::print(out);

@@ -16,7 +16,6 @@
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
 #include "passes/composites.hpp"
-#include "passes/passes.hpp"
 #include "tensor/blas.hpp"
 
 namespace sheaf::cpu {
@@ -75,8 +74,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(
-      canonical_dots(passes::eliminate_dead_code(fusion::merge_dots(widen_halves(passes::lower_composites(g, true).graph)))));
+  p.graph = std::make_shared<const ir::Graph>(canonical_dots(fusion::merge_dots(widen_halves(passes::lower_composites(g, true).graph))));
   add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;
