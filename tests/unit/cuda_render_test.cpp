@@ -121,6 +121,10 @@ constexpr const char* kExtraCases = R"(;; --- prelude
   (let [a2 (- a (* 0.1 (sqrt (abs a)))) b2 (* b 3.0) c2 (+ c 1.0) d (* a2 (sum c2))]
     (list a2 b2 c2 d (cast b2 :bf16))))
 (f (random-normal 70 '[40]) (random-normal 71 '[7 3]) (random-normal 72 '[100]))
+;; --- packed-per-head-updates
+(defn step [w] (- w (* 0.01 (/ w (+ (sqrt (abs w)) 1e-8)))))
+(defn f [q k v] (list (step q) (step k) (step v)))
+(f (random-normal 73 '[768 64]) (random-normal 74 '[768 64]) (random-normal 78 '[768 64]))
 ;; --- few-bytes-a-point
 (def wide (random-normal 75 '[3001 41]))
 (defn f [a] (list (cast (* a 3) :bf16) (tanh (cast a :bf16))))
@@ -860,6 +864,19 @@ TEST(CudaRenderTable, SmallIndependentLaunchesArePacked) {
   EXPECT_EQ(packed->grid, 2) << table;  // a block each
   EXPECT_NE(k.source.find("static __noinline__ void"), std::string::npos);
   EXPECT_EQ(std::count_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.kind == Launch::Kind::Kernel; }), 3) << table;
+}
+
+// An optimizer's update of per-head weights ([768 64] each: 192 blocks of 256 threads, under four
+// blocks an SM of an H100) is packed too: one launch instead of one per weight.
+TEST(CudaRenderTable, PerHeadUpdatesArePacked) {
+  const std::vector<Function>& functions = functions_of("extra", "packed-per-head-updates");
+  ASSERT_EQ(functions.size(), 1u);
+  const cuda::Kernels& k = functions[0].nvrtc;
+  std::string table;
+  for (const Launch& l : k.launches) table += fmt::format("{} grid {} packs {}\n", l.kernel, l.grid, l.packs);
+  ASSERT_EQ(k.launches.size(), 1u) << table;
+  EXPECT_EQ(k.launches[0].packs, 3) << table;
+  EXPECT_EQ(k.launches[0].grid, 3 * 192) << table;
 }
 
 TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {

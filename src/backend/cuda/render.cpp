@@ -771,7 +771,7 @@ Kernels render(const ir::Graph& g, const fusion::Schedule& s, const fusion::Memo
 
 RenderOptions render_options_for(int64_t sms) {
   RenderOptions o;
-  if (sms > 0) o.split_target_blocks = o.points_per_thread_min_grid = 4 * sms, o.column_phase_sms = sms;
+  if (sms > 0) o.split_target_blocks = o.points_per_thread_min_grid = o.pack_max_grid = 4 * sms, o.column_phase_sms = sms;
   return o;
 }
 

@@ -156,7 +156,7 @@ struct RenderOptions {
   int64_t column_phase_max_sums = 16;         // row runs with column phases: column sums per thread, at most (registers)
   int64_t long_row_block = 1024;              // row reductions over long rows: threads per block, at most (see below)
   int64_t long_row_min_extent = 8192;         // … over at least this many points a row
-  int64_t pack_max_grid = 64;                 // launches of at most this many blocks are packed (pack_launches.hpp; 0: none)
+  int64_t pack_max_grid = 528;                // launches of at most this many blocks (under 4 per SM of an H100) are packed (pack_launches.hpp; 0: none)
   int64_t points_per_thread = 4;              // points an elementwise thread computes, a block's loop unrolled by (1: neither)
   int64_t points_per_thread_min_grid = 528;   // … elementwise: when the grid keeps this many blocks (4 per SM of an H100)
   int64_t unroll_max_point_bytes = 8;         // … steps whose points load at most this many bytes that a block loop cannot hoist (LoopBody::point_bytes)
