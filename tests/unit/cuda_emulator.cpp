@@ -60,6 +60,7 @@ template <class... P> static const unsigned* sheaf_sizes(void (*)(P...)) {
 #define __global__
 #define __device__
 #define __noinline__
+#define __grid_constant__
 #define __launch_bounds__(...)
 #define __shared__ static
 #define __syncthreads() sheaf_sync()

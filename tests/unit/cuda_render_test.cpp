@@ -867,7 +867,9 @@ TEST(CudaRenderTable, SmallIndependentLaunchesArePacked) {
 }
 
 // An optimizer's update of per-head weights ([768 64] each: 192 blocks of 256 threads, under four
-// blocks an SM of an H100) is packed too: one launch instead of one per weight.
+// blocks an SM of an H100) is packed too: one launch instead of one per weight. The three launches
+// of one kernel are one run: one call site, its member found from the block index (the emulated
+// tables check the results).
 TEST(CudaRenderTable, PerHeadUpdatesArePacked) {
   const std::vector<Function>& functions = functions_of("extra", "packed-per-head-updates");
   ASSERT_EQ(functions.size(), 1u);
@@ -877,6 +879,9 @@ TEST(CudaRenderTable, PerHeadUpdatesArePacked) {
   ASSERT_EQ(k.launches.size(), 1u) << table;
   EXPECT_EQ(k.launches[0].packs, 3) << table;
   EXPECT_EQ(k.launches[0].grid, 3 * 192) << table;
+  size_t calls = 0;
+  for (size_t at = 0; (at = k.source.find("_b(b - i * 192,", at)) != std::string::npos; ++at) ++calls;
+  EXPECT_EQ(calls, 1u) << k.source;
 }
 
 TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {

@@ -9,9 +9,13 @@
 // and no host step lies in between; else it opens a new group. A group of two or more becomes
 // one launch at the first member's place: a kernel whose blocks run the members' code one after
 // another (block b of member i is block b − Σ earlier grids), each member's kernel called as a
-// device function (not inlined) of its block index, block size and grid.
+// device function (not inlined) of its block index, block size and grid. The members are sorted
+// into runs of one kernel, grid and block (a model's per-head optimizer updates: dozens of launches
+// of one kernel), and a run is one call site whose member is the block index over the grid; the
+// pointers are one array parameter, indexed by it. So the packed kernel's code, and NVRTC's time,
+// grows with its runs, not its members.
 // Packable: a kernel launch of at most PackOptions::max_grid blocks of at most max_block
-// threads whose kernel neither synchronises, shuffles across a warp's lanes nor declares
+// threads whose parameters are all pointers and whose kernel neither synchronises, shuffles across a warp's lanes nor declares
 // __shared__ memory (a member with fewer threads than the group skips the extra ones, which a
 // barrier or a shuffle would wait for).
 // Slots read and written: a kernel's `const T*` parameters are read, its other parameters read
@@ -27,6 +31,7 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "base/error.hpp"
 #include "tensor/dtype.hpp"
@@ -167,7 +172,8 @@ class Packer {
       const Launch& l = k_.launches[i];
       const KernelText* text = l.kind == Launch::Kind::Kernel ? &kernel(l.kernel) : nullptr;
       const Access a = access_of(l, text, k_);
-      const bool packable = text && text->simple && l.grid <= o_.max_grid && l.block <= o_.max_block && l.grid > 0;
+      const bool packable = text && text->simple && l.grid <= o_.max_grid && l.block <= o_.max_block && l.grid > 0 &&
+                            std::all_of(text->types.begin(), text->types.end(), [](const std::string& t) { return t.ends_with('*'); });
       if (a.barrier) open = false;
       if (packable && !(open && may_join(groups.back(), a, l.slots.size(), o_, regions_))) {
         groups.emplace_back();
@@ -210,6 +216,7 @@ class Packer {
   std::map<std::string, KernelText> texts_;
   std::set<std::string> device_functions_;    // members' kernels emitted as device functions
   std::map<std::string, std::string> packed_;  // a packed kernel's text without its name → its name
+  bool declared_params_ = false;               // sh_params is in the source
 
   const KernelText& kernel(const std::string& name) {
     auto it = texts_.find(name);
@@ -229,28 +236,39 @@ class Packer {
                              k_.source.substr(t.params, t.body - 2 - t.params), body);
   }
 
+  // The group as one launch. Its members are independent (may_join), so they run in any order:
+  // sorted into runs of one kernel, grid and block, each run is one call site that finds its member
+  // from the block index. The parameters are one array (`sh_params`: every slot's pointer, the
+  // members' in run order), read where the launch put them (__grid_constant__: not copied).
   Launch pack(const Group& g) {
     Launch p = k_.launches[g.members[0]];
     p.grid = 0, p.block = 0, p.scratch = 0, p.packs = static_cast<int64_t>(g.members.size()), p.slots.clear();
-    for (size_t i : g.members) p.block = std::max(p.block, k_.launches[i].block);
-    std::string params, calls;
-    for (size_t i : g.members) {
-      const Launch& l = k_.launches[i];
+    std::vector<size_t> members = g.members;
+    const auto run_key = [&](size_t i) { return std::tie(k_.launches[i].kernel, k_.launches[i].grid, k_.launches[i].block); };
+    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) { return run_key(a) < run_key(b); });
+    std::string calls;
+    for (size_t r = 0, end = 0; r < members.size(); r = end) {
+      const Launch& l = k_.launches[members[r]];
+      for (end = r; end < members.size() && run_key(members[end]) == run_key(members[r]); ++end) {
+        const Launch& m = k_.launches[members[end]];
+        p.slots.insert(p.slots.end(), m.slots.begin(), m.slots.end());
+        p.block = std::max(p.block, m.block), p.scratch = std::max(p.scratch, m.scratch);
+      }
       device_function(l.kernel);
       const KernelText& t = kernel(l.kernel);
+      const size_t first = p.slots.size() - (end - r) * l.slots.size();
       std::string args;
-      for (size_t j = 0; j < l.slots.size(); ++j) {
-        const size_t a = p.slots.size() + j;
-        params += fmt::format("{}{} __restrict__ a{}", params.empty() ? "" : ", ", t.types[j], a);
-        args += fmt::format(", a{}", a);
-      }
-      calls += fmt::format("  if (b < {0}) {{\n    if (threadIdx.x < {1}) {2}_b(b, {1}, {0}{3});\n    return;\n  }}\n  b -= {0};\n", l.grid, l.block,
-                           l.kernel, args);
-      p.slots.insert(p.slots.end(), l.slots.begin(), l.slots.end());
-      p.grid += l.grid, p.scratch = std::max(p.scratch, l.scratch);
+      for (size_t j = 0; j < l.slots.size(); ++j) args += fmt::format(", ({})q[{}]", t.types[j], j);
+      const int64_t blocks = static_cast<int64_t>(end - r) * l.grid;
+      calls += fmt::format(
+          "  if (b < {0}) {{\n    const unsigned i = b / {1};\n    void* const* q = a.p + {2} + i * {3};\n"
+          "    if (threadIdx.x < {4}) {5}_b(b - i * {1}, {4}, {1}{6});\n    return;\n  }}\n  b -= {0};\n",
+          blocks, l.grid, first, l.slots.size(), l.block, l.kernel, args);
+      p.grid += blocks;
     }
+    if (!declared_params_) k_.source += "template <unsigned N> struct sh_params { void* p[N]; };\n", declared_params_ = true;
     const std::string name = fmt::format("s{}p", p.step);
-    const std::string body = fmt::format("({}) {{\n  unsigned b = blockIdx.x;\n{}}}\n", params, calls);
+    const std::string body = fmt::format("(const __grid_constant__ sh_params<{}> a) {{\n  unsigned b = blockIdx.x;\n{}}}\n", p.slots.size(), calls);
     auto [it, fresh] = packed_.try_emplace(fmt::format("{}|{}", p.block, body), name);
     if (fresh) k_.source += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}{}", p.block, name, body);
     p.kernel = it->second;
