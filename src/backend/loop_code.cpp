@@ -385,8 +385,9 @@ namespace {
 // Builds the statements of one Loop/Copy step (see loop_body).
 class BodyBuilder {
  public:
-  BodyBuilder(const ir::Graph& g, const fusion::Schedule& s, size_t index, const std::function<std::string(int32_t)>& pointer)
-      : g_(g), s_(s), index_(index), pointer_(pointer) {}
+  BodyBuilder(const ir::Graph& g, const fusion::Schedule& s, size_t index, const std::function<std::string(int32_t)>& pointer,
+              const std::map<int32_t, int64_t>& bases)
+      : g_(g), s_(s), index_(index), pointer_(pointer), bases_(bases) {}
 
   LoopBody build(const std::function<bool(const Nest&)>& choose_scalar, bool nan_flags, const std::vector<int64_t>* rows) {
     const Step& st = s_.steps[index_];
@@ -441,8 +442,9 @@ class BodyBuilder {
       const View to = st.into ? *st.into : View{st.outputs[0], 0, full};
       declare(to.buffer, true);
       declare(st.source.buffer, false);
-      b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(to.buffer), nest.index(to.strides, to.offset), pointer_(st.source.buffer),
-                                     nest.index(st.source.strides, st.source.offset)));
+      note_read(st.source);
+      b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(to.buffer), nest.index(to.strides, offset(to)), pointer_(st.source.buffer),
+                                     nest.index(st.source.strides, offset(st.source))));
       b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(g_.type(to.buffer).dtype)),
                           .walks = nest.walks(st.source.strides)});
       return std::move(b_);
@@ -489,7 +491,7 @@ class BodyBuilder {
         case Op::Gather: e = gather_expr(n); break;
         case Op::DynamicSlice: {
           const View& w = at(n.in[0]);
-          e = load_at(n.in[0], b_.nest.index(w.strides, w.offset) + start_offsets(n, 1, g_.type(n.out).shape, w.strides),
+          e = load_at(n.in[0], b_.nest.index(w.strides, offset(w)) + start_offsets(n, 1, g_.type(n.out).shape, w.strides),
                       b_.nest.walks(w.strides));
           break;
         }
@@ -507,11 +509,21 @@ class BodyBuilder {
   const fusion::Schedule& s_;
   size_t index_;
   const std::function<std::string(int32_t)>& pointer_;
+  const std::map<int32_t, int64_t>& bases_;
   LoopBody b_;
   int loads_ = 0;
   std::map<int32_t, std::string> loaded_;  // value → its load at the point (a value read twice is loaded once)
 
   const View& at(int32_t v) const { return fusion::read_view(s_, v, static_cast<int32_t>(index_)); }
+  // Where w starts, from its buffer's pointer (loop_body's `bases`).
+  int64_t offset(const View& w) const {
+    const auto base = bases_.find(w.buffer);
+    return w.offset - (base == bases_.end() ? 0 : base->second);
+  }
+  void note_read(const View& w) {
+    const size_t i = static_cast<size_t>(std::find(b_.buffers.begin(), b_.buffers.end(), w.buffer) - b_.buffers.begin());
+    b_.least_read[i] = std::min(b_.least_read[i], w.offset);
+  }
   bool internal(int32_t v) const { return fusion::computes(s_, v, static_cast<int32_t>(index_)) && g_.producer(v).op != Op::Reduce; }
 
   // A rank-0 constant (or a broadcast of one) read as a literal.
@@ -527,6 +539,7 @@ class BodyBuilder {
     if (std::find(b_.buffers.begin(), b_.buffers.end(), buffer) != b_.buffers.end()) return;
     b_.buffers.push_back(buffer);
     b_.written.push_back(write);
+    b_.least_read.push_back(std::numeric_limits<int64_t>::max());
   }
 
   // Every load is a statement of its own, so that selects choose between values, never between
@@ -534,12 +547,13 @@ class BodyBuilder {
   std::string load(int32_t u, const std::function<std::string(size_t)>& at_group) {
     if (auto lit = literal_of(u)) return *lit;
     const View& w = at(u);
-    return load_at(u, b_.nest.index(w.strides, w.offset, at_group), b_.nest.walks(w.strides));
+    return load_at(u, b_.nest.index(w.strides, offset(w), at_group), b_.nest.walks(w.strides));
   }
   // u's element at `index` (elements from its buffer's start), an index over the groups `walks`.
   std::string load_at(int32_t u, const std::string& index, uint64_t walks) {
     const View& w = at(u);
     declare(w.buffer, false);
+    note_read(w);
     std::string name = fmt::format("l{}", loads_++);
     const DType d = g_.type(u).dtype;
     b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));
@@ -573,11 +587,11 @@ class BodyBuilder {
   std::string gather_expr(const ir::Node& n) {
     const int32_t x = n.in[0], idx = n.in[1];
     const int64_t size = g_.type(x).shape[static_cast<size_t>(n.attrs.axis)];
-    std::string i = internal(idx) ? fmt::format("v{}", idx) : load_at(idx, b_.nest.index(gather_strides(n, 1), at(idx).offset), b_.nest.walks(gather_strides(n, 1)));
+    std::string i = internal(idx) ? fmt::format("v{}", idx) : load_at(idx, b_.nest.index(gather_strides(n, 1), offset(at(idx))), b_.nest.walks(gather_strides(n, 1)));
     std::string clamped = g_.type(idx).dtype == DType::U32 ? fmt::format("((i64)({0} >= {1}u ? {1}u - 1 : {0}))", i, size)
                                                             : fmt::format("((i64)({0} < 0 ? 0 : {0} >= {1} ? {1} - 1 : {0}))", i, size);
     int64_t stride = at(x).strides[static_cast<size_t>(n.attrs.axis)];
-    return load_at(x, fmt::format("{} + {} * {}", b_.nest.index(gather_strides(n, 0), at(x).offset), clamped, stride), ~uint64_t{0});
+    return load_at(x, fmt::format("{} + {} * {}", b_.nest.index(gather_strides(n, 0), offset(at(x))), clamped, stride), ~uint64_t{0});
   }
 
   // " + s_d * stride_d" for each axis d of a window of shape `window` in x = n.in[0], s_d read
@@ -589,7 +603,7 @@ class BodyBuilder {
     for (size_t d = 0; d < x.size(); ++d) {
       const int32_t s = n.in[first + d];
       const std::optional<std::string> lit = literal_of(s);
-      const std::string v = lit ? *lit : loaded_once(s, [&] { return load_at(s, std::to_string(at(s).offset), 0); });
+      const std::string v = lit ? *lit : loaded_once(s, [&] { return load_at(s, std::to_string(offset(at(s))), 0); });
       sum += fmt::format(" + sh_clamp_start((i64)({}), {}) * {}", v, x[d] - window[d], strides[d]);
     }
     return sum;
@@ -665,8 +679,8 @@ class BodyBuilder {
 
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
                    const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
-                   bool nan_flags, const std::vector<int64_t>* rows) {
-  return BodyBuilder(g, s, index, pointer).build(scalar_acc, nan_flags, rows);
+                   bool nan_flags, const std::vector<int64_t>* rows, const std::map<int32_t, int64_t>& bases) {
+  return BodyBuilder(g, s, index, pointer, bases).build(scalar_acc, nan_flags, rows);
 }
 
 }  // namespace sheaf::loop_code

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,7 @@ struct LoopBody {
   Nest nest;
   std::vector<int32_t> buffers;     // the buffers the step touches, in parameter order
   std::vector<bool> written;        // per buffer
+  std::vector<int64_t> least_read;  // per buffer: the least offset a load reads it at (INT64_MAX: none)
   std::vector<std::string> stmts;   // at every point of the space
   std::vector<int32_t> reductions;  // reduce results
   bool scalar_acc = false;          // reductions accumulate in scalars a{v}, stored after the loops
@@ -111,8 +113,11 @@ struct LoopBody {
 // with the NaN-propagating sh_max/sh_min (the CPU backend).
 // `rows`, when given, are the nest's reduced dims instead of the step's reduce_dims (a
 // non-reducing row phase walked row by row like the reductions before it).
+// `bases`: buffers the body only reads whose pointer lies that many elements past the buffer's
+// start (the CUDA renderer's arguments at a kernel's views: the kernels of views at different
+// offsets, a model's per-head slices, are then one text); their offsets are counted from there.
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
                    const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
-                   bool nan_flags, const std::vector<int64_t>* rows = nullptr);
+                   bool nan_flags, const std::vector<int64_t>* rows = nullptr, const std::map<int32_t, int64_t>& bases = {});
 
 }  // namespace sheaf::loop_code

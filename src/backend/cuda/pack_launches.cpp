@@ -242,7 +242,7 @@ class Packer {
   // members' in run order), read where the launch put them (__grid_constant__: not copied).
   Launch pack(const Group& g) {
     Launch p = k_.launches[g.members[0]];
-    p.grid = 0, p.block = 0, p.scratch = 0, p.packs = static_cast<int64_t>(g.members.size()), p.slots.clear();
+    p.grid = 0, p.block = 0, p.scratch = 0, p.packs = static_cast<int64_t>(g.members.size()), p.slots.clear(), p.arg_offsets.clear();
     std::vector<size_t> members = g.members;
     const auto run_key = [&](size_t i) { return std::tie(k_.launches[i].kernel, k_.launches[i].grid, k_.launches[i].block); };
     std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) { return run_key(a) < run_key(b); });
@@ -251,6 +251,8 @@ class Packer {
       const Launch& l = k_.launches[members[r]];
       for (end = r; end < members.size() && run_key(members[end]) == run_key(members[r]); ++end) {
         const Launch& m = k_.launches[members[end]];
+        p.arg_offsets.resize(p.slots.size());
+        for (size_t j = 0; j < m.slots.size(); ++j) p.arg_offsets.push_back(arg_offset(m, j));
         p.slots.insert(p.slots.end(), m.slots.begin(), m.slots.end());
         p.block = std::max(p.block, m.block), p.scratch = std::max(p.scratch, m.scratch);
       }
@@ -266,6 +268,7 @@ class Packer {
           blocks, l.grid, first, l.slots.size(), l.block, l.kernel, args);
       p.grid += blocks;
     }
+    if (std::all_of(p.arg_offsets.begin(), p.arg_offsets.end(), [](int64_t o) { return o == 0; })) p.arg_offsets.clear();
     if (!declared_params_) k_.source += "template <unsigned N> struct sh_params { void* p[N]; };\n", declared_params_ = true;
     const std::string name = fmt::format("s{}p", p.step);
     const std::string body = fmt::format("(const __grid_constant__ sh_params<{}> a) {{\n  unsigned b = blockIdx.x;\n{}}}\n", p.slots.size(), calls);

@@ -507,7 +507,8 @@ void Program::Impl::launch(const Launch& l, size_t index, const Kernels& k) {
   if (l.kind == Launch::Kind::Sdpa) return sdpa(l, k);
   values.resize(l.slots.size());
   args.resize(l.slots.size());
-  for (size_t j = 0; j < l.slots.size(); ++j) values[j] = buffers[static_cast<size_t>(l.slots[j])], args[j] = &values[j];
+  for (size_t j = 0; j < l.slots.size(); ++j)
+    values[j] = buffers[static_cast<size_t>(l.slots[j])] + static_cast<uint64_t>(arg_offset(l, j)), args[j] = &values[j];
   module->launch(kernel_index[index], l.grid, l.block, args.data());
 }
 

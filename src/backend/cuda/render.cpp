@@ -9,7 +9,9 @@
 #include <bit>
 #include <cctype>
 #include <functional>
+#include <limits>
 #include <map>
+#include <set>
 
 #include "backend/cuda/attention_kernel.hpp"
 #include "backend/cuda/pack_launches.hpp"
@@ -313,6 +315,7 @@ class Renderer {
   struct Plan {
     size_t index = 0;
     LoopBody body;
+    const std::vector<int64_t>* body_rows = nullptr;  // loop_body's `rows`
     std::vector<size_t> kept, reduced;  // groups of the nest
     int64_t points = 1, extent = 1;     // kept points; reduced points per kept point
     bool row = false;                   // the innermost loop is reduced
@@ -327,9 +330,7 @@ class Renderer {
       for (int32_t u : g_.nodes[static_cast<size_t>(n)].in)
         if (s_.step_of[u] == static_cast<int32_t>(index) && g_.producer(u).op == ir::Op::Reduce)
           throw SheafError(fmt::format("internal: step {} reads a reduction it computes", index));
-    Plan p{.index = index,
-           .body = loop_code::loop_body(
-               g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, false, columns ? nullptr : rows)};
+    Plan p{.index = index, .body = body(index, columns ? nullptr : rows), .body_rows = columns ? nullptr : rows};
     const Nest& nest = p.body.nest;
     for (size_t k = 0; k < nest.sizes.size(); ++k) {
       (nest.reduced[k] ? p.reduced : p.kept).push_back(k);
@@ -367,6 +368,26 @@ class Renderer {
     return p;
   }
   const char* type_of(int32_t v) const { return loop_code::vtype(g_.type(v).dtype); }
+
+  LoopBody body(size_t index, const std::vector<int64_t>* rows, const std::map<int32_t, int64_t>& bases = {}) const {
+    return loop_code::loop_body(g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, false, rows, bases);
+  }
+
+  // The buffers that `phases` only read, each at the least offset they read it (elements, above
+  // 0): the kernel's arguments point there, so that its text does not name the offsets, and the
+  // kernels of views at other offsets (a model's per-head slices of one product) are one kernel.
+  static std::map<int32_t, int64_t> read_bases(const std::vector<Plan>& phases) {
+    std::map<int32_t, int64_t> bases;
+    std::set<int32_t> written;
+    for (const Plan& ph : phases)
+      for (size_t i = 0; i < ph.body.buffers.size(); ++i) {
+        if (ph.body.written[i]) written.insert(ph.body.buffers[i]);
+        auto [it, fresh] = bases.try_emplace(ph.body.buffers[i], ph.body.least_read[i]);
+        it->second = std::min(it->second, ph.body.least_read[i]);
+      }
+    std::erase_if(bases, [&](const auto& b) { return written.count(b.first) || b.second <= 0 || b.second == std::numeric_limits<int64_t>::max(); });
+    return bases;
+  }
 
   // Whether every value of `values` is (accumulates in) f32.
   bool floats(const std::vector<int32_t>& values) const {
@@ -422,6 +443,9 @@ class Renderer {
     if (phases[0].block > o_.block && tree_bytes(phases) > kMaxStaticShared)  // long rows, many sums: the usual block
       for (Plan& ph : phases) ph.block = ph.lanes = o_.block;
     *next = index + phases.size();
+    const std::map<int32_t, int64_t> arg_bases = read_bases(phases);
+    if (!arg_bases.empty())
+      for (Plan& ph : phases) ph.body = body(ph.index, ph.body_rows, arg_bases);
     const Plan& p = phases[0];
     if (p.points == 0) return false;
     const bool split = p.chunks > 1;
@@ -453,6 +477,10 @@ class Renderer {
       params += fmt::format("{}{}{}*{} {}", params.empty() ? "" : ", ", written[i] ? "" : "const ", ctype(g_.type(buffers[i]).dtype),
                             written[i] && touched[i] > 1 ? "" : " __restrict__", pointer(buffers[i]));
       l.slots.push_back(slot(buffers[i]));
+      if (const auto base = arg_bases.find(buffers[i]); base != arg_bases.end()) {
+        l.arg_offsets.resize(buffers.size());
+        l.arg_offsets[i] = base->second * static_cast<int64_t>(dtype_size(g_.type(buffers[i]).dtype));
+      }
     }
     if (split || strided) {
       params += ", float* __restrict__ w";

@@ -96,6 +96,7 @@ struct Launch {
                                    // (-1: a loop invariant of a while, a view of its operand);
                                    // Copy: source, destination (a Scatter step's x → its result);
                                    // Fill: destination
+  std::vector<int64_t> arg_offsets;  // Kernel: per slot from the first, bytes from its buffer's start to the argument (the rest: 0)
   int64_t offset = 0, bytes = 0;   // Copy: where in the source (bytes), how many; Fill: how many
   int64_t scratch = 0;             // Kernel: the bytes of the scratch buffer (Kernels) it writes or reads
   uint8_t byte = 0;                // Fill: every byte's value (x a splat: fusion::splat_byte)
@@ -104,6 +105,9 @@ struct Launch {
   bool backward = false;           // Sdpa: the problem's backward (an AttentionGrad step)
   bool sums_rows = false;          // Dot: slots[3] is the row sums it writes (else the bias row it reads)
 };
+
+// Bytes from the buffer of slot j of kernel launch `l` to its argument.
+inline int64_t arg_offset(const Launch& l, size_t j) { return j < l.arg_offsets.size() ? l.arg_offsets[j] : 0; }
 
 struct Kernels {
   std::string source;
