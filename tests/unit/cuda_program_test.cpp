@@ -219,11 +219,14 @@ TEST_P(CudaExamples, MlpLossAndAccuracyMatchCpu) {
   EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
 }
 
-// The tiny GPT-2 of CudaGpt: 4 steps, each loss printed.
-std::string gpt_program() {
+// The tiny GPT-2 of CudaGpt: 4 steps, each loss printed; `per_head`: one layer, written with a
+// module per head.
+std::string gpt_program(bool per_head = false) {
   std::string program = edited(testing_support::unit_dir() / "../../bench/gpt2_gpu.shf",
-                               {{":vocab 50304 :d 768 :layers 12 :heads 12 :T 1024 :B 8", ":vocab 512 :d 64 :layers 2 :heads 2 :T 64 :B 2"},
-                                {":lr 0.0003", ":lr 0.001"}});
+                               {{":vocab 50304 :d 768 :layers 12 :heads 12 :T 1024 :B 8",
+                                 fmt::format(":vocab 512 :d 64 :layers {} :heads 2 :T 64 :B 2", per_head ? 1 : 2)},
+                                {":lr 0.0003", ":lr 0.001"},
+                                {":per-head 0", per_head ? ":per-head 1" : ":per-head 0"}});
   return program.substr(0, program.find(";; ---- measurement ----")) +
          "(loop [s state0 i 0] (when (< i 4) (let [[l s] (train-step s idx tgt)] (print \"step {} loss {:.4f}\" i l) (recur s (+ i 1)))))\n";
 }
@@ -283,6 +286,19 @@ INSTANTIATE_TEST_SUITE_P(Devices, CudaExamples, ::testing::Values("emulated", "g
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 INSTANTIATE_TEST_SUITE_P(Devices, CudaGpt, ::testing::Values("emulated", "emulated_sdpa", "gpu"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// The same model written with a module per head (gpt2_gpu.shf --per-head 1): its per-head
+// projections merge into one product, whose per-head slices the optimizer's packed updates read
+// at their offsets (kernel arguments at a view), and it trains with the CPU's losses.
+TEST(CudaGptPerHead, LossesMatchCpu) {
+  std::string why;
+  std::shared_ptr<cuda::Device> device = device_named("emulated", why);
+  if (!device) GTEST_SKIP() << why;
+  const std::string program = gpt_program(true);
+  std::string want = output_of(program, "gpt2_gpu.shf", nullptr), got = output_of(program, "gpt2_gpu.shf", device);
+  EXPECT_NE(want.find("step 3 loss"), std::string::npos) << want;
+  EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
+}
 
 // ---- the default device -------------------------------------------------------------------------
 
