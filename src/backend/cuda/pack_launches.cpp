@@ -15,9 +15,9 @@
 // pointers are one array parameter, indexed by it. So the packed kernel's code, and NVRTC's time,
 // grows with its runs, not its members.
 // Packable: a kernel launch of at most PackOptions::max_grid blocks of at most max_block
-// threads whose parameters are all pointers and whose kernel neither synchronises, shuffles across a warp's lanes nor declares
-// __shared__ memory (a member with fewer threads than the group skips the extra ones, which a
-// barrier or a shuffle would wait for).
+// threads whose parameters are all pointers and whose kernel neither synchronises, shuffles
+// across a warp's lanes nor declares __shared__ memory (a member with fewer threads than the group
+// skips the extra ones, which a barrier or a shuffle would wait for).
 // Slots read and written: a kernel's `const T*` parameters are read, its other parameters read
 // and written (in place); a product reads its operands and writes its result, a copy reads its
 // source and writes its destination, a fill writes. Two slots meet when their memory may: arena
