@@ -18,6 +18,7 @@ Tensor filled(Interp& in, const CallArgs& a, double v) {
   Shape s = arg_shape(a, 0);
   in.check_elements(shape_numel(s), a.site);
   DType d = a.size() > 1 ? arg_dtype(a, 1) : DType::F32;
+  if (v == 0) return Tensor(d, s);  // zero bytes in every dtype
   Tensor t = Tensor::empty(d, s);
   if (d == DType::F32) {
     float* p = t.mutable_data<float>();

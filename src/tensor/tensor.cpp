@@ -9,7 +9,10 @@
 #include <cmath>
 #include <limits>
 #include <cstdlib>
+#include <cstring>
 #include <new>
+
+#include <sys/mman.h>
 
 #include "base/error.hpp"
 #include "tensor/shape.hpp"
@@ -69,6 +72,21 @@ static std::shared_ptr<std::byte> allocate(size_t nbytes) {
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* b) { std::free(b); });
 }
 
+// Zero-filled storage. Large buffers (1 MiB and more) are fresh pages of the kernel's, zero until
+// written and not touched here: an optimizer's state of zeros, a gigabyte for GPT-2 small's Adam
+// moments, costs no pass over memory when it is made.
+static std::shared_ptr<std::byte> allocate_zeroed(size_t nbytes) {
+  constexpr size_t kMappedMin = size_t{1} << 20;
+  if (nbytes < kMappedMin) {
+    std::shared_ptr<std::byte> p = allocate(nbytes);
+    std::memset(p.get(), 0, nbytes);
+    return p;
+  }
+  void* p = mmap(nullptr, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [nbytes](std::byte* b) { munmap(b, nbytes); });
+}
+
 Tensor Tensor::of_type(DType dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;
@@ -87,7 +105,9 @@ static std::string request(DType dtype, const Shape& shape, int64_t n) {
 // negative dimension, an element count past 64 bits or past the limit, or memory the system
 // refuses (a cap such as `ulimit -v`). Interp::call prefixes the builtin's name and reports the
 // call's location: "zeros: cannot allocate 6.4 GB (6400000000 bytes) for f32[40000x40000]: ...".
-Tensor Tensor::empty(DType dtype, Shape shape) {
+Tensor Tensor::empty(DType dtype, Shape shape) { return with_storage(dtype, std::move(shape), false); }
+
+Tensor Tensor::with_storage(DType dtype, Shape shape, bool zeroed) {
   for (int64_t d : shape)
     if (d < 0) throw SheafError(fmt::format("cannot allocate {}: negative dimension {}", type_str(dtype, shape), d));
   int64_t n = shape_numel(shape);  // saturated: more than 2^63 - 1
@@ -98,16 +118,14 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
                                  g_max_elements.load()));
   Tensor t = of_type(dtype, std::move(shape));
   try {
-    t.data_ = allocate(t.nbytes());
+    t.data_ = zeroed ? allocate_zeroed(t.nbytes()) : allocate(t.nbytes());
   } catch (const std::bad_alloc&) {
     throw SheafError(fmt::format("cannot allocate {}: out of memory", request(dtype, t.shape_, n)));
   }
   return t;
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : Tensor(empty(dtype, std::move(shape))) {
-  if (nbytes()) std::memset(data_.get(), 0, nbytes());
-}
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(with_storage(dtype, std::move(shape), true)) {}
 
 Tensor Tensor::scalar(DType dtype, double v) {
   Tensor t = empty(dtype, {});

@@ -107,6 +107,7 @@ class Tensor {
   }
   [[noreturn]] void needs_elements() const;
   static Tensor of_type(DType dtype, Shape shape);  // no elements yet
+  static Tensor with_storage(DType dtype, Shape shape, bool zeroed);  // empty's checks; zeroed or not
 };
 
 // f16/bf16 bit conversions (round to nearest even).
