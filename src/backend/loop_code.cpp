@@ -441,8 +441,7 @@ class BodyBuilder {
     if (st.kind == StepKind::Copy) {
       const View to = st.into ? *st.into : View{st.outputs[0], 0, full};
       declare(to.buffer, true);
-      declare(st.source.buffer, false);
-      note_read(st.source);
+      declare_read(st.source);
       b_.stmts.push_back(fmt::format("{}[{}] = {}[{}];", pointer_(to.buffer), nest.index(to.strides, offset(to)), pointer_(st.source.buffer),
                                      nest.index(st.source.strides, offset(st.source))));
       b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(g_.type(to.buffer).dtype)),
@@ -520,10 +519,6 @@ class BodyBuilder {
     const auto base = bases_.find(w.buffer);
     return w.offset - (base == bases_.end() ? 0 : base->second);
   }
-  void note_read(const View& w) {
-    const size_t i = static_cast<size_t>(std::find(b_.buffers.begin(), b_.buffers.end(), w.buffer) - b_.buffers.begin());
-    b_.least_read[i] = std::min(b_.least_read[i], w.offset);
-  }
   bool internal(int32_t v) const { return fusion::computes(s_, v, static_cast<int32_t>(index_)) && g_.producer(v).op != Op::Reduce; }
 
   // A rank-0 constant (or a broadcast of one) read as a literal.
@@ -535,11 +530,20 @@ class BodyBuilder {
     return literal(g_.type(v).dtype, src.attrs.value.get(0));
   }
 
-  void declare(int32_t buffer, bool write) {
-    if (std::find(b_.buffers.begin(), b_.buffers.end(), buffer) != b_.buffers.end()) return;
-    b_.buffers.push_back(buffer);
-    b_.written.push_back(write);
-    b_.least_read.push_back(std::numeric_limits<int64_t>::max());
+  // buffer's parameter index (a new one when the body has none yet).
+  size_t declare(int32_t buffer, bool write) {
+    const size_t i = static_cast<size_t>(std::find(b_.buffers.begin(), b_.buffers.end(), buffer) - b_.buffers.begin());
+    if (i == b_.buffers.size()) {
+      b_.buffers.push_back(buffer);
+      b_.written.push_back(write);
+      b_.least_read.push_back(std::numeric_limits<int64_t>::max());
+    }
+    return i;
+  }
+  // A load through w: its buffer declared, read from w's offset on.
+  void declare_read(const View& w) {
+    const size_t i = declare(w.buffer, false);
+    b_.least_read[i] = std::min(b_.least_read[i], w.offset);
   }
 
   // Every load is a statement of its own, so that selects choose between values, never between
@@ -552,8 +556,7 @@ class BodyBuilder {
   // u's element at `index` (elements from its buffer's start), an index over the groups `walks`.
   std::string load_at(int32_t u, const std::string& index, uint64_t walks) {
     const View& w = at(u);
-    declare(w.buffer, false);
-    note_read(w);
+    declare_read(w);
     std::string name = fmt::format("l{}", loads_++);
     const DType d = g_.type(u).dtype;
     b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));

@@ -382,8 +382,8 @@ class Renderer {
     for (const Plan& ph : phases)
       for (size_t i = 0; i < ph.body.buffers.size(); ++i) {
         if (ph.body.written[i]) written.insert(ph.body.buffers[i]);
-        auto [it, fresh] = bases.try_emplace(ph.body.buffers[i], ph.body.least_read[i]);
-        it->second = std::min(it->second, ph.body.least_read[i]);
+        int64_t& base = bases.try_emplace(ph.body.buffers[i], ph.body.least_read[i]).first->second;
+        base = std::min(base, ph.body.least_read[i]);
       }
     std::erase_if(bases, [&](const auto& b) { return written.count(b.first) || b.second <= 0 || b.second == std::numeric_limits<int64_t>::max(); });
     return bases;
@@ -478,7 +478,7 @@ class Renderer {
                             written[i] && touched[i] > 1 ? "" : " __restrict__", pointer(buffers[i]));
       l.slots.push_back(slot(buffers[i]));
       if (const auto base = arg_bases.find(buffers[i]); base != arg_bases.end()) {
-        l.arg_offsets.resize(buffers.size());
+        l.arg_offsets.resize(i + 1);
         l.arg_offsets[i] = base->second * static_cast<int64_t>(dtype_size(g_.type(buffers[i]).dtype));
       }
     }
