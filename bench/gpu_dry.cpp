@@ -106,7 +106,7 @@ class DryDevice : public cuda::Device {
     }
     return std::make_unique<DryModule>();
   }
-  void gemm(const cuda::Gemm&, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr) override {}
+  void gemm(const cuda::Gemm&, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr) override {}
   void synchronize() override {}
   bool has_sdpa() const override { return cudnn_; }
   bool prepare_sdpa(const cuda::Sdpa& a, std::string* why) override {

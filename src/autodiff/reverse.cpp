@@ -93,7 +93,8 @@ std::vector<Tensor> vjp_of(std::span<const Tensor> outputs, std::span<const Tens
     first = std::min(first, static_cast<size_t>(g.def[static_cast<size_t>(w.symbol_id())]));
   }
   // A softmax written out is differentiated as the op (its VJP is softmax_grad, which the GPU's
-  // attention steps recognise; the max's gradient, zero up to rounding, is not emitted).
+  // attention steps recognise; the max's gradient, zero up to rounding, is not emitted), and a
+  // GELU written out likewise (gelu_grad, which the GPU's products take as an epilogue).
   if (first < end) trace::recognise_composites(first);
   // Forward: a float result of a node with an active operand is active, unless stop_gradient
   // marked it.

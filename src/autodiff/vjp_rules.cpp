@@ -20,6 +20,7 @@
 #include "tensor/layout.hpp"
 #include "tensor/recorder.hpp"
 #include "tensor/shape.hpp"
+#include "tensor/gelu.hpp"
 #include "tensor/softmax.hpp"
 
 namespace sheaf::autodiff {
@@ -289,6 +290,13 @@ Grads vjp(const ir::Node& n, std::span<const Tensor> x, std::span<const Tensor> 
       Grads out(2);
       if (need[0]) out[0] = sub(mul(g, sub(dy, row_sum(mul(dy, p)))), mul(dy, row_sum(mul(g, p))));
       if (need[1]) out[1] = softmax_grad(p, g, a.axis);
+      return out;
+    }
+    case Op::Gelu: return {gelu_grad(x[0], g)};
+    case Op::GeluGrad: {  // y = dy · gelu'(x): dx = g · dy · gelu''(x), d(dy) = gelu_grad(x, g)
+      Grads out(2);
+      if (need[0]) out[0] = mul(mul(g, x[1]), gelu_second(x[0]));
+      if (need[1]) out[1] = gelu_grad(x[0], g);
       return out;
     }
     case Op::While: case Op::Case: case Op::AllReduce: case Op::Call: case Op::OptimizationBarrier: break;  // handled above

@@ -136,6 +136,7 @@ class Fuser {
 
   Schedule run() {
     if (o_.gpu && o_.attention && o_.composites) find_attention_chains();
+    if (o_.gpu && o_.bias_epilogue && o_.composites) find_gelu_epilogues();
     if (o_.gpu && o_.bias_epilogue) find_bias_epilogues(), find_row_sums();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
@@ -152,12 +153,24 @@ class Fuser {
   std::vector<bool> internal_;  // computed elementwise inside its loop (readable there without a buffer)
   std::vector<AttentionMatch> chains_;  // GPU: the attention chains that become Attention steps
   std::vector<int32_t> chain_of_;               // node → its chain in chains_ (-1: none)
+  // GPU: the GELU epilogues (find_gelu_epilogues), the node each is placed at → its index there
+  // (-1: none), and the nodes they compute (placed with them, not on their own).
+  struct GeluEpilogue {
+    int32_t dot = -1, add = -1, row = -1;  // the product, its bias add and row (forward; -1: none)
+    const passes::GeluSite* site = nullptr;
+    bool grad = false;  // gelu_grad(x, g = the product)
+    bool aux = false;   // forward: x is written too
+  };
+  std::vector<GeluEpilogue> gelus_;
+  std::vector<int32_t> gelu_at_;
+  std::vector<bool> claimed_;
   std::vector<int32_t> partner_;  // GPU: node → the other node of its product's epilogue (the bias add, the
                                   // row sum; the product) — one Dot step computes both (-1: none)
   passes::Readers readers_;                     // value → the nodes reading it
 
   const Shape& shape(int32_t v) const { return g_.type(v).shape; }
   bool in_chain(size_t node) const { return !chain_of_.empty() && chain_of_[node] >= 0; }
+  bool claimed(size_t node) const { return !claimed_.empty() && claimed_[node]; }
   int32_t partner(size_t node) const { return partner_.empty() ? -1 : partner_[node]; }
   void pair(int32_t product, int32_t other) {
     if (partner_.empty()) partner_.assign(g_.nodes.size(), -1);
@@ -504,7 +517,8 @@ class Fuser {
           if (b.sum >= 0) attention_sum[static_cast<size_t>(b.sum)] = true;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const ir::Node& add = g_.nodes[i];
-      if (add.op != Op::Binary || add.attrs.binary != Binary::Add || attention_sum[static_cast<size_t>(add.out)] || in_chain(i)) continue;
+      if (add.op != Op::Binary || add.attrs.binary != Binary::Add || attention_sum[static_cast<size_t>(add.out)] || in_chain(i) || claimed(i))
+        continue;
       const bool half = g_.type(add.out).dtype != DType::F32;
       if ((half && o_.fold_attention_bias) || !read_by_products_only(add.out, half)) continue;
       for (size_t side = 0; side < 2; ++side) {
@@ -530,17 +544,19 @@ class Fuser {
   void find_row_sums() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const ir::Node& r = g_.nodes[i];
-      if (r.op != Op::Reduce || r.attrs.reduce != Reduce::Sum || in_chain(i)) continue;
+      if (r.op != Op::Reduce || r.attrs.reduce != Reduce::Sum || in_chain(i) || claimed(i)) continue;
       const int32_t y = r.in[0];
       const auto rank = static_cast<int64_t>(shape(y).size());
       const std::vector<int64_t> rows = leading_axes(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)));
       const ir::Node& from = g_.producer(y);
-      const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral || in_chain(static_cast<size_t>(g_.def[y]));
+      const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral || in_chain(static_cast<size_t>(g_.def[y])) ||
+                             gelu_grad_result(y);
       if (rank < 2 || r.attrs.dims != rows || !in_memory) continue;
       for (int32_t pi : readers_.nodes[static_cast<size_t>(y)]) {
         const ir::Node& p = g_.nodes[static_cast<size_t>(pi)];
         if (p.op != Op::DotGeneral || !p.attrs.dot.lhs_batch.empty() || g_.type(p.out).dtype != g_.type(y).dtype ||
-            (p.in[0] == y) == (p.in[1] == y) || partner(static_cast<size_t>(pi)) >= 0 || in_chain(static_cast<size_t>(pi)))
+            (p.in[0] == y) == (p.in[1] == y) || partner(static_cast<size_t>(pi)) >= 0 || in_chain(static_cast<size_t>(pi)) ||
+            claimed(static_cast<size_t>(pi)))
           continue;
         std::vector<int64_t> contract = p.in[0] == y ? p.attrs.dot.lhs_contract : p.attrs.dot.rhs_contract;
         std::sort(contract.begin(), contract.end());
@@ -552,6 +568,130 @@ class Fuser {
         break;
       }
     }
+  }
+
+  // A product that can carry a GELU epilogue (DotLayout::act): dot_general without batch dims, of
+  // one float type, nothing empty, whose result rows (its rhs free dims) are a multiple of 8
+  // elements (the aux's leading dim), not already part of a chain or another epilogue.
+  bool gelu_product(int32_t v) const {
+    const ir::Node& d = g_.producer(v);
+    const auto di = static_cast<size_t>(g_.def[v]);
+    if (d.op != Op::DotGeneral || !d.attrs.dot.lhs_batch.empty() || in_chain(di) || claimed(di)) return false;
+    const DType t = g_.type(d.out).dtype;
+    if ((t != DType::F32 && t != DType::F16 && t != DType::BF16) || g_.type(d.in[0]).dtype != t || g_.type(d.in[1]).dtype != t) return false;
+    if (shape_numel(shape(d.out)) == 0 || shape_numel(shape(d.in[0])) == 0 || shape_numel(shape(d.in[1])) == 0) return false;
+    int64_t n = 1;
+    for (int64_t a : free_dims(static_cast<int64_t>(shape(d.in[1]).size()), {}, d.attrs.dot.rhs_contract)) n *= shape(d.in[1])[static_cast<size_t>(a)];
+    return n % 8 == 0;
+  }
+
+  // x = add(product, broadcast of a vector onto the last dim), the product read only by the add
+  // and its free rhs dim the result's last (find_bias_epilogues' form), the vector in a buffer of
+  // its own (not a view: its row is then contiguous and 16-byte aligned): the epilogue's product,
+  // add and row, or nullopt.
+  std::optional<GeluEpilogue> gelu_bias(int32_t x) const {
+    const ir::Node& add = g_.producer(x);
+    if (add.op != Op::Binary || add.attrs.binary != Binary::Add || in_chain(static_cast<size_t>(g_.def[x]))) return std::nullopt;
+    for (size_t side = 0; side < 2; ++side) {
+      const ir::Node& d = g_.producer(add.in[side]);
+      const ir::Node& row = g_.producer(add.in[1 - side]);
+      if (!gelu_product(add.in[side]) || readers_.sole(d.out) != g_.def[x] || g_.type(d.out) != g_.type(x) ||
+          shape(d.in[1]).size() != d.attrs.dot.rhs_contract.size() + 1 || row.op != Op::BroadcastInDim || shape(row.in[0]).size() != 1 ||
+          row.attrs.dims[0] != static_cast<int64_t>(shape(x).size()) - 1)
+        continue;
+      const Op vec = g_.producer(row.in[0]).op;
+      if (vec == Op::BroadcastInDim || vec == Op::Reshape || vec == Op::Transpose || vec == Op::Slice || vec == Op::Reverse ||
+          vec == Op::OptimizationBarrier)
+        continue;
+      return GeluEpilogue{.dot = g_.def[add.in[side]], .add = g_.def[x], .row = add.in[1 - side]};
+    }
+    return std::nullopt;
+  }
+
+  // The GELU epilogues (DotLayout::act) of the graph's gelu and gelu_grad sites: a gelu of a
+  // product (gelu_product) or of its bias add (gelu_bias), placed at the product or the add; a
+  // gelu_grad whose cotangent is a product that only the site reads, of an x computed before
+  // it, placed at the product. The sites' nodes are claimed: not placed on their own. Then,
+  // last to first, a claimed node that an unclaimed one (or the graph's results) reads is
+  // unclaimed again — computed as usual, from x in memory (a gradient's expansion may share
+  // nodes with its forward's) — and a forward writes x (aux) when an unclaimed node, a result or
+  // a gradient's epilogue reads it.
+  void find_gelu_epilogues() {
+    const size_t nn = g_.nodes.size();
+    for (const passes::GeluSite& s : o_.composites->gelu) {
+      std::optional<GeluEpilogue> e = gelu_bias(s.x);
+      if (!e && gelu_product(s.x)) e = GeluEpilogue{.dot = g_.def[s.x]};
+      if (!e) continue;
+      e->site = &s;
+      gelus_.push_back(*e);
+    }
+    for (const passes::GeluSite& s : o_.composites->gelu_grad) {
+      if (!gelu_product(s.g) || g_.type(s.x) != g_.type(s.g) || g_.def[s.x] >= g_.def[s.g]) continue;
+      const std::vector<int32_t>& readers = readers_.nodes[static_cast<size_t>(s.g)];
+      if (std::any_of(readers.begin(), readers.end(), [&](int32_t r) { return !std::binary_search(s.nodes.begin(), s.nodes.end(), r); }) ||
+          std::find(g_.results.begin(), g_.results.end(), s.g) != g_.results.end())
+        continue;
+      gelus_.push_back(GeluEpilogue{.dot = g_.def[s.g], .site = &s, .grad = true});
+    }
+    if (gelus_.empty()) return;
+    claimed_.assign(nn, false);
+    gelu_at_.assign(nn, -1);
+    // values the steps write or keep inside (x: decided below), and the steps' own nodes, which
+    // read their operands from memory
+    std::vector<bool> written(g_.types.size(), false), stepped(nn, false);
+    for (size_t k = 0; k < gelus_.size(); ++k) {
+      const GeluEpilogue& e = gelus_[k];
+      for (int32_t ni : e.site->nodes) claimed_[static_cast<size_t>(ni)] = true;
+      for (int32_t ni : {e.dot, e.add})
+        if (ni >= 0) claimed_[static_cast<size_t>(ni)] = stepped[static_cast<size_t>(ni)] = true;
+      written[static_cast<size_t>(g_.nodes[static_cast<size_t>(e.dot)].out)] = true;
+      gelu_at_[static_cast<size_t>(e.add >= 0 ? e.add : e.dot)] = static_cast<int32_t>(k);
+      written[static_cast<size_t>(e.site->out)] = true;
+      if (!e.grad) written[static_cast<size_t>(e.site->x)] = true;
+    }
+    std::vector<bool> result(g_.types.size(), false);
+    for (int32_t r : g_.results) result[static_cast<size_t>(r)] = true;
+    for (size_t i = nn; i-- > 0;) {
+      if (!claimed_[i]) continue;
+      const ir::Node& n = g_.nodes[i];
+      for (int32_t k = 0; k < n.nout && claimed_[i]; ++k) {
+        const int32_t v = n.out + k;
+        if (written[static_cast<size_t>(v)]) continue;
+        const std::vector<int32_t>& rs = readers_.nodes[static_cast<size_t>(v)];
+        if (result[static_cast<size_t>(v)] ||
+            std::any_of(rs.begin(), rs.end(), [&](int32_t r) { return !claimed_[static_cast<size_t>(r)] || stepped[static_cast<size_t>(r)]; }))
+          claimed_[i] = false;
+      }
+    }
+    for (GeluEpilogue& e : gelus_) {
+      if (e.grad) continue;
+      const std::vector<int32_t>& rs = readers_.nodes[static_cast<size_t>(e.site->x)];
+      e.aux = result[static_cast<size_t>(e.site->x)] || std::any_of(rs.begin(), rs.end(), [&](int32_t r) { return !claimed_[static_cast<size_t>(r)]; }) ||
+              std::any_of(gelus_.begin(), gelus_.end(), [&](const GeluEpilogue& b) { return b.grad && b.site->x == e.site->x; });
+    }
+  }
+
+  // Whether v is a gelu_grad epilogue's result (written by a Dot step whatever runs).
+  bool gelu_grad_result(int32_t v) const {
+    return std::any_of(gelus_.begin(), gelus_.end(), [&](const GeluEpilogue& e) { return e.grad && e.site->out == v; });
+  }
+
+  // GELU epilogue e as one Dot step (its anchor's turn). A gradient's x is read contiguous and
+  // 16-byte aligned (copied when its view is not). Where the step cannot be (it always can: the
+  // product's checks are gelu_product's), its nodes are placed as usual.
+  void place_gelu(const GeluEpilogue& e) {
+    const ir::Node& d = g_.nodes[static_cast<size_t>(e.dot)];
+    const int32_t x = e.site->x;
+    if (e.grad) {
+      const View& w = view_of(x);
+      if (!is_contiguous(w, shape(x)) || (w.offset * static_cast<int64_t>(dtype_size(g_.type(x).dtype))) % 16 != 0) own_buffer(x);
+    }
+    Epilogue ep{.add = e.add, .row = e.row, .act = e.grad ? DotLayout::Act::GeluGrad : DotLayout::Act::Gelu, .act_out = e.site->out,
+                .aux = e.grad || e.aux ? x : -1};
+    if (place_dot(e.dot, d, ep)) return;
+    for (int32_t ni : e.site->nodes) claimed_[static_cast<size_t>(ni)] = false;  // placed at their turn
+    for (int32_t ni : {e.dot, e.add})
+      if (ni >= 0) place_node(ni, g_.nodes[static_cast<size_t>(ni)]);
   }
 
   // Node i of an epilogue pair (partner_) and its partner: the pair is placed at the add of a
@@ -582,9 +722,12 @@ class Fuser {
   // What a Dot step computes beside its product: with `add` (node index) and `row`, the bias
   // epilogue of find_bias_epilogues (the add's value is the step's output); with `sum` (node
   // index), the reduce of find_row_sums.
+  // With `act` (and act_out, aux), the GELU epilogue of find_gelu_epilogues (DotLayout::act).
   struct Epilogue {
     int32_t add = -1, row = -1, sum = -1;
     bool sum_of_a = false;
+    DotLayout::Act act = DotLayout::Act::None;
+    int32_t act_out = -1, aux = -1;
   };
 
   // dot_general `n` (node i) as a Dot step, with `e`.
@@ -608,6 +751,16 @@ class Fuser {
       const int32_t st = push(Step{.kind = StepKind::Dot, .nodes = {i, e.sum}, .dot = *layout});
       give_buffer(n.out, st);
       give_buffer(sum, st);
+      return true;
+    }
+    if (e.act != DotLayout::Act::None) {
+      layout->act = e.act, layout->act_out = e.act_out, layout->aux = e.aux, layout->bias = e.row;
+      std::vector<int32_t> nodes{i};
+      if (e.add >= 0) nodes.push_back(e.add);
+      const int32_t st = push(Step{.kind = StepKind::Dot, .nodes = nodes, .dot = *layout});
+      for (int32_t ni : nodes) s_.step_of[g_.nodes[static_cast<size_t>(ni)].out] = st;
+      give_buffer(e.act_out, st);
+      if (e.act == DotLayout::Act::Gelu && e.aux >= 0) give_buffer(e.aux, st);
       return true;
     }
     if (e.add < 0) {
@@ -915,6 +1068,10 @@ class Fuser {
 
   void place(int32_t i) {
     const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
+    if (claimed(static_cast<size_t>(i))) {  // placed with its GELU epilogue, at its anchor
+      if (const int32_t e = gelu_at_[static_cast<size_t>(i)]; e >= 0) place_gelu(gelus_[static_cast<size_t>(e)]);
+      return;
+    }
     if (in_chain(static_cast<size_t>(i))) {  // placed with its chain's last node
       const AttentionMatch& m = chains_[static_cast<size_t>(chain_of_[static_cast<size_t>(i)])];
       if (m.out == i) place_attention(m);
@@ -949,7 +1106,9 @@ class Fuser {
       case Op::DotGeneral: if (!place_dot(i, n)) place_host(i, n); return;
       case Op::Sort: case Op::Case: case Op::AllReduce: place_host(i, n); return;
       case Op::Call: place_host(i, n); return;  // not lowered: a finished trace has none (passes/inline_calls.hpp)
-      case Op::Softmax: case Op::SoftmaxGrad: place_host(i, n); return;  // composites: expanded before (passes::lower_composites)
+      case Op::Softmax: case Op::SoftmaxGrad: case Op::Gelu: case Op::GeluGrad:  // composites: expanded before (passes::lower_composites)
+        place_host(i, n);
+        return;
     }
   }
 };
@@ -1006,6 +1165,7 @@ std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad) {
 }
 
 int32_t dot_result(const ir::Graph& g, const Step& st) {
+  if (st.dot.act != DotLayout::Act::None) return st.dot.act_out;
   return g.nodes[static_cast<size_t>(st.nodes[st.dot.bias >= 0 ? 1 : 0])].out;
 }
 

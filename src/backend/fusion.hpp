@@ -97,6 +97,21 @@ struct DotLayout {
   // b's sum ([n]), or a's ([m]) when `row_sum_of_a`. Summed in f32 and rounded once, as the reduce.
   int32_t row_sum = -1;
   bool row_sum_of_a = false;
+  // GPU (FuseOptions::bias_epilogue): the step also applies GELU, cuBLASLt's GELU epilogues
+  // (the gelu and gelu_grad composites' sites: passes/composites.hpp), without batch dims, to a
+  // result of n a multiple of 8 elements a row:
+  //   Gelu      the step writes act_out = gelu(the product's f32 sum [+ bias]), rounded once, and
+  //             with `aux` (value id, −1: none) the value before GELU (the product, or its bias
+  //             add) into aux's own contiguous buffer, rounded as the graph rounds it;
+  //   GeluGrad  the step writes act_out = the product's f32 sum · gelu'(aux), rounded once: aux
+  //             (gelu_grad's x) is read contiguous from memory, the product (its g) is not
+  //             written.
+  // The composite's expansion nodes are not placed (except those another node reads, computed
+  // as usual from x). f16/bf16 results round once where the graph rounds each op of the
+  // expansion: up to an ulp or two of the result's type apart (docs/compilation.md).
+  enum class Act : uint8_t { None, Gelu, GeluGrad };
+  Act act = Act::None;
+  int32_t act_out = -1, aux = -1;
 };
 
 // An Attention step: for every batch index b (row-major over `batch`), out[b] ([t, dv])
@@ -176,7 +191,8 @@ struct Schedule {
   std::vector<bool> has_buffer;             // value → owns memory (parameters, constants, step outputs)
 };
 
-// The product a Dot step writes: its product's value, or with a bias (DotLayout::bias) its add's.
+// The product a Dot step writes: its product's value, with a bias (DotLayout::bias) its add's, or
+// with GELU (DotLayout::act) the composite's result.
 int32_t dot_result(const ir::Graph& g, const Step& st);
 
 // Whether step `step` computes v in its loop (v is then read there without a buffer).
@@ -211,7 +227,8 @@ struct FuseOptions {
   // layer's bias) becomes one Dot step computing both (DotLayout::bias: cuBLASLt's bias
   // epilogue), unless that add is an attention operand's bias folded into its Attention step;
   // and one that contracts an operand's rows, which are summed where no loop could (DotLayout::
-  // row_sum: the bias's gradient), sums them too.
+  // row_sum: the bias's gradient), sums them too; with `composites`, a GELU after a product (and
+  // its bias) and GELU's gradient before one run as the product's GELU epilogues (DotLayout::act).
   bool bias_epilogue = false;
   // Where the graph's softmax and softmax_grad composites were expanded (passes::lower_composites,
   // whose graph this is): a GPU schedule finds attention chains around them; none without.

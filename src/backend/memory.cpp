@@ -25,6 +25,7 @@ std::vector<std::vector<int32_t>> buffers_read(const ir::Graph& g, const fusion:
     }
     for (int32_t n : st.nodes)
       for (int32_t u : g.nodes[static_cast<size_t>(n)].in) read(u);
+    if (st.kind == StepKind::Dot && st.dot.act == fusion::DotLayout::Act::GeluGrad) read(st.dot.aux);
   }
   return reads;
 }

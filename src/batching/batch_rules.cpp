@@ -19,6 +19,7 @@
 #include "tensor/layout.hpp"
 #include "tensor/recorder.hpp"
 #include "tensor/reduce.hpp"
+#include "tensor/gelu.hpp"
 #include "tensor/softmax.hpp"
 #include "trace/tracer.hpp"
 
@@ -267,6 +268,11 @@ Batch batch_node(const ir::Node& node, const std::vector<Tensor>& x, const std::
     case Op::SoftmaxGrad: {
       std::vector<Tensor> v = all_batched();
       return {softmax_grad(v[0], v[1], a.axis + 1)};
+    }
+    case Op::Gelu: return {gelu(x[0])};
+    case Op::GeluGrad: {
+      std::vector<Tensor> v = all_batched();
+      return {gelu_grad(v[0], v[1])};
     }
     case Op::ArgReduce: return {arg_reduce(a.reduce, x[0], a.axis + 1)};
     case Op::DotGeneral: return {batched_dot(x[0], x[1], b[0], b[1], a.dot)};

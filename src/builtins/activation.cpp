@@ -3,8 +3,8 @@
 // Each is a composite of elementwise and reduction primitives. Integer inputs compute in f32
 // (relu keeps integers); f16/bf16 stay in their dtype. A host number gives a host number, like
 // exp: (sigmoid 0) → 0.5. softmax and log-softmax work along :axis (default last) and subtract
-// the maximum first so that large inputs do not overflow; softmax is the composite primitive of
-// tensor/softmax.hpp (one IR op with its own VJP).
+// the maximum first so that large inputs do not overflow; softmax and gelu are the composite
+// primitives of tensor/softmax.hpp and tensor/gelu.hpp (each one IR op with its own VJP).
 #include "builtins/activation.hpp"
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "eval/promote.hpp"
 #include "eval/tensor_args.hpp"
 #include "tensor/elementwise.hpp"
+#include "tensor/gelu.hpp"
 #include "tensor/reduce.hpp"
 #include "tensor/shape.hpp"
 #include "tensor/softmax.hpp"
@@ -72,14 +73,6 @@ Value activation(Interp&, const CallArgs& a) {
 Tensor sigmoid(const Tensor& x) { return unary(Unary::Logistic, x); }
 Tensor tanh_(const Tensor& x) { return unary(Unary::Tanh, x); }
 Tensor silu(const Tensor& x) { return mul(x, sigmoid(x)); }
-
-// x · ½(1 + tanh(√(2/π)(x + 0.044715x³)))
-Tensor gelu(const Tensor& x) {
-  Tensor x3 = mul(mul(x, x), x);
-  Tensor inner = mul(k(x, std::sqrt(2.0 / M_PI)), add(x, mul(k(x, 0.044715), x3)));
-  Tensor cdf = mul(k(x, 0.5), add(k(x, 1), tanh_(inner)));
-  return mul(x, cdf);
-}
 
 // λ·(x if x > 0 else α(eˣ − 1))
 Tensor selu(const Tensor& x) {

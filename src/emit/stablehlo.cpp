@@ -645,7 +645,7 @@ std::vector<Val> lower_node(Writer& w, const ir::Graph& g, const ir::Node& n, co
       return w.ops("stablehlo.optimization_barrier", in, ts);
     }
     case Op::Call: return lower_graph(w, *a.regions[0], in);  // a finished trace has none (inlined); a hand-built graph may
-    case Op::Softmax: case Op::SoftmaxGrad: {  // composites: their expansion into the ops above
+    case Op::Softmax: case Op::SoftmaxGrad: case Op::Gelu: case Op::GeluGrad: {  // composites: their expansion into the ops above
       std::vector<Type> types;
       for (const Val& v : in) types.push_back(v.type);
       return lower_graph(w, ir::expand(n, types).graph, in);

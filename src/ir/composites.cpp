@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "tensor/recorder.hpp"
+#include "tensor/gelu.hpp"
 #include "tensor/softmax.hpp"
 
 namespace sheaf::ir {
@@ -61,6 +62,8 @@ Expansion expand(const Node& n, const std::vector<Type>& in) {
       break;
     }
     case Op::SoftmaxGrad: g.results = {softmax_grad_expansion(args.at(0), args.at(1), n.attrs.axis).symbol_id()}; break;
+    case Op::Gelu: g.results = {gelu_expansion(args.at(0)).symbol_id()}; break;
+    case Op::GeluGrad: g.results = {gelu_grad_expansion(args.at(0), args.at(1)).symbol_id()}; break;
     default: throw SheafError(fmt::format("internal: {} is not a composite", op_name(n.op)));
   }
   return x;

@@ -299,6 +299,12 @@ std::vector<Type> infer_types(Op op, const std::vector<Type>& in, const Attrs& a
       if (op == Op::SoftmaxGrad && in[1] != in[0]) bad(op, in, "the cotangent must have the probabilities' type");
       return {in[0]};
     }
+    case Op::Gelu: case Op::GeluGrad: {
+      want_operands(op, in, op == Op::Gelu ? 1 : 2);
+      if (!is_float(in[0].dtype)) bad(op, in, "needs a float operand");
+      if (op == Op::GeluGrad && in[1] != in[0]) bad(op, in, "the cotangent must have the operand's type");
+      return {in[0]};
+    }
     case Op::Call: {
       if (a.regions.size() != 1 && a.regions.size() != 3) bad(op, in, "call needs one region, or three (custom-vjp)");
       if (a.index < 0 || a.index > static_cast<int64_t>(in.size())) bad(op, in, "call: bad argument count");

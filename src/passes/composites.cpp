@@ -10,6 +10,7 @@
 #include "ir/composites.hpp"
 #include "ir/node_key.hpp"
 #include "passes/rewrite.hpp"
+#include "tensor/gelu.hpp"
 #include "tensor/shape.hpp"
 
 namespace sheaf::passes {
@@ -43,7 +44,67 @@ bool row_values(const ir::Graph& g, int32_t b, Reduce kind, int32_t of) {
          red.attrs.dims == std::vector<int64_t>{static_cast<int64_t>(rank - 1)} && g.type(r).shape == rows;
 }
 
+// The factors of v through nested multiplies: splat constants multiplied into `coef`, the other
+// values listed (GELU's have at most 4).
+struct Factors {
+  double coef = 1;
+  std::vector<int32_t> of;
+};
+bool factors(const ir::Graph& g, int32_t v, Factors& f) {
+  if (std::optional<Tensor> s = splat_scalar(g, v)) {
+    f.coef *= s->get(0);
+    return true;
+  }
+  const Node& n = g.producer(v);
+  if (binary(n, Binary::Mul)) return factors(g, n.in[0], f) && factors(g, n.in[1], f);
+  if (f.of.size() >= 4) return false;
+  f.of.push_back(v);
+  return true;
+}
+Factors factors(const ir::Graph& g, int32_t v) {
+  Factors f;
+  if (!factors(g, v, f)) f.of.clear(), f.coef = 0;
+  return f;
+}
+
+// Whether a coefficient of dtype d is `want` as that type holds it (the written constant rounded).
+bool near(double got, double want, DType d) {
+  const double tol = d == DType::F32 ? 1e-6 : d == DType::F16 ? 1e-3 : 8e-3;
+  return std::fabs(got - want) <= tol * std::fabs(want);
+}
+
+// Whether w is x + a·x³ (in any order of the sum and of the product) with x the given value.
+bool cubic_term(const ir::Graph& g, int32_t w, int32_t x, DType d) {
+  const Node& sum = g.producer(w);
+  if (!binary(sum, Binary::Add)) return false;
+  for (size_t j = 0; j < 2; ++j) {
+    if (sum.in[j] != x) continue;
+    const Factors c = factors(g, sum.in[1 - j]);
+    if (c.of == std::vector<int32_t>{x, x, x} && near(c.coef, kGeluA, d)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+int32_t written_gelu(const ir::Graph& g, const Node& n) {
+  if (!binary(n, Binary::Mul) || !is_float(g.type(n.out).dtype)) return -1;
+  const DType d = g.type(n.out).dtype;
+  const Factors f = factors(g, n.out);
+  if (f.of.size() != 2 || !near(f.coef, 0.5, d)) return -1;
+  for (size_t side = 0; side < 2; ++side) {
+    const int32_t x = f.of[side];
+    const Node& sum = g.producer(f.of[1 - side]);
+    if (!binary(sum, Binary::Add) || g.type(x) != g.type(n.out)) continue;
+    for (size_t k = 0; k < 2; ++k) {
+      const Node& th = g.producer(sum.in[1 - k]);
+      if (!is_splat_of(g, sum.in[k], 1.0) || th.op != Op::Unary || th.attrs.unary != Unary::Tanh) continue;
+      const Factors u = factors(g, th.in[0]);
+      if (u.of.size() == 1 && near(u.coef, kGeluC, d) && cubic_term(g, u.of[0], x, d)) return x;
+    }
+  }
+  return -1;
+}
 
 int32_t written_softmax(const ir::Graph& g, const Node& div) {
   if (!binary(div, Binary::Div) || g.type(div.out).shape.empty() || !is_float(g.type(div.out).dtype)) return -1;
@@ -56,24 +117,42 @@ int32_t written_softmax(const ir::Graph& g, const Node& div) {
   return g.type(sub.in[0]) == g.type(div.out) ? sub.in[0] : -1;
 }
 
-void recognise_softmax_in_place(ir::Graph& g, size_t first) {
+namespace {
+
+// The composite a written-out node is the last node of — its op, operand and attributes — or
+// nullopt.
+struct Written {
+  Op op;
+  int32_t x;
+  ir::Attrs attrs;
+};
+std::optional<Written> written_composite(const ir::Graph& g, const Node& n) {
+  if (const int32_t x = written_softmax(g, n); x >= 0)
+    return Written{Op::Softmax, x, ir::Attrs{.axis = static_cast<int64_t>(g.type(x).shape.size()) - 1}};
+  if (const int32_t x = written_gelu(g, n); x >= 0) return Written{Op::Gelu, x, {}};
+  return std::nullopt;
+}
+
+}  // namespace
+
+void recognise_composites_in_place(ir::Graph& g, size_t first) {
   for (size_t i = first; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
-    const int32_t x = written_softmax(g, n);
-    if (x < 0) continue;
-    n.op = Op::Softmax;
-    n.in = {x};
-    n.attrs = ir::Attrs{.axis = static_cast<int64_t>(g.type(x).shape.size()) - 1};
+    std::optional<Written> w = written_composite(g, n);
+    if (!w) continue;
+    n.op = w->op;
+    n.in = {w->x};
+    n.attrs = w->attrs;
   }
 }
 
-ir::Graph recognise_softmax(const ir::Graph& g) {
+ir::Graph recognise_composites(const ir::Graph& g) {
   // nothing to recognise (every round after the first, as a rule): the graph as it is, not rebuilt
-  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return written_softmax(g, n) >= 0; })) return g;
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return written_composite(g, n).has_value(); })) return g;
   return rewrite(g, [](Rewriter& r, const Node& n) {
-    const int32_t x = written_softmax(r.src(), n);
-    if (x < 0) return false;
-    r.map_results(n, r.emit(Op::Softmax, {r.map(x)}, {.axis = static_cast<int64_t>(r.src().type(x).shape.size()) - 1}, n.loc));
+    std::optional<Written> w = written_composite(r.src(), n);
+    if (!w) return false;
+    r.map_results(n, r.emit(w->op, {r.map(w->x)}, w->attrs, n.loc));
     return true;
   });
 }
@@ -134,8 +213,11 @@ Lowered lower_composites(const ir::Graph& g, bool regions) {
     if (n.op == Op::Softmax)
       l.sites.softmax.push_back({.axis = n.attrs.axis, .x = r.map(n.in[0]), .out = out,
                                  .row_max = node_of(x.row_max), .row_sum = node_of(x.row_sum), .nodes = std::move(nodes)});
-    else
+    else if (n.op == Op::SoftmaxGrad)
       l.sites.softmax_grad.push_back({.axis = n.attrs.axis, .p = r.map(n.in[0]), .g = r.map(n.in[1]), .out = out, .nodes = std::move(nodes)});
+    else
+      (n.op == Op::Gelu ? l.sites.gelu : l.sites.gelu_grad)
+          .push_back({.x = r.map(n.in[0]), .g = n.op == Op::Gelu ? -1 : r.map(n.in[1]), .out = out, .nodes = std::move(nodes)});
     return true;
   };
   l.graph = regions ? rewrite_with_regions(g, visit) : rewrite(g, visit);

@@ -35,7 +35,7 @@ std::span<const Pass> pipeline() {
   static constexpr Pass passes[] = {
       {"fold", fold_constants},
       {"simplify", simplify},
-      {"softmax", recognise_softmax},
+      {"composites", recognise_composites},
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
   };

@@ -1,5 +1,5 @@
 // passes/pipeline.hpp — the optimisation pipeline: the passes in order, run to a fixed point.
-// One round is fold_constants → simplify → recognise_softmax (composites.hpp) →
+// One round is fold_constants → simplify → recognise_composites (composites.hpp) →
 // eliminate_common_subexpressions → eliminate_dead_code; rounds repeat until a round changes nothing (same_graph) or kMaxRounds
 // have run, and the result is checked with ir::verify. The regions of while/case are optimised
 // first, each as a graph of its own (recursively; not shown to the observer); the passes treat

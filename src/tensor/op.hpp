@@ -59,6 +59,10 @@
 //                                   the ops above by every lowering (passes/composites.hpp)
 //   softmax_grad(p, g)              attrs.axis; p, g of one float type: p · (g − Σ g·p) along the
 //                                   axis, softmax's VJP at its result p (a composite, likewise)
+//   gelu(x)                         x float: GELU's tanh approximation (a composite:
+//                                   tensor/gelu.hpp), expanded likewise
+//   gelu_grad(x, g)                 x, g of one float type: g · gelu'(x), gelu's VJP at its
+//                                   operand x (a composite, likewise)
 #pragma once
 #include <cstddef>
 #include <cstdint>

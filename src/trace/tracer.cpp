@@ -206,7 +206,7 @@ const ir::Graph& current_graph() {
 }
 void recognise_composites(size_t first) {
   if (!g_tracer) throw TraceAbort("internal: no active trace");
-  passes::recognise_softmax_in_place(g_tracer->g, first);
+  passes::recognise_composites_in_place(g_tracer->g, first);
 }
 bool in_current_trace(const Tensor& t) { return g_tracer && t.is_symbolic() && t.trace_id() == g_tracer->serial; }
 void stop_gradient(const Tensor& t) {

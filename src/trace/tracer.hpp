@@ -53,8 +53,8 @@ Traced trace_with(std::span<const Value> args, SrcLoc site, bool static_scalars,
 // The graph of this thread's innermost trace (tracing() must be true): transforms read the
 // nodes recorded so far. It grows as primitives record, so hold indices, not references.
 const ir::Graph& current_graph();
-// Turns the written-out softmaxes among the current trace's nodes from `first` on into the softmax
-// op (passes/composites.hpp), in place, so that the reverse sweep differentiates each as one.
+// Turns the written-out softmaxes and GELUs among the current trace's nodes from `first` on into
+// their ops (passes/composites.hpp), in place, so that the reverse sweep differentiates each as one.
 void recognise_composites(size_t first);
 // True when `t` is a value of the innermost trace (not a constant, not from an enclosing trace).
 bool in_current_trace(const Tensor& t);

@@ -1,6 +1,7 @@
-// tests/unit/composites_test.cpp — softmax and softmax_grad as composite ops (tensor/softmax.hpp,
-// ir/composites.hpp, passes/composites.hpp): what the traces record, the shape rule, the written-out
-// softmax recognised before the reverse sweep and in the pipeline, and the lowering that expands
+// tests/unit/composites_test.cpp — softmax and softmax_grad, gelu and gelu_grad as composite ops
+// (tensor/softmax.hpp, tensor/gelu.hpp, ir/composites.hpp, passes/composites.hpp): what the
+// traces record, the shape rule, the written-out softmax and GELU recognised before the reverse
+// sweep and in the pipeline, and the lowering that expands
 // them (sharing nodes with the rest of the graph, and saying where each went). Their values and
 // gradients are checked by the golden, grad-check (grad_check_cases.shf softmax; grad2_cases.shf
 // softmax-grad, both operands of softmax_grad), vmap (vmap_consistency_cases.shf
@@ -33,6 +34,12 @@ constexpr const char* kProgram = R"(
 (defn written-grad [x w] ((grad (fn [x] (sum (* (written x) w)))) x))
 (defn max-after [x] [(softmax x) (max x :axis -1)])
 (defn max-before [x] [(max x :axis -1) (softmax x)])
+(defn gelu-builtin [x] (gelu x))
+(defn gelu-written [x] (* 0.5 x (+ 1.0 (tanh (* 0.7978845608028654 (+ x (* 0.044715 x x x)))))))
+(defn gelu-reordered [x] (* (+ (tanh (* (+ (* x x x 0.044715) x) 0.7978845608)) 1) x 0.5))
+(defn gelu-written-grad [x w] ((grad (fn [x] (sum (* (gelu-written x) w)))) x))
+(defn not-gelu [x] (* 0.5 x (+ 1.0 (tanh (* 0.7978845608028654 (+ x (* 0.05 x x x)))))))
+(defn gelu-bf16 [x] (let [x (cast x :bf16)] (* 0.5 x (+ 1.0 (tanh (* 0.7978845608028654 (+ x (* 0.044715 x x x))))))))
 )";
 
 std::vector<Tensor> ref_run(const ir::Graph& g, const Tensor& x) { return ref::run(g, std::vector<Tensor>{x}); }
@@ -124,6 +131,26 @@ TEST_F(Composites, LoweringSharesEqualNodesAndRecordsSites) {
   }
 }
 
+// A tanh GELU written out, with its products and sums in any order, is the gelu op once traced
+// (and its gradient gelu_grad); other constants are not. Its values are the builtin's within an
+// ulp (the expansion multiplies in its own order).
+TEST_F(Composites, WrittenOutGeluBecomesTheOp) {
+  const Tensor x = global("x").as_tensor();
+  const std::vector<Tensor> want = ref_run(traced("gelu-builtin", {"x"}), x);
+  for (const char* fn : {"gelu-builtin", "gelu-written", "gelu-reordered", "gelu-bf16"}) {
+    const ir::Graph g = traced(fn, {"x"});
+    EXPECT_EQ(count(g, ir::Op::Gelu), 1u) << fn << ir::print(g);
+    EXPECT_EQ(count(g, ir::Op::Unary), 0u) << fn;
+    if (std::string_view(fn) == "gelu-bf16") continue;
+    const Tensor got = ref_run(g, x)[0];
+    for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want[0].get(i), 1e-6) << fn << " " << i;
+  }
+  const ir::Graph grad = traced("gelu-written-grad", {"x", "w"});
+  EXPECT_EQ(count(grad, ir::Op::Gelu), 0u) << ir::print(grad);  // only its gradient is returned
+  EXPECT_EQ(count(grad, ir::Op::GeluGrad), 1u) << ir::print(grad);
+  EXPECT_EQ(count(traced("not-gelu", {"x"}), ir::Op::Gelu), 0u);
+}
+
 TEST(CompositeShapeRule, NamesWhatIsWrong) {
   auto fails = [](ir::Op op, std::vector<ir::Type> in, int64_t axis, const char* why) {
     try {
@@ -138,6 +165,8 @@ TEST(CompositeShapeRule, NamesWhatIsWrong) {
   fails(ir::Op::Softmax, {{DType::F32, {4}}}, 1, "axis 1 out of range");
   fails(ir::Op::SoftmaxGrad, {{DType::F32, {4}}, {DType::BF16, {4}}}, 0, "the probabilities' type");
   fails(ir::Op::SoftmaxGrad, {{DType::F32, {4}}}, 0, "expected 2 operand(s)");
+  fails(ir::Op::Gelu, {{DType::I32, {4}}}, 0, "needs a float operand");
+  fails(ir::Op::GeluGrad, {{DType::F32, {4}}, {DType::BF16, {4}}}, 0, "the cotangent must have the operand's type");
   EXPECT_EQ(ir::infer_types(ir::Op::SoftmaxGrad, {{DType::BF16, {2, 4}}, {DType::BF16, {2, 4}}}, {.axis = 0})[0],
             (ir::Type{DType::BF16, {2, 4}}));
 }

@@ -130,7 +130,7 @@ Gemm bf16_gemm() {  // c (64×48) = a (64×32) · b (32×48), row-major
   return g;
 }
 
-bool run(LtGemm& lt) { return lt.matmul(bf16_gemm(), 0x10000, 0x20000, 0x30000, 0, nullptr, 0x40000, 1 << 20); }
+bool run(LtGemm& lt) { return lt.matmul(bf16_gemm(), 0x10000, 0x20000, 0x30000, 0, 0, nullptr, 0x40000, 1 << 20); }
 
 void expect_tuning(const LtGemm& lt, int64_t shapes, int64_t timed, int64_t cached) {
   const ProductTuning t = lt.tuning();
@@ -189,7 +189,7 @@ TEST_F(LtTune, EpiloguesTakeTheirRow) {
     LtGemm lt(kFakeLt);
     Gemm g = bf16_gemm();
     g.epilogue = epilogue;
-    auto run_with_row = [&](DevicePtr row) { return lt.matmul(g, 0x10000, 0x20000, 0x30000, row, nullptr, 0x40000, 1 << 20); };
+    auto run_with_row = [&](DevicePtr row) { return lt.matmul(g, 0x10000, 0x20000, 0x30000, row, 0, nullptr, 0x40000, 1 << 20); };
     ASSERT_TRUE(run_with_row(0x50000));
     EXPECT_EQ(fake.desc_at_heuristic[kDescEpilogue], static_cast<uint64_t>(lt_value));
     EXPECT_EQ(fake.desc_at_heuristic[kDescBiasPointer], 0x50000u);
@@ -201,6 +201,39 @@ TEST_F(LtTune, EpiloguesTakeTheirRow) {
     EXPECT_EQ(fake.heuristics, 2);
     EXPECT_EQ(fake.desc_at_heuristic.count(kDescEpilogue), 0u);
     EXPECT_EQ(fake.desc_at_run.count(kDescBiasPointer), 0u);
+  }
+}
+
+// A GELU epilogue (GemmAct): GELU_BIAS without an aux, GELU_AUX_BIAS and GELU_AUX with one (its
+// pointer and leading dim, our n, set before the heuristic, the pointer again before each run),
+// DGELU for the gradient (its aux read); each is a product of its own.
+TEST_F(LtTune, GeluEpiloguesTakeTheirAux) {
+  struct Case {
+    GemmEpilogue epilogue;
+    GemmAct act;
+    bool aux;
+    int32_t lt_value;
+  };
+  for (const Case& c : {Case{GemmEpilogue::Bias, GemmAct::Gelu, false, 36}, Case{GemmEpilogue::Bias, GemmAct::Gelu, true, 164},
+                        Case{GemmEpilogue::None, GemmAct::Gelu, true, 160}, Case{GemmEpilogue::None, GemmAct::GeluGrad, true, 192}}) {
+    fake = Fake{};
+    LtGemm lt(kFakeLt);
+    Gemm g = bf16_gemm();
+    g.epilogue = c.epilogue, g.act = c.act;
+    auto run_with = [&](DevicePtr aux) { return lt.matmul(g, 0x10000, 0x20000, 0x30000, 0x50000, c.aux ? aux : 0, nullptr, 0x40000, 1 << 20); };
+    ASSERT_TRUE(run_with(0x70000));
+    EXPECT_EQ(fake.desc_at_heuristic[kDescEpilogue], static_cast<uint64_t>(c.lt_value)) << c.lt_value;
+    EXPECT_EQ(lt_epilogue(g, c.aux), c.lt_value);
+    if (!c.aux) {
+      EXPECT_EQ(fake.desc_at_heuristic.count(kDescAuxPointer), 0u);
+      continue;
+    }
+    EXPECT_EQ(fake.desc_at_heuristic[kDescAuxPointer], 0x70000u);
+    EXPECT_EQ(fake.desc_at_heuristic[kDescAuxLd], 48u);
+    EXPECT_EQ(fake.desc_at_run[kDescAuxPointer], 0x70000u);
+    ASSERT_TRUE(run_with(0x80000));
+    EXPECT_EQ(fake.heuristics, 1);  // the same shape and alignments: prepared once
+    EXPECT_EQ(fake.desc_at_run[kDescAuxPointer], 0x80000u);
   }
 }
 

@@ -308,7 +308,7 @@ std::vector<Tensor> run_on_device(cuda::Device& d, const Rendered& r) {
       if (!dl.batch.empty()) gm.batches = dl.batch[0], gm.a_bs = dl.batch_lhs[0], gm.b_bs = dl.batch_rhs[0];
       const uint64_t es = dtype_size(gm.dtype);
       d.gemm(gm, table[static_cast<size_t>(l.slots[0])] + static_cast<uint64_t>(a.offset) * es,
-             table[static_cast<size_t>(l.slots[1])] + static_cast<uint64_t>(b.offset) * es, table[static_cast<size_t>(l.slots[2])], 0);
+             table[static_cast<size_t>(l.slots[1])] + static_cast<uint64_t>(b.offset) * es, table[static_cast<size_t>(l.slots[2])], 0, 0);
     } else {
       throw SheafError("test: a host step (the device cases use none)");
     }
@@ -426,7 +426,7 @@ void check_gemm(cuda::Device& d, const GemmCase& c, DType dt, double tolerance) 
   }
   pa += static_cast<uint64_t>(a.origin) * dtype_size(dt), pb += static_cast<uint64_t>(b.origin) * dtype_size(dt);
   naive_gemm(g, a, b, want, scale);
-  d.gemm(g, pa, pb, pc, 0);
+  d.gemm(g, pa, pb, pc, 0, 0);
   std::vector<float> got(want.size());
   if (dt == DType::F32) {
     got = download<float>(d, pc, want.size());
@@ -473,7 +473,7 @@ TEST_P(CudaDeviceConformance, CaptureReplaysOnNewInputs) {
   auto work = [&] {
     dev().fill(py, 0, rows * k * sizeof(float));
     launch(*m, 0, 1, rows * k, {px, py, f32_arg(2), static_cast<uint64_t>(rows * k)});
-    dev().gemm(g, py, pb, pc, 0);
+    dev().gemm(g, py, pb, pc, 0, 0);
   };
   auto expect_product_of = [&](const std::vector<float>& x, const char* when) {
     std::vector<float> c = download<float>(dev(), pc, rows * n);
@@ -544,7 +544,7 @@ TEST_P(CudaDeviceConformance, EmulatedCountsAndChecks) {
   EXPECT_THROW(e->upload(p + 1, host.data(), 100), SheafError) << "past the end of an allocation";
   EXPECT_THROW(e->copy(q + 290, p, 20), SheafError);
   EXPECT_THROW(e->download(host.data(), p - 16, 20), SheafError) << "before an allocation";
-  EXPECT_THROW(e->gemm({.m = 10, .n = 10, .k = 10, .a_rs = 10, .a_cs = 1, .b_rs = 10, .b_cs = 1}, p, q, q, 0), SheafError)
+  EXPECT_THROW(e->gemm({.m = 10, .n = 10, .k = 10, .a_rs = 10, .a_cs = 1, .b_rs = 10, .b_cs = 1}, p, q, q, 0, 0), SheafError)
       << "a 10×10 f32 lhs does not fit in 100 bytes";
   try {
     e->release(p + 8);
@@ -561,7 +561,7 @@ TEST_P(CudaDeviceConformance, EmulatedCountsAndChecks) {
   const cuda::Gemm g{.m = 5, .n = 5, .k = 5, .a_rs = 5, .a_cs = 1, .b_rs = 5, .b_cs = 1, .batches = 4, .b_bs = 0};
   auto cap = e->capture([&] {
     launch(*m, 0, 1, 32, {px, py, f32_arg(1), 25});
-    e->gemm(g, px, py, pc, 0);
+    e->gemm(g, px, py, pc, 0, 0);
     EXPECT_THROW(e->upload(px, x.data(), 100), SheafError) << "upload while capturing";
     EXPECT_THROW(e->download(x.data(), px, 100), SheafError) << "download while capturing";
   });

@@ -343,10 +343,18 @@ void narrow(DType t, const std::vector<float>& x, cuda::DevicePtr p) {
     else reinterpret_cast<uint16_t*>(p)[j] = t == DType::F16 ? float_to_half(x[j]) : float_to_bf16(x[j]);
 }
 
+// GELU's tanh approximation and its derivative in f32, as cuBLASLt's epilogues compute them.
+float gelu_f32(float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))); }
+float gelu_grad_f32(float x) {
+  const float t = std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 // Throws unless every element a product reads or writes lies inside a live allocation.
-// A bias row or row sums must be 16-byte aligned, as cuBLASLt's epilogues may assume.
+// A bias row or row sums must be 16-byte aligned, as cuBLASLt's epilogues may assume, and a GELU
+// epilogue's aux too (m×n, one batch, n a multiple of 8; required by a gradient).
 void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c,
-                cuda::DevicePtr bias) {
+                cuda::DevicePtr bias, cuda::DevicePtr aux) {
   if (g.m == 0 || g.n == 0 || g.batches == 0) return;
   const auto es = static_cast<int64_t>(dtype_size(g.dtype));
   auto check = [&](cuda::DevicePtr p, std::pair<int64_t, int64_t> range, const char* what) {
@@ -357,6 +365,11 @@ void check_gemm(const EmulatedDevice& d, const cuda::Gemm& g, cuda::DevicePtr a,
     if (bias % 16 != 0) throw SheafError(fmt::format("internal: a product's row at {:#x} is not 16-byte aligned", bias));
     if (g.epilogue != cuda::GemmEpilogue::Bias && g.batches != 1) throw SheafError("internal: row sums of a batched product");
     check(bias, {0, (g.epilogue == cuda::GemmEpilogue::SumA ? g.m : g.n) - 1}, "product row");
+  }
+  if (g.act != cuda::GemmAct::None) {
+    if (g.batches != 1 || g.n % 8 != 0 || aux % 16 != 0 || (g.act == cuda::GemmAct::GeluGrad && (!aux || g.epilogue != cuda::GemmEpilogue::None)))
+      throw SheafError(fmt::format("internal: a GELU epilogue on {} batches of {}x{} (aux at {:#x})", g.batches, g.m, g.n, aux));
+    if (aux) check(aux, {0, g.m * g.n - 1}, "GELU's input");
   }
   if (g.k == 0) return;
   check(a, offset_range({{g.batches, g.a_bs}, {g.m, g.a_rs}, {g.k, g.a_cs}}), "product lhs");
@@ -484,18 +497,22 @@ std::unique_ptr<cuda::Module> EmulatedDevice::load(const std::string& source, co
   return std::make_unique<EmulatedModule>(shared_from_this(), std::move(kernels));
 }
 
-void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c, cuda::DevicePtr bias) {
+void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c, cuda::DevicePtr bias,
+                          cuda::DevicePtr aux) {
   if (g.dtype != DType::F32 && g.dtype != DType::F16 && g.dtype != DType::BF16)
     throw SheafError(fmt::format("internal: matrix product of {} on the emulated device", dtype_name(g.dtype)));
   if (g.m < 0 || g.n < 0 || g.k < 0 || g.batches < 0)
     throw SheafError(fmt::format("internal: matrix product of {}×{}·{}×{} in {} batches", g.m, g.k, g.k, g.n, g.batches));
-  auto check_all = [this, g, a, b, c, bias] { check_gemm(*this, g, a, b, c, bias); };
+  auto check_all = [this, g, a, b, c, bias, aux] { check_gemm(*this, g, a, b, c, bias, aux); };
   check_all();
   ++counters.gemms;
   counters.tf32_gemms += g.tf32;
   counters.bias_gemms += g.epilogue == cuda::GemmEpilogue::Bias;
   counters.row_sum_gemms += g.epilogue == cuda::GemmEpilogue::SumA || g.epilogue == cuda::GemmEpilogue::SumB;
-  submit([check_all, g, a, b, c, bias] {
+  counters.gelu_gemms += g.act != cuda::GemmAct::None;
+  counters.gelu_aux_gemms += g.act == cuda::GemmAct::Gelu && aux != 0;
+  counters.gelu_grad_gemms += g.act == cuda::GemmAct::GeluGrad;
+  submit([check_all, g, a, b, c, bias, aux] {
     check_all();
     if (g.m == 0 || g.n == 0) return;
     const auto es = static_cast<uint64_t>(dtype_size(g.dtype));
@@ -509,6 +526,13 @@ void EmulatedDevice::gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePt
                   MatView<float>{wc.data(), g.m, g.n, g.n, 1});
       if (with_bias)  // the f32 sum plus the row, rounded once
         for (size_t j = 0; j < wc.size(); ++j) wc[j] += row[j % static_cast<size_t>(g.n)];
+      if (g.act == cuda::GemmAct::Gelu) {  // GELU's input (rounded) to aux, GELU of the f32 value rounded once to c
+        if (aux) narrow(g.dtype, wc, aux);
+        for (float& v : wc) v = gelu_f32(v);
+      } else if (g.act == cuda::GemmAct::GeluGrad) {  // the f32 sum times gelu'(aux), rounded once
+        const std::vector<float> x = widen(g.dtype, aux, g.m, g.n, g.n, 1);
+        for (size_t j = 0; j < wc.size(); ++j) wc[j] *= gelu_grad_f32(x[j]);
+      }
       narrow(g.dtype, wc, c + static_cast<uint64_t>(i * g.m * g.n) * es);
     }
     if (g.epilogue == cuda::GemmEpilogue::SumA || g.epilogue == cuda::GemmEpilogue::SumB) {  // f32 sums, rounded once

@@ -92,6 +92,7 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
     size_t copies = 0, fills = 0, launches = 0, gemms = 0, captures = 0, replays = 0, collectives = 0;
     size_t tf32_gemms = 0;  // products that were allowed TF32
     size_t bias_gemms = 0;  // products with a bias epilogue (GemmEpilogue::Bias)
+    size_t gelu_gemms = 0, gelu_aux_gemms = 0, gelu_grad_gemms = 0;  // GELU epilogues (GemmAct): all, with an aux written, gradients
     size_t row_sum_gemms = 0;  // products that sum an operand's rows (GemmEpilogue::SumA, SumB)
     size_t sdpa_prepared = 0, sdpa_forward = 0, sdpa_backward = 0;
   };
@@ -114,7 +115,7 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
   // `cache_dir` is ignored: every load compiles.
   std::unique_ptr<cuda::Module> load(const std::string& source, const std::vector<std::string>& names,
                                      const std::string& cache_dir) override;
-  void gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c, cuda::DevicePtr bias) override;
+  void gemm(const cuda::Gemm& g, cuda::DevicePtr a, cuda::DevicePtr b, cuda::DevicePtr c, cuda::DevicePtr bias, cuda::DevicePtr aux) override;
   void synchronize() override {}
   bool keeps_time() const override { return true; }
   void stamp() override;

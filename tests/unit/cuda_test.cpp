@@ -746,7 +746,7 @@ TEST(CudaGpu, ProductsOfEveryLayoutAndDtype) {
       DevicePtr da = upload_as(*dev, a, t), db = upload_as(*dev, b, t);
       DevicePtr dc = dev->allocate(want.size() * dtype_size(t));
       dev->fill(dc, 0xff, want.size() * dtype_size(t));
-      dev->gemm(g, da + c.a_offset * dtype_size(t), db, dc, 0);
+      dev->gemm(g, da + c.a_offset * dtype_size(t), db, dc, 0, 0);
       std::vector<double> got = download_as(*dev, dc, want.size(), t);
       EXPECT_EQ(got, want) << c.name << " " << dtype_name(t);
       for (DevicePtr p : {da, db, dc}) dev->release(p);
@@ -755,7 +755,7 @@ TEST(CudaGpu, ProductsOfEveryLayoutAndDtype) {
   Gemm g = base(4, 3, 0);
   DevicePtr dc = dev->allocate(12 * 4);
   dev->fill(dc, 0xff, 12 * 4);
-  dev->gemm(g, dc, dc, dc, 0);
+  dev->gemm(g, dc, dc, dc, 0, 0);
   EXPECT_EQ(download_as(*dev, dc, 12, DType::F32), std::vector<double>(12, 0.0));
   dev->release(dc);
 }

@@ -68,6 +68,11 @@ constexpr const char* kProgram = R"(
   ((grad (fn [p] (let [y (linear2 x (get p :w1) (get p :b1) (get p :w2))] (sum (* y y))))) p))
 (defn linear-tanh [x w1 b1] (tanh (+ (@ x w1) b1)))
 (defn linear2-bf16 [x w1 b1 w2] (linear2 (cast x :bf16) (cast w1 :bf16) (cast b1 :bf16) (cast w2 :bf16)))
+(defn linear-gelu [x w1 b1] (gelu (+ (@ x w1) b1)))
+(defn gelu-of-product [x w1] (gelu (@ x w1)))
+(defn gelu-and-input [x w1 b1] (let [h (+ (@ x w1) b1)] [(gelu h) (* h 2.0)]))
+(defn linear-gelu-grad [x p]
+  ((grad (fn [p] (let [y (@ (gelu (+ (@ x (get p :w1)) (get p :b1))) (get p :w2))] (sum (* y y))))) p))
 (defn odd-heads [qkv]
   (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
@@ -405,6 +410,49 @@ TEST_P(Recompute, ProductsSumTheRowsTheyContract) {
   }
   // b1's gradient sums dh = dy·w2ᵀ (a product); b2 has none; dy = 2y is a loop's, which sums it
   EXPECT_EQ(sums, GetParam() ? std::vector<std::string>{"f32[32]"} : std::vector<std::string>{});
+}
+
+// GELU after a product (and its bias) and GELU's gradient before one are the products' GELU
+// epilogues in a GPU schedule (DotLayout::act, cuBLASLt's GELU_BIAS, GELU_AUX_BIAS and DGELU):
+// the product writes GELU's result, and its input too (aux) when something else reads that —
+// the gradient's product, which reads it back, or a loop; no loop computes GELU or its
+// derivative. b1's gradient sums the rows of the gradient's product (DotLayout::row_sum). Never
+// on the CPU.
+TEST_P(Recompute, ProductsApplyGeluAndItsGradient) {
+  fusion::FuseOptions o;
+  o.bias_epilogue = true;
+  // per Dot step with GELU: "gelu" / "gelu+bias" / "gelu+aux" / "gelu'", then the loops' unary ops
+  auto acts = [&](const char* fn, std::vector<const char*> args) {
+    const Fused f = fuse(in, fn, std::move(args), GetParam(), o);
+    std::vector<std::string> r;
+    for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
+      const fusion::DotLayout& d = st->dot;
+      if (d.act == fusion::DotLayout::Act::None) continue;
+      EXPECT_EQ(fusion::dot_result(f.graph, *st), d.act_out) << fn;
+      EXPECT_EQ(d.n % 8, 0) << fn;
+      if (d.act == fusion::DotLayout::Act::GeluGrad) {
+        r.push_back("gelu'");
+        EXPECT_EQ(st->outputs, std::vector<int32_t>{d.act_out}) << fn;  // the product itself is not written
+        continue;
+      }
+      r.push_back(std::string("gelu") + (d.bias >= 0 ? "+bias" : "") + (d.aux >= 0 ? "+aux" : ""));
+      EXPECT_EQ(st->outputs.size(), d.aux >= 0 ? 2u : 1u) << fn;
+    }
+    for (const fusion::Step* st : steps_of(f, fusion::StepKind::Loop))
+      for (int32_t ni : st->nodes)
+        if (f.graph.nodes[static_cast<size_t>(ni)].op == ir::Op::Unary) r.push_back(std::string(ir::unary_name(f.graph.nodes[static_cast<size_t>(ni)].attrs.unary)));
+    size_t sums = 0;
+    for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) sums += st->dot.row_sum >= 0;
+    if (sums) r.push_back(fmt::format("{} row sums", sums));
+    return r;
+  };
+  using V = std::vector<std::string>;
+  const bool gpu = GetParam();
+  EXPECT_EQ(acts("linear-gelu", {"x", "w1", "b1"}), gpu ? V{"gelu+bias"} : V{"tanh"});
+  EXPECT_EQ(acts("gelu-of-product", {"x", "w1"}), gpu ? V{"gelu"} : V{"tanh"});
+  EXPECT_EQ(acts("gelu-and-input", {"x", "w1", "b1"}), gpu ? V{"gelu+bias+aux"} : V{"tanh"});
+  const V trained{"gelu+bias+aux", "gelu'", "1 row sums"};
+  EXPECT_EQ(acts("linear-gelu-grad", {"x", "lp"}), gpu ? trained : V({"tanh", "tanh"}));  // the gradient's loop computes t again
 }
 
 // A concatenation: in a CPU schedule one Copy step per operand, each writing its region of the

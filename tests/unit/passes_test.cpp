@@ -891,7 +891,7 @@ TEST(Pipeline, ReachesAFixedPoint) {
     ir::verify(step);
     if (round == 1) seen.emplace_back(pass);
   });
-  EXPECT_EQ(seen, (std::vector<std::string>{"fold", "simplify", "softmax", "cse", "dce"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"fold", "simplify", "composites", "cse", "dce"}));
   EXPECT_LE(rounds, 3);
   expect_same_results(g, out);
   EXPECT_EQ(ir::print(out),

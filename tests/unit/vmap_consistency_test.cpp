@@ -150,7 +150,7 @@ TEST(VmapConsistencyTable, CoversEveryOp) {
   std::set<ir::Op> batched;
   for (const Case& c : all_cases())
     for (const auto& [op, count] : run(c.text, c.name, true).stats.by_op) batched.insert(op);
-  std::vector<ir::Op> ops{ir::Op::Softmax, ir::Op::SoftmaxGrad};
+  std::vector<ir::Op> ops{ir::Op::Softmax, ir::Op::SoftmaxGrad, ir::Op::Gelu, ir::Op::GeluGrad};
   for (ir::Op op = ir::Op::Unary; op < ir::Op::Case; op = static_cast<ir::Op>(static_cast<int>(op) + 1)) ops.push_back(op);
   for (ir::Op op : ops) EXPECT_TRUE(batched.count(op)) << "no case batches " << ir::op_name(op);
 }

@@ -177,7 +177,7 @@ size_t LtGemm::choose(const LtKey& key, const std::vector<LtMatmulAlgo>& candida
 
 std::vector<LtMatmulAlgo> LtGemm::prepare(Prepared& p, const LtPlan& plan, int type, bool tf32, uint32_t align_a,
                                           uint32_t align_b, uint32_t align_d, int32_t epilogue, const void* const* row,
-                                          size_t workspace_bytes) {
+                                          const void* const* aux, int64_t aux_ld, size_t workspace_bytes) {
   check(lt_.cublasLtMatmulDescCreate(&p.desc, tf32 ? kComputeF32FastTf32 : kComputeF32, kDataF32),
         "cublasLtMatmulDescCreate");
   const int32_t trans_a = plan.a.transpose ? kOpT : kOpN, trans_b = plan.b.transpose ? kOpT : kOpN;
@@ -188,6 +188,10 @@ std::vector<LtMatmulAlgo> LtGemm::prepare(Prepared& p, const LtPlan& plan, int t
   if (epilogue) {  // the heuristic reads the row pointer's alignment
     check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescEpilogue, &epilogue, sizeof epilogue), "cublasLtMatmulDescSetAttribute");
     check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, row, sizeof *row), "cublasLtMatmulDescSetAttribute");
+  }
+  if (aux_ld > 0) {  // likewise the aux's
+    check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescAuxPointer, aux, sizeof *aux), "cublasLtMatmulDescSetAttribute");
+    check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescAuxLd, &aux_ld, sizeof aux_ld), "cublasLtMatmulDescSetAttribute");
   }
   auto layout = [&](cublasLtMatrixLayout_t& l, const LtOperand& o) {
     check(lt_.cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols), o.ld),
@@ -239,8 +243,17 @@ int32_t lt_epilogue(GemmEpilogue e) {
   return 0;
 }
 
-bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, CUstream stream, DevicePtr workspace,
-                    size_t workspace_bytes) {
+int32_t lt_epilogue(const Gemm& g, bool aux) {
+  switch (g.act) {
+    case GemmAct::None: return lt_epilogue(g.epilogue);
+    case GemmAct::Gelu: return kEpilogueGelu | (g.epilogue == GemmEpilogue::Bias ? kEpilogueBias : 0) | (aux ? kEpilogueAux : 0);
+    case GemmAct::GeluGrad: return kEpilogueDgelu;
+  }
+  return 0;
+}
+
+bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, DevicePtr aux, CUstream stream,
+                    DevicePtr workspace, size_t workspace_bytes) {
   const int type = data_type(g.dtype);
   std::optional<LtPlan> plan = plan_lt_gemm(g);
   if (!plan) return false;
@@ -250,11 +263,14 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
   const uint32_t align_b = operand_alignment(a, plan->b.batch_stride, plan->batches, es);
   const uint32_t align_d = operand_alignment(c, plan->d.batch_stride, plan->batches, es);
   const bool tf32 = g.tf32 && g.dtype == DType::F32;
-  const int32_t epilogue = lt_epilogue(g.epilogue);
+  const int32_t epilogue = lt_epilogue(g, aux != 0);
+  const bool with_row = g.epilogue != GemmEpilogue::None;
+  const int64_t aux_ld = aux ? g.n : 0;
   LtKey key = {static_cast<int64_t>(g.dtype), tf32, g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs, g.batches,
                g.batches > 1 ? g.a_bs : 0, g.batches > 1 ? g.b_bs : 0, align_a, align_b, align_d,
                static_cast<int64_t>(workspace_bytes)};
   if (epilogue) key.insert(key.end(), {epilogue, operand_alignment(row, 0, 1, es)});  // plain keys stay those of older files
+  if (aux) key.push_back(operand_alignment(aux, 0, 1, es));
   const float alpha = 1.0f, beta = 0.0f;  // CUBLASLT_POINTER_MODE_HOST (the default): host scalars
   auto ptr = [](DevicePtr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); };
   // Queues c = a · b with `algo`; beta 0: c is only written, so any number of runs leave the product.
@@ -265,9 +281,13 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
   // The bias epilogue adds the row along cuBLASLt's m (our n) before D is rounded; the gradient
   // epilogues write A's sums (m of them: our b's) or B's (n: our a's) there. The row's address
   // is an attribute of the descriptor, set before each run (under the lock).
+  // GELU's input (aux) likewise: written by the forward, read by the backward, m·n elements with
+  // cuBLASLt's leading dim m (our n).
   const void* row_ptr = ptr(row);
+  const void* aux_ptr = ptr(aux);
   auto set_row = [&](const Prepared& p) {
-    check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, &row_ptr, sizeof row_ptr), "cublasLtMatmulDescSetAttribute");
+    if (with_row) check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, &row_ptr, sizeof row_ptr), "cublasLtMatmulDescSetAttribute");
+    if (aux) check(lt_.cublasLtMatmulDescSetAttribute(p.desc, kDescAuxPointer, &aux_ptr, sizeof aux_ptr), "cublasLtMatmulDescSetAttribute");
   };
 
   std::lock_guard lock(mutex_);
@@ -275,7 +295,7 @@ bool LtGemm::matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, Device
   if (!slot) {  // left null when this throws: the next call prepares again
     auto p = std::make_unique<Prepared>(lt_);
     std::vector<LtMatmulAlgo> candidates =
-        prepare(*p, *plan, type, tf32, align_a, align_b, align_d, epilogue, &row_ptr, workspace_bytes);
+        prepare(*p, *plan, type, tf32, align_a, align_b, align_d, epilogue, &row_ptr, &aux_ptr, aux_ld, workspace_bytes);
     if (!candidates.empty()) {
       p->algo = candidates[choose(key, candidates, [&](const LtMatmulAlgo& algo) { return launch(*p, algo) == 0; })];
       p->ok = true;
@@ -313,6 +333,15 @@ __device__ __forceinline__ unsigned short sheaf_store_bf16(float f) {
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// GELU's tanh approximation and its derivative (tensor/gelu.hpp).
+__device__ __forceinline__ float sheaf_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float sheaf_gelu_grad(float x) {
+  const float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 #define SHEAF_GEMM(NAME, T, LOAD, STORE)                                                              \
   extern "C" __global__ void NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, \
                                   long long m, long long n, long long k, long long a_rs, long long a_cs, \
@@ -344,6 +373,20 @@ __device__ __forceinline__ unsigned short sheaf_store_bf16(float f) {
       for (long long p = 0; p < k; ++p) acc += LOAD(x[i * across + p * along]);                          \
       sums[i] = STORE(acc);                                                                             \
     }                                                                                                   \
+  }                                                                                                     \
+  extern "C" __global__ void NAME##_gelu(T* __restrict__ c, T* __restrict__ aux, long long total) {     \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;                      \
+         i += (long long)gridDim.x * blockDim.x) {                                                      \
+      const float x = LOAD(c[i]);                                                                       \
+      if (aux) aux[i] = c[i];                                                                           \
+      c[i] = STORE(sheaf_gelu(x));                                                                      \
+    }                                                                                                   \
+  }                                                                                                     \
+  extern "C" __global__ void NAME##_gelu_grad(T* __restrict__ c, const T* __restrict__ aux,             \
+                                              long long total) {                                        \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;                      \
+         i += (long long)gridDim.x * blockDim.x)                                                        \
+      c[i] = STORE(LOAD(c[i]) * sheaf_gelu_grad(LOAD(aux[i])));                                         \
   }
 
 SHEAF_GEMM(sheaf_gemm_f32, float, sheaf_load, sheaf_store_f32)
@@ -356,7 +399,7 @@ SHEAF_GEMM(sheaf_gemm_bf16, unsigned short, sheaf_bf16, sheaf_store_bf16)
 std::string fallback_gemm_kernel(DType dtype, FallbackKernel kind) {
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw SheafError(fmt::format("no matrix product kernel for {} (f32, f16 or bf16 only)", dtype_name(dtype)));
-  static constexpr const char* kSuffix[] = {"", "_add_row", "_sum_rows"};
+  static constexpr const char* kSuffix[] = {"", "_add_row", "_sum_rows", "_gelu", "_gelu_grad"};
   return fmt::format("sheaf_gemm_{}{}", dtype_name(dtype), kSuffix[static_cast<size_t>(kind)]);
 }
 

@@ -100,12 +100,19 @@ constexpr int kDescTransA = 3;  // CUBLASLT_MATMUL_DESC_TRANSA [int32_t]
 constexpr int kDescTransB = 4;  // CUBLASLT_MATMUL_DESC_TRANSB [int32_t]
 constexpr int kDescEpilogue = 7;     // CUBLASLT_MATMUL_DESC_EPILOGUE [int32_t: cublasLtEpilogue_t]
 constexpr int kDescBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_BIAS_POINTER [const void*]
+constexpr int kDescAuxPointer = 11;  // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER [void*]
+constexpr int kDescAuxLd = 12;       // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD [int64_t]
 constexpr int32_t kEpilogueBias = 4;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BIAS
 constexpr int32_t kEpilogueBgradA = 256;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BGRADA (sums of A over k)
 constexpr int32_t kEpilogueBgradB = 512;  // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_BGRADB (sums of B over k)
+constexpr int32_t kEpilogueGelu = 32;     // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_GELU (| BIAS: GELU_BIAS)
+constexpr int32_t kEpilogueAux = 128;     // the flag of CUBLASLT_EPILOGUE_GELU_AUX(_BIAS): GELU's input written
+constexpr int32_t kEpilogueDgelu = 192;   // cublasLtEpilogue_t: CUBLASLT_EPILOGUE_DGELU
 
 // cuBLASLt's epilogue for a Gemm's (SumB: cuBLASLt's A is our b, SumA: its B is our a), 0: none.
 int32_t lt_epilogue(GemmEpilogue e);
+// The same with g's GELU (GemmAct), `aux` saying whether GELU's input is written (Gelu).
+int32_t lt_epilogue(const Gemm& g, bool aux);
 // cublasLtMatrixLayoutAttribute_t
 constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT [int32_t]
 constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET [int64_t]
@@ -183,13 +190,13 @@ class LtGemm {
   void set_cache(const std::string& dir, const std::string& gpu);
 
   // Queues c = a · b (Gemm's semantics; `row`: the bias added, or the sums written, by cuBLASLt's
-  // epilogue, lt_epilogue) on `stream`, the algorithm allowed `workspace_bytes` of scratch at
+  // epilogue, lt_epilogue; `aux`: GELU's input, written or read, 0: none) on `stream`, the algorithm allowed `workspace_bytes` of scratch at
   // `workspace`. False (nothing queued) when plan_lt_gemm finds no plan or cuBLASLt has no
   // algorithm for it (with that epilogue): the caller runs the fallback kernel. Throws SheafError
   // on errors. A shape's first run may run its candidates on these operands first (c and the sums
   // are overwritten, a, b and a bias only read) and waits for them.
-  bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, CUstream stream, DevicePtr workspace,
-              size_t workspace_bytes);
+  bool matmul(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, DevicePtr aux, CUstream stream,
+              DevicePtr workspace, size_t workspace_bytes);
 
   // The shapes prepared with an algorithm, how many were decided by timing and how many by the
   // choices file.
@@ -198,11 +205,12 @@ class LtGemm {
  private:
   struct Prepared;  // descriptors and algorithm of one shape (absent: no algorithm)
   // Creates p's descriptors for `plan` (cuBLASLt's operands aligned to align_a, align_b and
-  // align_d bytes; `epilogue` (0: none) with its row at *row) and returns the heuristic's usable
-  // candidates (none: cuBLASLt has no algorithm).
+  // align_d bytes; `epilogue` (0: none) with its row at *row and its aux at *aux, aux_ld elements
+  // a row (0: none)) and returns the heuristic's usable candidates (none: cuBLASLt has no
+  // algorithm).
   std::vector<LtMatmulAlgo> prepare(Prepared& p, const LtPlan& plan, int type, bool tf32, uint32_t align_a,
                                     uint32_t align_b, uint32_t align_d, int32_t epilogue, const void* const* row,
-                                    size_t workspace_bytes);
+                                    const void* const* aux, int64_t aux_ld, size_t workspace_bytes);
   // The candidates' index to run (the first, the file's choice or the fastest); may run them.
   size_t choose(const LtKey& key, const std::vector<LtMatmulAlgo>& candidates,
                 const std::function<bool(const LtMatmulAlgo&)>& run);
@@ -227,8 +235,11 @@ class LtGemm {
 // The others do what a product cuBLASLt made without its epilogue leaves: AddRow adds the bias
 // row, c[i] = c[i] + bias[i mod n], parameters (T* c, const T* bias, long long total, long long
 // n); SumRows writes sums[i] = Σ_p x[i·across + p·along] for i < count, parameters (const T* x,
-// T* sums, long long count, k, across, along). F32, F16 or BF16.
-enum class FallbackKernel { Gemm, AddRow, SumRows };
+// T* sums, long long count, k, across, along); Gelu applies GELU to c in place, c[i] =
+// gelu(c[i]), first copying c[i] to aux[i] when aux is not null, parameters (T* c, T* aux, long
+// long total); GeluGrad multiplies c by GELU's derivative at aux, c[i] = c[i] · gelu'(aux[i]),
+// parameters (T* c, const T* aux, long long total). F32, F16 or BF16.
+enum class FallbackKernel { Gemm, AddRow, SumRows, Gelu, GeluGrad };
 const std::string& fallback_gemm_source();
 std::string fallback_gemm_kernel(DType dtype, FallbackKernel kind = FallbackKernel::Gemm);
 constexpr int64_t kFallbackGemmBlock = 256;

@@ -44,7 +44,13 @@ class Module {
 //   Bias        element (r, col) of every c[i] is the f32 sum plus row[col] (n elements), rounded once;
 //   SumA, SumB  the row receives a's sums over k (m of them), or b's (n): f32 sums rounded once (a
 //               bias's gradient); one batch only.
+// and `act` (cuBLASLt's GELU epilogues, tanh approximation: tensor/gelu.hpp; one batch only; n a
+// multiple of 8; `aux` m×n of `dtype`, contiguous, 16-byte aligned):
+//   Gelu        c = gelu(the f32 sum [+ row: Bias]), rounded once; with an aux (non-zero) the
+//               value before GELU is written there too, rounded to `dtype`;
+//   GeluGrad    c = the f32 sum · gelu'(aux), rounded once (aux: GELU's input; no row epilogue).
 enum class GemmEpilogue : uint8_t { None, Bias, SumA, SumB };
+enum class GemmAct : uint8_t { None, Gelu, GeluGrad };
 
 struct Gemm {
   DType dtype = DType::F32;
@@ -53,6 +59,7 @@ struct Gemm {
   int64_t batches = 1, a_bs = 0, b_bs = 0;  // c's batch stride is m·n
   bool tf32 = false;
   GemmEpilogue epilogue = GemmEpilogue::None;
+  GemmAct act = GemmAct::None;
 };
 
 // The addresses of a Sdpa problem's tensors (their first elements: offsets applied); the
@@ -107,8 +114,9 @@ class Device {
   // Compiles (or finds in `cache_dir`, when not empty) and loads the kernels `names` of `source`.
   virtual std::unique_ptr<Module> load(const std::string& source, const std::vector<std::string>& names,
                                        const std::string& cache_dir) = 0;
-  // Queues c = a · b (Gemm's semantics; `row`, the epilogue's, ignored without one).
-  virtual void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) = 0;
+  // Queues c = a · b (Gemm's semantics; `row`, the epilogue's, ignored without one; `aux`, the
+  // GELU epilogue's, 0 without one).
+  virtual void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, DevicePtr aux) = 0;
   // Waits for every queued operation.
   virtual void synchronize() = 0;
 

@@ -349,27 +349,27 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     return m;
   }
 
-  void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) override {
+  void gemm(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, DevicePtr aux) override {
     if (!is_float(g.dtype))
       throw SheafError(fmt::format("CUDA: no matrix product of {} (f32, f16 or bf16 only)", dtype_name(g.dtype)));
     if (g.m <= 0 || g.n <= 0 || g.batches <= 0) return;
     bind();
-    const bool epilogue = g.epilogue != GemmEpilogue::None;
+    const bool epilogue = g.epilogue != GemmEpilogue::None || g.act != GemmAct::None;
     if (g.k <= 0 && !epilogue) {  // an empty sum: zeros (all-zero bytes are 0.0 in every float type)
       fill(c, 0, static_cast<size_t>(g.batches * g.m * g.n) * dtype_size(g.dtype));
       return;
     }
-    if (lt_ && g.k > 0 && lt_->matmul(g, a, b, c, row, stream_, workspace_, kLtWorkspaceBytes)) return;
+    if (lt_ && g.k > 0 && lt_->matmul(g, a, b, c, row, aux, stream_, workspace_, kLtWorkspaceBytes)) return;
     Gemm plain = g;
-    plain.epilogue = GemmEpilogue::None;
-    if (!epilogue || !lt_ || g.k <= 0 || !lt_->matmul(plain, a, b, c, 0, stream_, workspace_, kLtWorkspaceBytes)) {
+    plain.epilogue = GemmEpilogue::None, plain.act = GemmAct::None;
+    if (!epilogue || !lt_ || g.k <= 0 || !lt_->matmul(plain, a, b, c, 0, 0, stream_, workspace_, kLtWorkspaceBytes)) {
       if (!lt_) notice_once(lt_notice_, "matrix products run on a simple kernel: " + lt_why_);
       fallback_gemm(plain, a, b, c);
     } else {
-      notice_once(epilogue_notice_, fmt::format("cuBLASLt has no epilogue {} for a {}x{}x{} {} product: kernels do its part", lt_epilogue(g.epilogue),
+      notice_once(epilogue_notice_, fmt::format("cuBLASLt has no epilogue {} for a {}x{}x{} {} product: kernels do its part", lt_epilogue(g, aux != 0),
                                                 g.m, g.n, g.k, dtype_name(g.dtype)));
     }
-    if (epilogue) fallback_epilogue(g, a, b, c, row);
+    if (epilogue) fallback_epilogue(g, a, b, c, row, aux);
   }
 
   // cuDNN's fused attention (cudnn_sdpa.hpp) on sm_80 and newer, opened at the first problem.
@@ -547,7 +547,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
       std::lock_guard lock(fallback_mutex_);
       if (!fallback_) {
         std::vector<std::string> names;
-        for (FallbackKernel k : {FallbackKernel::Gemm, FallbackKernel::AddRow, FallbackKernel::SumRows})
+        for (FallbackKernel k : {FallbackKernel::Gemm, FallbackKernel::AddRow, FallbackKernel::SumRows, FallbackKernel::Gelu, FallbackKernel::GeluGrad})
           for (DType d : {DType::F32, DType::F16, DType::BF16}) names.push_back(fallback_gemm_kernel(d, k));
         fallback_ = load_module(fallback_gemm_source(), names, "", nullptr);
       }
@@ -563,14 +563,20 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
     fallback_launch(FallbackKernel::Gemm, g.dtype, g.batches * g.m * g.n, args);
   }
 
-  // What g's epilogue adds to a product made without it: the bias row added, or the rows summed.
-  void fallback_epilogue(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row) {
+  // What g's epilogue adds to a product made without it: the bias row added, or the rows summed;
+  // then GELU or its derivative (the product rounded to g's type first: no longer one rounding).
+  void fallback_epilogue(const Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr row, DevicePtr aux) {
+    long long total = g.batches * g.m * g.n;
     if (g.epilogue == GemmEpilogue::Bias) {
-      long long v[2] = {g.batches * g.m * g.n, g.n};
-      void* args[4] = {&c, &row, &v[0], &v[1]};
-      fallback_launch(FallbackKernel::AddRow, g.dtype, v[0], args);
-      return;
+      long long n = g.n;
+      void* args[4] = {&c, &row, &total, &n};
+      fallback_launch(FallbackKernel::AddRow, g.dtype, total, args);
     }
+    if (g.act != GemmAct::None) {
+      void* args[3] = {&c, &aux, &total};
+      fallback_launch(g.act == GemmAct::Gelu ? FallbackKernel::Gelu : FallbackKernel::GeluGrad, g.dtype, total, args);
+    }
+    if (g.epilogue != GemmEpilogue::SumA && g.epilogue != GemmEpilogue::SumB) return;
     const bool of_a = g.epilogue == GemmEpilogue::SumA;
     DevicePtr x = of_a ? a : b;
     long long v[4] = {of_a ? g.m : g.n, g.k, of_a ? g.a_rs : g.b_cs, of_a ? g.a_cs : g.b_rs};

@@ -86,6 +86,14 @@ double dot_flops(const fusion::DotLayout& d) {
   return 2.0 * batches * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
 }
 
+// What a Dot step computes beside its product, as the launch table says it: " + bias + GELU (aux)".
+std::string epilogue_words(const fusion::DotLayout& d) {
+  std::string r = d.bias >= 0 ? " + bias" : d.row_sum >= 0 ? " + row sums" : "";
+  if (d.act == fusion::DotLayout::Act::Gelu) r += d.aux >= 0 ? " + GELU (aux)" : " + GELU";
+  if (d.act == fusion::DotLayout::Act::GeluGrad) r += " · GELU'(aux)";
+  return r;
+}
+
 // The least one call of `g` could move: each value that must be in memory crosses it once each
 // way — written once where the device computes it, read once where anything reads it. In memory
 // must be the inputs, the results and what products read or write (cuBLASLt takes its operands
@@ -105,7 +113,7 @@ double floor_bytes(const ir::Graph& g, const fusion::Schedule& s) {
     if (st.kind != fusion::StepKind::Dot) continue;
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
     for (int32_t v : {n.in[0], n.in[1], fusion::dot_result(g, st)}) in_memory[base(v)] = true;
-    for (int32_t v : {st.dot.bias, st.dot.row_sum})
+    for (int32_t v : {st.dot.bias, st.dot.row_sum, st.dot.aux})
       if (v >= 0) in_memory[base(v)] = true;
   }
   double bytes = 0;
@@ -136,6 +144,7 @@ Work work_of(const ir::Graph& g, const fusion::Schedule& s, const fusion::Memory
     for (int32_t v : {n.in[0], n.in[1], n.out}) w.product_bytes += static_cast<double>(bytes_of(g.type(v)));
     if (st.dot.row_sum >= 0) w.product_bytes += static_cast<double>(bytes_of(g.type(st.dot.row_sum)));
     if (st.dot.bias >= 0) w.product_bytes += static_cast<double>(st.dot.n * dtype_size(g.type(st.dot.bias).dtype));
+    if (st.dot.aux >= 0) w.product_bytes += static_cast<double>(bytes_of(g.type(st.dot.aux)));
   }
   return w;
 }
@@ -158,7 +167,7 @@ std::vector<std::pair<std::string, LaunchTime>> launch_kinds(const ir::Graph& g,
       case Launch::Kind::Dot:
         key = fmt::format("product {}{}x{}x{}", st.dot.batch.empty() ? "" : fmt::format("[{}] ", fmt::join(st.dot.batch, ",")),
                           st.dot.m, st.dot.n, st.dot.k);
-        t.what = std::string(dtype_name(g.type(st.nodes[0]).dtype)) + (st.dot.bias >= 0 ? " + bias" : st.dot.row_sum >= 0 ? " + row sums" : ""),
+        t.what = std::string(dtype_name(g.type(st.nodes[0]).dtype)) + epilogue_words(st.dot),
         t.flops = dot_flops(st.dot);
         break;
       case Launch::Kind::Sdpa: {
@@ -351,6 +360,7 @@ void Program::Impl::dot(const Launch& l) {
   DevicePtr c = at(l.slots[2], 0, g.type(n.out).dtype);
   const DevicePtr row = d.bias >= 0 ? at(l.slots[3], fusion::read_view(schedule, d.bias, step).offset, t)
                        : d.row_sum >= 0 ? at(l.slots[3], 0, t) : 0;
+  const DevicePtr aux = d.aux >= 0 ? at(l.slots.back(), fusion::read_view(schedule, d.aux, step).offset, t) : 0;
   struct Dim {
     int64_t size, a, b, c;
   };
@@ -365,7 +375,10 @@ void Program::Impl::dot(const Launch& l) {
           .epilogue = d.bias >= 0      ? GemmEpilogue::Bias
                       : d.row_sum < 0  ? GemmEpilogue::None
                       : d.row_sum_of_a ? GemmEpilogue::SumA
-                                       : GemmEpilogue::SumB};
+                                       : GemmEpilogue::SumB,
+          .act = d.act == fusion::DotLayout::Act::Gelu       ? GemmAct::Gelu
+                 : d.act == fusion::DotLayout::Act::GeluGrad ? GemmAct::GeluGrad
+                                                             : GemmAct::None};
   size_t inner = dims.size();  // dims[inner..] form the strided batch (c's innermost batch stride is m·n)
   if (!dims.empty()) {
     --inner;
@@ -385,7 +398,7 @@ void Program::Impl::dot(const Launch& l) {
       oa += idx * dims[j].a, ob += idx * dims[j].b, oc += idx * dims[j].c;
     }
     alloc->device().gemm(gm, a + static_cast<uint64_t>(oa) * es, b + static_cast<uint64_t>(ob) * es, c + static_cast<uint64_t>(oc) * cs,
-                         row);
+                         row, aux);
   }
 }
 
@@ -578,7 +591,7 @@ std::string Program::launch_table() const {
         const fusion::DotLayout& d = st.dot;
         r += fmt::format("step {:<3} product [{}] {}x{}x{}  {:.6g} GFLOP  {}  a strides {},{} b strides {},{}{}\n", l.step,
                          fmt::join(d.batch, ","), d.m, d.n, d.k, dot_flops(d) / 1e9, dtype_name(p.g.type(st.nodes[0]).dtype),
-                         d.a_rs, d.a_cs, d.b_rs, d.b_cs, d.bias >= 0 ? " + bias" : d.row_sum >= 0 ? " + row sums" : "");
+                         d.a_rs, d.a_cs, d.b_rs, d.b_cs, epilogue_words(d));
         break;
       }
       case Launch::Kind::Copy:

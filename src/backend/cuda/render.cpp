@@ -93,6 +93,7 @@ class Renderer {
           l.slots = {slot(read(n.in[0], i)), slot(read(n.in[1], i)), slot(fusion::dot_result(g_, st))};
           if (st.dot.bias >= 0) l.slots.push_back(slot(read(st.dot.bias, i)));
           if (st.dot.row_sum >= 0) l.slots.push_back(slot(st.dot.row_sum)), l.sums_rows = true;
+          if (st.dot.aux >= 0) l.slots.push_back(slot(read(st.dot.aux, i)));  // GELU's input
           break;
         case StepKind::Scatter:
           k.launches.push_back(copy_of_operand(i, n));

@@ -9,6 +9,7 @@
 #include "dist/collectives.hpp"
 #include "tensor/layout.hpp"
 #include "tensor/shape.hpp"
+#include "tensor/gelu.hpp"
 #include "tensor/softmax.hpp"
 
 namespace sheaf::ref {
@@ -98,6 +99,8 @@ void eval_node(const ir::Graph& g, const ir::Node& n, size_t nin, const X& x, Te
     case Op::Call: results(run(*a.regions[0], all(0))); return;
     case Op::Softmax: r[0] = softmax_expansion(x(0), a.axis).out; return;
     case Op::SoftmaxGrad: r[0] = softmax_grad_expansion(x(0), x(1), a.axis); return;
+    case Op::Gelu: r[0] = gelu_expansion(x(0)); return;
+    case Op::GeluGrad: r[0] = gelu_grad_expansion(x(0), x(1)); return;
   }
   throw SheafError("internal: unknown IR op");
 }
