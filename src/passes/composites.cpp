@@ -146,9 +146,10 @@ void recognise_composites_in_place(ir::Graph& g, size_t first) {
   }
 }
 
-ir::Graph recognise_composites(const ir::Graph& g) {
-  // nothing to recognise (every round after the first, as a rule): the graph as it is, not rebuilt
-  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return written_composite(g, n).has_value(); })) return g;
+std::optional<ir::Graph> recognise_composites(const ir::Graph& g) {
+  // nothing to recognise (every round after the first, as a rule): not rebuilt
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return written_composite(g, n).has_value(); }))
+    return std::nullopt;
   return rewrite(g, [](Rewriter& r, const Node& n) {
     std::optional<Written> w = written_composite(r.src(), n);
     if (!w) return false;

@@ -20,6 +20,7 @@
 //                       (backend/fusion.hpp).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/ir.hpp"
@@ -35,8 +36,9 @@ int32_t written_gelu(const ir::Graph& g, const ir::Node& mul);
 // Replaces each written-out softmax and GELU among g's nodes [first, end) by its op, in place
 // (same result value: no id changes).
 void recognise_composites_in_place(ir::Graph& g, size_t first);
-// The pipeline's pass (passes/pipeline.cpp): the same, as a rewrite.
-ir::Graph recognise_composites(const ir::Graph& g);
+// The pipeline's pass (passes/pipeline.cpp): the same, as a rewrite; nullopt (nothing rebuilt)
+// when there is nothing to recognise.
+std::optional<ir::Graph> recognise_composites(const ir::Graph& g);
 
 // Where a composite went in a lowered graph: value ids of its operands and result, the node
 // indices its expansion added (ascending; not those it reused), and for softmax its row

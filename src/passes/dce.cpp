@@ -9,7 +9,10 @@
 
 namespace sheaf::passes {
 
-ir::Graph eliminate_dead_code(const ir::Graph& g) {
+namespace {
+
+// live[i]: node i stays.
+std::vector<bool> live_nodes(const ir::Graph& g) {
   std::vector<int32_t> uses = use_counts(g);
   std::vector<bool> live(g.nodes.size(), false);
   for (size_t i = g.nodes.size(); i-- > 0;) {
@@ -19,7 +22,22 @@ ir::Graph eliminate_dead_code(const ir::Graph& g) {
     if (!live[i])
       for (int32_t v : n.in) --uses[static_cast<size_t>(v)];
   }
+  return live;
+}
+
+ir::Graph without_dead(const ir::Graph& g, const std::vector<bool>& live) {
   return rewrite(g, [&](Rewriter&, const ir::Node& n) { return !live[static_cast<size_t>(g.def[static_cast<size_t>(n.out)])]; });
+}
+
+}  // namespace
+
+ir::Graph eliminate_dead_code(const ir::Graph& g) { return without_dead(g, live_nodes(g)); }
+
+std::optional<ir::Graph> dead_code_dropped(const ir::Graph& g) {
+  const std::vector<bool> live = live_nodes(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!live[i] && g.nodes[i].op != ir::Op::Parameter) return without_dead(g, live);
+  return std::nullopt;
 }
 
 }  // namespace sheaf::passes

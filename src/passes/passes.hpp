@@ -6,6 +6,8 @@
 // makes the negative default NaN for 0·inf; folding may compute it on another path) — see
 // simplify.cpp.
 #pragma once
+#include <optional>
+
 #include "ir/ir.hpp"
 
 namespace sheaf::passes {
@@ -18,6 +20,8 @@ ir::Graph simplify(const ir::Graph& g);
 ir::Graph eliminate_common_subexpressions(const ir::Graph& g);
 // Drops nodes no result depends on; parameters stay — dce.cpp.
 ir::Graph eliminate_dead_code(const ir::Graph& g);
+// The same, or nullopt when no node is dead (nothing rebuilt: the pipeline's form).
+std::optional<ir::Graph> dead_code_dropped(const ir::Graph& g);
 
 // All of the above to a fixed point, then ir::verify — pipeline.cpp.
 void optimize(ir::Graph& g);

@@ -29,15 +29,21 @@ void optimize_regions(ir::Graph& g) {
     }
 }
 
+// A pass that always rebuilds the graph, as the pipeline runs it.
+template <ir::Graph (*F)(const ir::Graph&)>
+std::optional<ir::Graph> rebuilt(const ir::Graph& g) {
+  return F(g);
+}
+
 }  // namespace
 
 std::span<const Pass> pipeline() {
   static constexpr Pass passes[] = {
-      {"fold", fold_constants},
-      {"simplify", simplify},
+      {"fold", rebuilt<fold_constants>},
+      {"simplify", rebuilt<simplify>},
       {"composites", recognise_composites},
-      {"cse", eliminate_common_subexpressions},
-      {"dce", eliminate_dead_code},
+      {"cse", rebuilt<eliminate_common_subexpressions>},
+      {"dce", dead_code_dropped},
   };
   return passes;
 }
@@ -48,13 +54,16 @@ int optimize(ir::Graph& g, const PassObserver& observe) {
   while (round < kMaxRounds) {
     ++round;
     ir::Graph next;
-    const ir::Graph* cur = &g;
+    const ir::Graph* cur = &g;  // the graph the last pass left: g while none has rebuilt it
     for (const Pass& p : pipeline()) {
-      next = p.run(*cur);
-      cur = &next;
-      if (observe) observe(p.name, round, next);
+      if (std::optional<ir::Graph> r = p.run(*cur)) {
+        next = std::move(*r);
+        cur = &next;
+      }
+      if (observe) observe(p.name, round, *cur);
     }
-    bool fixed = same_graph(g, next);
+    if (cur == &g) break;  // no pass rebuilt it
+    const bool fixed = same_graph(g, next);
     g = std::move(next);
     if (fixed) break;
   }

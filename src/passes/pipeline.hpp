@@ -7,6 +7,7 @@
 // pass (for dumps such as the IR after each pass, SPEC tests/ir).
 #pragma once
 #include <functional>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -14,9 +15,11 @@
 
 namespace sheaf::passes {
 
+// A pass as a round runs it: the new graph, or nullopt when it changed nothing (and rebuilt
+// nothing: the written-out composites and dead code are looked for first).
 struct Pass {
-  std::string_view name;  // "fold", "simplify", "softmax", "cse", "dce"
-  ir::Graph (*run)(const ir::Graph&);
+  std::string_view name;  // "fold", "simplify", "composites", "cse", "dce"
+  std::optional<ir::Graph> (*run)(const ir::Graph&);
 };
 
 // The passes of one round, in order.
