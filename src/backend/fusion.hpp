@@ -169,7 +169,7 @@ std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad);
 
 struct Step {
   StepKind kind = StepKind::Loop;
-  std::vector<int32_t> nodes;         // node indices, topological (Copy/Dot/Host: exactly one)
+  std::vector<int32_t> nodes;         // node indices, topological (Copy/Host: exactly one; Dot: the product and its epilogue's add or reduce)
   Shape space;                        // Loop/Copy/Update/Scatter: the iteration space; Attention: the scores
   bool reduces = false;               // Loop: has reductions, all folding `reduce_dims` (sorted; may be empty)
   std::vector<int64_t> reduce_dims;
