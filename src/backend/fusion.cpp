@@ -633,6 +633,13 @@ class Fuser {
         continue;
       gelus_.push_back(GeluEpilogue{.dot = g_.def[s.g], .site = &s, .grad = true});
     }
+    // one epilogue per product (a product both sites could take keeps the first)
+    std::vector<bool> taken(nn, false);
+    std::erase_if(gelus_, [&](const GeluEpilogue& e) {
+      const bool again = taken[static_cast<size_t>(e.dot)];
+      taken[static_cast<size_t>(e.dot)] = true;
+      return again;
+    });
     if (gelus_.empty()) return;
     claimed_.assign(nn, false);
     gelu_at_.assign(nn, -1);
