@@ -8,6 +8,7 @@
 // Parameters are never merged: equal types do not make two inputs equal.
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/node_key.hpp"
 #include "passes/passes.hpp"
@@ -26,6 +27,15 @@ ir::Graph eliminate_common_subexpressions(const ir::Graph& g) {
     }
     return true;
   });
+}
+
+std::optional<ir::Graph> common_subexpressions_merged(const ir::Graph& g) {
+  // Keyed with the graph's own ids: until a rewrite merges a node, it maps each id to one of its
+  // own in the same order, so it merges nothing when no two keys here are equal.
+  std::unordered_set<std::string> seen;
+  for (const ir::Node& n : g.nodes)
+    if (n.op != ir::Op::Parameter && !seen.insert(ir::node_key(g, n, n.in)).second) return eliminate_common_subexpressions(g);
+  return std::nullopt;
 }
 
 }  // namespace sheaf::passes

@@ -18,6 +18,8 @@ ir::Graph fold_constants(const ir::Graph& g);
 ir::Graph simplify(const ir::Graph& g);
 // Reuses the first of several identical nodes — cse.cpp.
 ir::Graph eliminate_common_subexpressions(const ir::Graph& g);
+// The same, or nullopt when no two nodes are identical (nothing rebuilt: the pipeline's form).
+std::optional<ir::Graph> common_subexpressions_merged(const ir::Graph& g);
 // Drops nodes no result depends on; parameters stay — dce.cpp.
 ir::Graph eliminate_dead_code(const ir::Graph& g);
 // The same, or nullopt when no node is dead (nothing rebuilt: the pipeline's form).

@@ -42,7 +42,7 @@ std::span<const Pass> pipeline() {
       {"fold", rebuilt<fold_constants>},
       {"simplify", rebuilt<simplify>},
       {"composites", recognise_composites},
-      {"cse", rebuilt<eliminate_common_subexpressions>},
+      {"cse", common_subexpressions_merged},
       {"dce", dead_code_dropped},
   };
   return passes;

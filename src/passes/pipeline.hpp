@@ -16,7 +16,7 @@
 namespace sheaf::passes {
 
 // A pass as a round runs it: the new graph, or nullopt when it changed nothing (and rebuilt
-// nothing: the written-out composites and dead code are looked for first).
+// nothing: written-out composites, identical nodes and dead code are looked for first).
 struct Pass {
   std::string_view name;  // "fold", "simplify", "composites", "cse", "dce"
   std::optional<ir::Graph> (*run)(const ir::Graph&);

@@ -983,6 +983,28 @@ struct RandomGraph {
   }
 };
 
+// The composites, CSE and dead-code passes say "unchanged" (nullopt: nothing rebuilt) when they
+// find nothing to do, and rebuild the graph when they do (Composites.WrittenOutGeluBecomesTheOp
+// and WrittenOutSoftmaxBecomesTheOp cover the composites pass's finds).
+TEST(Pipeline, PassesThatFindNothingRebuildNothing) {
+  Graph g;
+  const int32_t x = param(g, {DType::F32, {2, 3}});
+  g.results = {un(g, Unary::Exp, x)};
+  auto changes = [](const Graph& h) {
+    std::vector<std::string> r;
+    for (const Pass& p : pipeline())
+      if (p.name != "fold" && p.name != "simplify" && p.run(h)) r.push_back(std::string(p.name));
+    return r;
+  };
+  EXPECT_EQ(changes(g), std::vector<std::string>{});
+  Graph twice = g;
+  twice.results.push_back(un(twice, Unary::Exp, x));  // the same node again
+  EXPECT_EQ(changes(twice), std::vector<std::string>{"cse"});
+  Graph dead = g;
+  un(dead, Unary::Neg, x);  // read by nothing
+  EXPECT_EQ(changes(dead), std::vector<std::string>{"dce"});
+}
+
 TEST(Pipeline, RandomGraphsKeepTheirResults) {
   size_t before = 0, after = 0;
   for (unsigned seed = 0; seed < 150; ++seed) {
