@@ -19,6 +19,9 @@ Tensor gelu_tanh(const Tensor& x) {
   return unary(Unary::Tanh, mul(k(x, kGeluC), add(x, mul(k(x, kGeluA), x3))));
 }
 
+// u'(x) = c·(1 + 3a·x²)
+Tensor gelu_du(const Tensor& x) { return mul(k(x, kGeluC), add(k(x, 1), mul(k(x, 3 * kGeluA), mul(x, x)))); }
+
 bool gelu_is_op(const Tensor& x) { return is_float(x.dtype()); }
 
 }  // namespace
@@ -28,8 +31,8 @@ Tensor gelu_expansion(const Tensor& x) { return mul(x, mul(k(x, 0.5), add(k(x, 1
 Tensor gelu_grad_expansion(const Tensor& x, const Tensor& g) {
   const Tensor t = gelu_tanh(x);
   const Tensor half = k(x, 0.5), one = k(x, 1);
-  const Tensor du = mul(k(x, kGeluC), add(one, mul(k(x, 3 * kGeluA), mul(x, x))));  // u'(x)
-  const Tensor dt = binary(Binary::Sub, one, mul(t, t));                           // 1 − t²
+  const Tensor du = gelu_du(x);
+  const Tensor dt = binary(Binary::Sub, one, mul(t, t));  // 1 − t²
   const Tensor d = add(mul(half, add(one, t)), mul(mul(half, x), mul(dt, du)));
   return mul(g, d);
 }
@@ -37,7 +40,7 @@ Tensor gelu_grad_expansion(const Tensor& x, const Tensor& g) {
 Tensor gelu_second(const Tensor& x) {
   const Tensor t = gelu_tanh(x);
   const Tensor one = k(x, 1);
-  const Tensor du = mul(k(x, kGeluC), add(one, mul(k(x, 3 * kGeluA), mul(x, x))));
+  const Tensor du = gelu_du(x);
   const Tensor ddu = mul(k(x, 6 * kGeluC * kGeluA), x);
   const Tensor inner = add(binary(Binary::Sub, du, mul(mul(x, t), mul(du, du))), mul(mul(k(x, 0.5), x), ddu));
   return mul(binary(Binary::Sub, one, mul(t, t)), inner);
