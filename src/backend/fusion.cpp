@@ -136,8 +136,9 @@ class Fuser {
 
   Schedule run() {
     if (o_.gpu && o_.attention && o_.composites) find_attention_chains();
-    if (o_.gpu && o_.bias_epilogue && o_.composites) find_gelu_epilogues();
-    if (o_.gpu && o_.bias_epilogue) find_bias_epilogues(), find_row_sums();
+    if (o_.gpu && o_.bias_epilogue && o_.epilogue.gelu && o_.composites) find_gelu_epilogues();
+    if (o_.gpu && o_.bias_epilogue) find_bias_epilogues();
+    if (o_.gpu && o_.bias_epilogue && o_.epilogue.row_sums) find_row_sums();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();

@@ -226,10 +226,14 @@ struct FuseOptions {
   // GPU: a product without batch dims whose only reader adds a row along its last dim (a dense
   // layer's bias) becomes one Dot step computing both (DotLayout::bias: cuBLASLt's bias
   // epilogue), unless that add is an attention operand's bias folded into its Attention step;
-  // and one that contracts an operand's rows, which are summed where no loop could (DotLayout::
-  // row_sum: the bias's gradient), sums them too; with `composites`, a GELU after a product (and
-  // its bias) and GELU's gradient before one run as the product's GELU epilogues (DotLayout::act).
+  // with `row_sums`, one that contracts an operand's rows, which are summed where no loop could
+  // (DotLayout::row_sum: the bias's gradient), sums them too; with `gelu` and `composites`, a GELU
+  // after a product (and its bias) and GELU's gradient before one run as the product's GELU
+  // epilogues (DotLayout::act). The CUDA backend takes all three (SHEAF_CUDA_EPILOGUES chooses).
   bool bias_epilogue = false;
+  struct {
+    bool row_sums = true, gelu = true;  // with bias_epilogue
+  } epilogue;
   // Where the graph's softmax and softmax_grad composites were expanded (passes::lower_composites,
   // whose graph this is): a GPU schedule finds attention chains around them; none without.
   const passes::CompositeSites* composites = nullptr;

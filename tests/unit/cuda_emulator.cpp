@@ -248,13 +248,15 @@ bool declares(std::string_view header, const std::string& name) {
   return false;
 }
 
-// Whether kernel `name` of `source` calls __syncthreads(): its text runs from its __global__ to
-// the next one (or the end of the source).
+// Whether kernel `name` of `source` calls __syncthreads() or shuffles a reduction's values between
+// a warp's lanes (sh_shfl_xor): its text runs from its __global__ to the next one (or the end of
+// the source).
 bool synchronises(std::string_view source, const std::string& name) {
   for (size_t at = source.find("__global__"); at != std::string_view::npos;) {
     size_t next = source.find("__global__", at + 1);
     std::string_view text = source.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at);
-    if (declares(text.substr(0, text.find('{')), name)) return text.find("__syncthreads") != std::string_view::npos;
+    if (declares(text.substr(0, text.find('{')), name))
+      return text.find("__syncthreads") != std::string_view::npos || text.find("sh_shfl_xor") != std::string_view::npos;
     at = next;
   }
   throw SheafError(fmt::format("internal: no __global__ kernel {} in the source to load", name));

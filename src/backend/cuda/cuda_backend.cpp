@@ -41,6 +41,11 @@ std::unique_ptr<CompiledGraph> CudaBackend::compile(const ir::Graph& g, const Co
     o.name = c.name;
     o.profile = o.profile || std::getenv("SHEAF_CUDA_PROFILE");
     if (const char* u = std::getenv("SHEAF_CUDA_POINTS_PER_THREAD")) o.points_per_thread = std::max(1, std::atoi(u));
+    if (const char* e = std::getenv("SHEAF_CUDA_EPILOGUES")) {
+      const std::string list = fmt::format(",{},", e);
+      auto has = [&](const char* word) { return list.find(fmt::format(",{},", word)) != std::string::npos; };
+      o.bias_epilogue = has("bias"), o.row_sum_epilogue = has("row-sums"), o.gelu_epilogue = has("gelu");
+    }
     auto p = std::make_unique<OnGpu>(g, gpu_, o, stats_.run);
     if (const char* dump = std::getenv("SHEAF_DUMP_CUDA"))
       write_file_atomic(fmt::format("{}/{}.cu", dump, file_safe_name(c.name)),

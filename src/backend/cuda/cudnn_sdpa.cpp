@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cudnn_abi.h"
 #include "backend/cuda/dynlib.hpp"
+#include "base/clock.hpp"
 #include "base/companion.hpp"
 #include "base/error.hpp"
 
@@ -130,15 +131,20 @@ bool CudnnSdpa::prepare(const Sdpa& a, std::string& why) {
   Prepared w{.problem = a};
   int64_t forward = 0, backward = 0;
   char err[1024] = {};
-  if (plugin().prepare(ctx_, &p, &w.plan, &forward, &backward, err, sizeof err) != 0) {
+  const auto t0 = Clock::now();
+  const int built = plugin().prepare(ctx_, &p, &w.plan, &forward, &backward, err, sizeof err);
+  plans_s_ += seconds_since(t0);
+  if (built != 0) {
     why = fmt::format("cuDNN does not take attention {}: {}", sdpa_key(a), err);
     return false;
   }
   if (forward > 0) w.forward = memory_.allocate(static_cast<size_t>(forward));
   if (backward > 0) w.backward = memory_.allocate(static_cast<size_t>(backward));
   prepared_.push_back(w);
+  const auto t1 = Clock::now();
   try {
     trial(a);
+    trials_s_ += seconds_since(t1);
   } catch (const SheafError& e) {
     release(w);
     prepared_.pop_back();
@@ -191,6 +197,11 @@ void CudnnSdpa::run(const Sdpa& a, bool backward, const SdpaBuffers& b) {
   char err[1024] = {};
   if (plugin().run(ctx_, w->plan, backward, &x, host(backward ? w->backward : w->forward), err, sizeof err) != 0)
     throw SheafError(fmt::format("cuDNN: attention {} of {} failed: {}", backward ? "backward" : "forward", sdpa_key(a), err));
+}
+
+std::string CudnnSdpa::describe_preparation() const {
+  return fmt::format("plans of {} problem{} built in {:.0f} ms, tried in {:.0f} ms", prepared_.size(), prepared_.size() == 1 ? "" : "s",
+                     plans_s_ * 1e3, trials_s_ * 1e3);
 }
 
 std::string CudnnSdpa::version() const {

@@ -31,6 +31,7 @@
 #include "backend/cuda/device.hpp"
 #include "backend/cuda/nccl.hpp"
 #include "backend/cuda/nvrtc.hpp"
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "base/placement.hpp"
 #include "dist/comm.hpp"
@@ -377,6 +378,12 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   bool prepare_sdpa(const Sdpa& a, std::string* why) override {
     bind();
     std::call_once(sdpa_once_, [this] {
+      const auto t0 = Clock::now();
+      struct Timed {  // open's time, also when it throws
+        Clock::time_point t0;
+        double& s;
+        ~Timed() { s = seconds_since(t0); }
+      } timed{t0, sdpa_open_s_};
       sdpa_ = CudnnSdpa::open(stream_, info_.major * 10 + info_.minor,
                               {[this](size_t bytes) { return allocate(bytes); }, [this](DevicePtr p) { release(p); },
                                [this](DevicePtr p, size_t bytes) { fill(p, 0, bytes); }, [this] { synchronize(); }},
@@ -397,7 +404,8 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   }
   std::string describe_sdpa() const override {
     if (sdpa_taken_ + sdpa_refused_ == 0) return {};
-    std::string r = sdpa_ ? fmt::format("attention: {} runs {} of {} chains", sdpa_->version(), sdpa_taken_, sdpa_taken_ + sdpa_refused_)
+    std::string r = sdpa_ ? fmt::format("attention: {} runs {} of {} chains (started in {:.0f} ms; {})", sdpa_->version(), sdpa_taken_,
+                                        sdpa_taken_ + sdpa_refused_, sdpa_open_s_ * 1e3, sdpa_->describe_preparation())
                           : "attention: own kernels";
     return sdpa_refused_ ? fmt::format("{} (last refusal: {})", r, last_refusal_) : r;
   }
@@ -604,6 +612,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   std::unique_ptr<CudnnSdpa> sdpa_;  // null: not opened yet, or cuDNN is absent (sdpa_why_)
   std::string sdpa_why_, last_refusal_;
   size_t sdpa_taken_ = 0, sdpa_refused_ = 0;  // attention chains prepare_sdpa took and refused
+  double sdpa_open_s_ = 0;                    // opening cuDNN (its libraries, a handle)
   // The job's NCCL communicator: decided on the first all-reduce of a job of several ranks (a
   // collective, so every rank decides at the same call); null when some rank lacks NCCL.
   std::mutex comm_mutex_;

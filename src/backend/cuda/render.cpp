@@ -757,13 +757,19 @@ class Renderer {
     }
   }
 
-  // The second kernel of split step `index` (in code_) and its launch: a thread per kept
-  // point combines its `chunks` partials (in chunk order, from w[base] on) and stores each
-  // reduction's result.
+  // The second kernel of split step `index` (in code_) and its launch: each kept point's `chunks`
+  // partials (from w[base] on, a point's contiguous) combined by a group of `lanes` threads of one
+  // warp — lane i takes chunks i, i + lanes, …, coalesced with its neighbours', then a butterfly of
+  // shuffles — and each reduction's result stored by the group's first lane. The groups of a block
+  // hold consecutive points; its warps are whole (the shuffles take every lane), and a group past
+  // the last point only joins them.
   Launch finish(size_t index, const LoopBody& body, const std::vector<size_t>& kept, int64_t points, int64_t chunks, int64_t base) {
-    Launch f{.step = index, .kernel = fmt::format("s{}f", index), .block = std::min(o_.block, points)};
+    const int64_t lanes = std::min<int64_t>(32, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(1, chunks)))));
+    const int64_t groups = std::max<int64_t>(1, o_.block / lanes);  // points a block combines
+    Launch f{.step = index, .kernel = fmt::format("s{}f", index), .block = (std::min(groups, points) * lanes + 31) / 32 * 32, .block_reduce = true};
     f.scratch = static_cast<int64_t>(body.reductions.size()) * points * chunks * 4;
-    f.grid = (points + f.block - 1) / f.block;
+    const int64_t per_block = f.block / lanes;
+    f.grid = (points + per_block - 1) / per_block;
     std::string params;
     for (int32_t v : body.reductions) {
       params += fmt::format("{}* __restrict__ {}, ", ctype(g_.type(v).dtype), pointer(v));
@@ -772,17 +778,25 @@ class Renderer {
     f.slots.push_back(m_.slots);
     line("extern \"C\" __global__ void __launch_bounds__({}) {}({}const float* __restrict__ w) {{", f.block, f.kernel, params);
     indent_ = 2;
-    line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
-    line("if (t >= {}) return;", points);
+    line("const i64 t = (i64)blockIdx.x * {} + threadIdx.x / {};", per_block, lanes);
+    line("const i64 lane = threadIdx.x % {};", lanes);
     split_groups(body.nest, kept, "t", "q");
     for (size_t j = 0; j < body.reductions.size(); ++j) {
       const int32_t v = body.reductions[j];
       const ir::Node& n = g_.producer(v);
       const DType d = g_.type(v).dtype;
+      const std::string from = fmt::format("w[{} + t * {} + c]", base + static_cast<int64_t>(j) * points * chunks, chunks);
       line("float a{} = {};", v, body.identities[j]);
-      line("for (i64 c = 0; c < {}; ++c) a{} = {};", chunks, v,
-           loop_code::combine_expr(n.attrs.reduce, d, fmt::format("a{}", v), fmt::format("w[{} + t * {} + c]", base + static_cast<int64_t>(j) * points * chunks, chunks)));
-      line("{}[{}] = {};", pointer(v), body.nest.index(body.kept, 0), loop_code::store_expr(d, fmt::format("a{}", v)));
+      line("if (t < {}) {{", points);
+      line("  for (i64 c = lane; c < {}; c += {}) a{} = {};", chunks, lanes, v, loop_code::combine_expr(n.attrs.reduce, d, fmt::format("a{}", v), from));
+      line("}}");
+      if (lanes > 1) {
+        line("for (int o = {}; o > 0; o >>= 1) {{", lanes / 2);
+        line("  const float y = sh_shfl_xor(a{}, o, 0xffffffffu);", v);
+        line("  a{} = {};", v, loop_code::combine_expr(n.attrs.reduce, d, fmt::format("a{}", v), "y"));
+        line("}}");
+      }
+      line("if (t < {} && lane == 0) {}[{}] = {};", points, pointer(v), body.nest.index(body.kept, 0), loop_code::store_expr(d, fmt::format("a{}", v)));
     }
     indent_ = 0;
     line("}}");
