@@ -54,6 +54,10 @@ struct Driver {
   CUresult (*cuMemGetInfo_v2)(size_t* free, size_t* total);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t bytes);
   CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
+  // Stream-ordered allocation from the device's pool (CUDA 11.2 and later; optional): it neither
+  // waits for the GPU nor makes it wait, where cuMemAlloc may do both.
+  CUresult (*cuMemAllocAsync)(CUdeviceptr* ptr, size_t bytes, CUstream stream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream stream);
   CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
@@ -94,7 +98,7 @@ struct Driver {
   X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
   X(cuLaunchKernel) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
   X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy_v2)
-#define SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) X(cuEventElapsedTime_v2) X(cuStreamIsCapturing)
+#define SHEAF_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) X(cuEventElapsedTime_v2) X(cuStreamIsCapturing) X(cuMemAllocAsync) X(cuMemFreeAsync)
 
 // Enum values of cuda.h used with these entry points.
 constexpr unsigned kStreamNonBlocking = 1;  // CUstream_flags: CU_STREAM_NON_BLOCKING

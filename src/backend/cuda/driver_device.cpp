@@ -25,6 +25,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
 
 #include "backend/cuda/cublaslt.hpp"
 #include "backend/cuda/cudnn_sdpa.hpp"
@@ -243,7 +246,7 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
       lt_.reset();
       sdpa_.reset();
       fallback_.reset();
-      if (workspace_) d_.cuMemFree_v2(workspace_);
+      if (workspace_) pooled_.erase(workspace_) ? d_.cuMemFreeAsync(workspace_, stream_) : d_.cuMemFree_v2(workspace_);
       for (CUevent e : events_) d_.cuEventDestroy_v2(e);
       for (CUevent e : timing_)
         if (e) d_.cuEventDestroy_v2(e);
@@ -266,10 +269,17 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   std::string arch() const override { return arch_name(info_); }
   int64_t multiprocessors() const override { return info_.multiprocessors; }
 
+  // Stream-ordered where the driver can and the stream is not being recorded: every use of device
+  // memory is queued on the one stream, so a block is ready for whatever is queued after its
+  // allocation, and neither side waits (a training loop's first steps allocate their results;
+  // SHEAF_CUDA_ASYNC_ALLOC=0 measures cuMemAlloc instead). A block goes back the way it came.
   DevicePtr allocate(size_t bytes) override {
     bind();
     CUdeviceptr p = 0;
-    CUresult r = d_.cuMemAlloc_v2(&p, bytes == 0 ? 1 : bytes);  // 0 bytes is an error: a distinct pointer anyway
+    const size_t n = bytes == 0 ? 1 : bytes;  // 0 bytes is an error: a distinct pointer anyway
+    const bool pooled = async_alloc_ && !recording_;
+    CUresult r = pooled ? d_.cuMemAllocAsync(&p, n, stream_) : d_.cuMemAlloc_v2(&p, n);
+    if (pooled && r == 0) pooled_.insert(p);
     if (r == kErrorOutOfMemory) {
       size_t free = 0, total = 0;
       if (d_.cuMemGetInfo_v2(&free, &total) == 0)
@@ -283,7 +293,14 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   void release(DevicePtr p) override {
     if (p == 0) return;
     bind();
-    check(d_.cuMemFree_v2(p), "cuMemFree");
+    if (!pooled_.count(p)) return check(d_.cuMemFree_v2(p), "cuMemFree");
+    if (recording_) return unfreed_.push_back(p);  // a free queued now would be part of the capture
+    for (CUdeviceptr q : std::exchange(unfreed_, {})) {
+      pooled_.erase(q);
+      check(d_.cuMemFreeAsync(q, stream_), "cuMemFreeAsync");
+    }
+    pooled_.erase(p);
+    check(d_.cuMemFreeAsync(p, stream_), "cuMemFreeAsync");
   }
 
   void upload(DevicePtr dst, const void* src, size_t bytes) override {
@@ -608,6 +625,13 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
   size_t stamped_ = 0;
   CUevent timing_[2] = {nullptr, nullptr};  // time_on_stream's start and end, made on first use
   std::atomic<bool> recording_{false};      // capture() is recording
+  // allocate() by cuMemAllocAsync, and the blocks it so allocated
+  const bool async_alloc_ = d_.cuMemAllocAsync && d_.cuMemFreeAsync && [] {
+    const char* e = std::getenv("SHEAF_CUDA_ASYNC_ALLOC");
+    return !(e && std::string_view(e) == "0");
+  }();
+  std::unordered_set<CUdeviceptr> pooled_;
+  std::vector<CUdeviceptr> unfreed_;  // pooled blocks released while recording, freed at the next release
   std::once_flag sdpa_once_;
   std::unique_ptr<CudnnSdpa> sdpa_;  // null: not opened yet, or cuDNN is absent (sdpa_why_)
   std::string sdpa_why_, last_refusal_;
