@@ -5,6 +5,7 @@
 // Structural operations keep the dtype: an i32 tensor stays i32. The shift of `roll` and the
 // diagonal of `tril` may be runtime values (traced); sizes, bounds and axes are static.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "builtins/registry.hpp"
@@ -249,6 +250,16 @@ Value b_tril(Interp&, const CallArgs& a) {
   if (x.rank() < 2) throw SheafError(fmt::format("tril: needs at least 2 dimensions, got {}", type_str(x)), a.site);
   Tensor k = a.size() > 1 ? int_scalar(a, a[1], 1) : Tensor::scalar(DType::I32, 0);  // may be a runtime value
   Shape mat{x.dim(x.rank() - 2), x.dim(x.rank() - 1)};
+  if (!x.is_symbolic() && !k.is_symbolic()) {  // known elements (a causal mask while tracing): row i keeps its first i + k + 1
+    const int64_t rows = mat[0], cols = mat[1], diagonal = static_cast<int64_t>(k.get(0));
+    const size_t es = dtype_size(x.dtype());
+    Tensor out(x.dtype(), x.shape());  // zeros
+    for (int64_t r = 0; r < x.numel() / std::max<int64_t>(1, cols); ++r) {
+      const int64_t keep = std::clamp<int64_t>(r % rows + diagonal + 1, 0, cols);
+      std::memcpy(out.mutable_bytes() + static_cast<size_t>(r * cols) * es, x.bytes() + static_cast<size_t>(r * cols) * es, static_cast<size_t>(keep) * es);
+    }
+    return Value::tensor(out);
+  }
   // keep[i, j] = i + k >= j
   Tensor rows = binary(Binary::Add, iota(DType::I32, mat, 0), k);
   Tensor keep = binary(Binary::Ge, rows, iota(DType::I32, mat, 1));

@@ -73,6 +73,14 @@ void run_binary(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   });
 }
 
+// n copies of the element of width sizeof(W) at `src`, written from `dst` on.
+template <typename W>
+void fill_with(std::byte* dst, const std::byte* src, int64_t n) {
+  W v;
+  std::memcpy(&v, src, sizeof v);
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + static_cast<size_t>(i) * sizeof v, &v, sizeof v);
+}
+
 // Calls f with a value of the C++ element type of an f32/i32/u32/bool tensor.
 template <typename F>
 decltype(auto) dispatch(DType d, F f) {
@@ -277,8 +285,15 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     const std::byte* src = x.bytes() + static_cast<size_t>(ox) * es;
     if (ix == 1) {
       std::memcpy(dst, src, static_cast<size_t>(n) * es);
-    } else {
-      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + static_cast<size_t>(i) * es, src, es);
+    } else {  // one element repeated n times (a scalar, or a column): a fill of its width
+      switch (es) {
+        case 1: fill_with<uint8_t>(dst, src, n); break;
+        case 2: fill_with<uint16_t>(dst, src, n); break;
+        case 4: fill_with<uint32_t>(dst, src, n); break;
+        case 8: fill_with<uint64_t>(dst, src, n); break;
+        default:
+          for (int64_t i = 0; i < n; ++i) std::memcpy(dst + static_cast<size_t>(i) * es, src, es);
+      }
     }
   });
   return out;
