@@ -21,9 +21,15 @@
 #                                                                          → profile.txt; its CUDA
 #           source, the same with SHEAF_CUDNN=0 (the own attention kernels) and, with ONE_POINT=1,
 #           with a point per thread (SHEAF_CUDA_POINTS_PER_THREAD=1)       → cuda.tgz
+#   ab      the GPT-2 small step as the switches change it, one warm run each (after a cold one):
+#           10 steps as is, with cuMemAlloc (SHEAF_CUDA_ASYNC_ALLOC=0), without each kind of
+#           cuBLASLt epilogue (SHEAF_CUDA_EPILOGUES), and 40 steps (the replayed steady state);
+#           first, second and mean step, cuDNN's preparation                  → ab.txt
+#   ncu     Nsight Compute on the two layer-norm backward row runs of one step (or the kernels of
+#           $NCU_KERNELS, a regex): duration, throughput, occupancy, stalls     → ncu.txt
 # OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
 # the sheaf and unit_tests processes only).
-# usage: bash scripts/gpu_check.sh smoke tests run bench sanitize profile   (any of them, in any order)
+# usage: bash scripts/gpu_check.sh smoke tests run bench sanitize profile ab ncu   (any of them, in any order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -147,9 +153,36 @@ profile() {
   tar czf "$OUT/cuda.tgz" -C "$dir" .
 }
 
+ab() {
+  local dir=/tmp/gpu-ab; rm -rf "$dir"; mkdir -p "$dir" && cp bench/gpt2_gpu.shf "$dir"/
+  one() {
+    local name=$1 steps=$2; shift 2
+    echo "===== $name: $steps steps $*"
+    (cd "$dir" && env "$@" timeout 90 "$SHEAF" --device cuda --jit-profile gpt2_gpu.shf -- --steps "$steps") >"$dir/run.txt" 2>&1
+    echo "(exit $?)"; grep -E "RESULT gpt2_(first|second|ms)|loss .* after [0-9]+ steps" "$dir/run.txt"
+    grep -o -E "[0-9]+ captures, [0-9]+ replays|attention: .*" "$dir/run.txt"
+  }
+  {
+    one cold 10 SHEAF_AB=1; one as-is 10 SHEAF_AB=1; one cuMemAlloc 10 SHEAF_CUDA_ASYNC_ALLOC=0
+    one no-gelu-epilogue 10 SHEAF_CUDA_EPILOGUES=bias,row-sums; one no-row-sum-epilogue 10 SHEAF_CUDA_EPILOGUES=bias,gelu
+    one no-epilogues 10 SHEAF_CUDA_EPILOGUES=none; one as-is-again 10 SHEAF_AB=1; one steady 40 SHEAF_AB=1
+  } 2>&1 | tee "$OUT/ab.txt"
+}
+
+ncu_phase() {
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "gpu_check: no ncu here"; return; }
+  # --clock-control none: the card's clocks are left as they are (the device tool's rule)
+  (cd /tmp && timeout 120 "$ncu" --clock-control none --kernel-name "regex:${NCU_KERNELS:-^s3(15|25)\$}" --launch-skip 2 --launch-count 2 \
+     --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+     "$SHEAF" --device cuda "$OLDPWD/bench/gpt2_gpu.shf" -- --steps 1) >"$OUT/ncu.txt" 2>&1
+  echo "(exit $?)"; grep -E "Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit Registers" "$OUT/ncu.txt" | head -20
+}
+
 for phase in "$@"; do
   case $phase in
-    smoke | tests | run | bench | sanitize | profile) echo "== gpu_check $phase ($(date +%T))"; $phase ;;
-    *) echo "gpu_check: unknown phase $phase (smoke, tests, run, bench, sanitize or profile)"; exit 2 ;;
+    smoke | tests | run | bench | sanitize | profile | ab) echo "== gpu_check $phase ($(date +%T))"; $phase ;;
+    ncu) echo "== gpu_check ncu ($(date +%T))"; ncu_phase ;;
+    *) echo "gpu_check: unknown phase $phase (smoke, tests, run, bench, sanitize, profile, ab or ncu)"; exit 2 ;;
   esac
 done
