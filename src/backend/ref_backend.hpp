@@ -12,7 +12,7 @@
 
 namespace sheaf {
 
-class SheafError;
+struct SheafError;
 
 class RefBackend final : public Backend {
  public:

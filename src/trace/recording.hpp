@@ -9,9 +9,13 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 #include "base/error.hpp"
+#include "ir/node_key.hpp"
 #include "tensor/recorder.hpp"
 #include "trace/tracer.hpp"
 
@@ -77,13 +81,22 @@ class Tracer final : public ir::Recorder {
   }
 
   // A constant node; a tensor whose elements are all the same (zeros or ones made by a VJP rule)
-  // is a rank-0 constant broadcast, never materialised in the graph.
+  // is a rank-0 constant broadcast, never materialised in the graph. A large one equal to one
+  // already in the graph is that one (a causal mask each layer builds anew: one constant, not 12).
   int32_t constant(const Tensor& t) {
     const size_t w = dtype_size(t.dtype());
     const std::byte* b = t.bytes();
     bool splat = t.numel() > 1;
     for (int64_t i = 1; splat && i < t.numel(); ++i) splat = std::memcmp(b, b + static_cast<size_t>(i) * w, w) == 0;
-    if (!splat) return g.emit_constant(t, g_site);
+    if (!splat && t.nbytes() <= ir::kConstantKeyBytes) return g.emit_constant(t, g_site);  // CSE keys these by their bytes
+    if (!splat) {
+      const size_t h = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(b), t.nbytes()));
+      for (auto [at, end] = by_content_.equal_range(h); at != end; ++at) {
+        const Tensor& c = g.producer(at->second).attrs.value;
+        if (c.dtype() == t.dtype() && c.shape() == t.shape() && std::memcmp(c.bytes(), b, t.nbytes()) == 0) return at->second;
+      }
+      return by_content_.emplace(h, g.emit_constant(t, g_site))->second;
+    }
     pinned_.push_back(t);  // constants_ is keyed by storage address: it must not be reused while tracing
     Tensor first = Tensor::empty(t.dtype(), {});
     std::memcpy(first.mutable_bytes(), b, w);
@@ -110,6 +123,7 @@ class Tracer final : public ir::Recorder {
 
  private:
   std::map<std::tuple<const std::byte*, DType, Shape>, int32_t> constants_;
+  std::unordered_multimap<size_t, int32_t> by_content_;  // large constants by a hash of their bytes
   std::vector<Tensor> pinned_;  // splats lifted as broadcast scalars (see constant)
 
   Tensor capture(const Tensor& t) {
