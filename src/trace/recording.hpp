@@ -5,7 +5,8 @@
 // become its extra parameters, `captures`).
 // Every primitive that meets a symbolic operand appends a node (typed by the shape rule) and
 // returns symbolic results. Concrete tensors that meet symbolic ones (closure captures, literals,
-// constants of builtins) become constant nodes, shared per storage.
+// constants of builtins) become constant nodes, shared per storage, and large ones by content (a
+// mask each layer builds anew is one node).
 #pragma once
 #include <algorithm>
 #include <cstring>
