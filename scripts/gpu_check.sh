@@ -78,7 +78,7 @@ smoke() {
     for cudnn in 1 0; do
       echo "===== tiny GPT-2, SHEAF_CUDNN=$cudnn"
       SHEAF_CUDNN=$cudnn timeout 120 "$SHEAF" --device cuda --jit-profile "$gpt" -- "${tiny[@]}" 2>&1 |
-        grep -E "^loss|attention:|rror" | sed 's/.*\(attention: [^;]*\).*/\1/' | head -8
+        grep -E "^loss|attention:|rror" | sed 's/.*\(attention: .*\)/\1/' | head -8
     done
     echo "===== tiny GPT-2 on the CPU"
     with_blas timeout 120 "$SHEAF" --device cpu "$gpt" -- "${tiny[@]}" 2>&1 | grep -E "^loss" | head -4
