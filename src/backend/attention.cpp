@@ -380,9 +380,8 @@ class Matcher {
     auto [known, fresh] = causal_fills_.try_emplace(c);  // one scan per constant: heads as modules share it
     if (!fresh) return known->second;
     std::optional<double>& fill = known->second;
-    const float* floats = t->dtype() == DType::F32 ? t->data<float>() : nullptr;  // read by type: a million elements a layer
     for (int64_t i = 0, n = t->numel(); i < n; ++i) {
-      const double x = floats ? floats[i] : t->get(i);
+      const double x = t->get(i);
       const bool kept = i % s_n <= i / s_n % t_n;
       if (kept != (x == 0) || (!kept && (x > -1e9 || !std::isfinite(x) || (fill && *fill != x)))) return fill = std::nullopt;
       if (!kept) fill = x;

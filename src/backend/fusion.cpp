@@ -892,22 +892,14 @@ class Fuser {
     auto [known, fresh] = causal_masks_.try_emplace(std::move(key), true);
     if (!fresh) return known->second;
     const bool every_batch_alike = std::all_of(a.batch_mask.begin(), a.batch_mask.end(), [](int64_t st) { return st == 0; });
-    // a mask of T·S elements for each of 12 layers' chains (GPT-2: a million each): read by type
-    auto scan = [&](auto kept) {
-      for (int64_t b = 0, nb = every_batch_alike ? 1 : shape_numel(a.batch); b < nb; ++b) {
-        int64_t base = w.offset, rest = b;
-        for (size_t i = a.batch.size(); i-- > 0; rest /= a.batch[i]) base += rest % a.batch[i] * a.batch_mask[i];
-        for (int64_t t = 0; t < a.t; ++t)
-          for (int64_t s = 0; s < a.s; ++s)
-            if (kept(base + t * a.mask_ts + s * a.mask_ss) != (s <= t)) return false;
-      }
-      return true;
-    };
-    const uint8_t* bools = c->dtype() == DType::Bool ? c->data<uint8_t>() : nullptr;
-    const float* floats = c->dtype() == DType::F32 ? c->data<float>() : nullptr;
-    return known->second = bools    ? scan([&](int64_t i) { return (bools[i] != 0) == keep_if; })
-                           : floats ? scan([&](int64_t i) { return (floats[i] != 0) == keep_if; })
-                                    : scan([&](int64_t i) { return (c->get(i) != 0) == keep_if; });
+    for (int64_t b = 0, nb = every_batch_alike ? 1 : shape_numel(a.batch); b < nb; ++b) {
+      int64_t base = w.offset, rest = b;
+      for (size_t i = a.batch.size(); i-- > 0; rest /= a.batch[i]) base += rest % a.batch[i] * a.batch_mask[i];
+      for (int64_t t = 0; t < a.t; ++t)
+        for (int64_t s = 0; s < a.s; ++s)
+          if (((c->get(base + t * a.mask_ts + s * a.mask_ss) != 0) == keep_if) != (s <= t)) return known->second = false;
+    }
+    return true;
   }
   std::map<std::vector<int64_t>, bool> causal_masks_;  // causal_mask by (buffer, offset, t, s, strides, keep_if, batch)
 
