@@ -20,7 +20,7 @@
 //     chain), writing the gradients into their concatenation when attention.hpp found one
 //     (concat_views; its pads and adds skipped);
 //   - dot_general becomes a Dot step when both operands are (batched) strided matrices, after
-//     copying an operand that is not; in GPU schedules with bias_epilogue, with the add of a bias
+//     copying an operand that is not; in GPU schedules with Epilogues, with the add of a bias
 //     row that only products read (placed at the add) or with the reduce_sum of the rows it
 //     contracts (placed at the earlier of the two): cuBLASLt's epilogues; a while becomes a While
 //     step and other nodes Host steps, both reading contiguous buffers.
@@ -136,9 +136,10 @@ class Fuser {
 
   Schedule run() {
     if (o_.gpu && o_.attention && o_.composites) find_attention_chains();
-    if (o_.gpu && o_.bias_epilogue && o_.epilogue.gelu && o_.composites) find_gelu_epilogues();
-    if (o_.gpu && o_.bias_epilogue) find_bias_epilogues();
-    if (o_.gpu && o_.bias_epilogue && o_.epilogue.row_sums) find_row_sums();
+    const bool bias = o_.gpu && o_.epilogues.bias;
+    if (bias && o_.epilogues.gelu && o_.composites) find_gelu_epilogues();
+    if (bias) find_bias_epilogues();
+    if (bias && o_.epilogues.row_sums) find_row_sums();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();
@@ -501,7 +502,7 @@ class Fuser {
     return true;
   }
 
-  // The products a bias add joins (FuseOptions::bias_epilogue): dot_general without batch dims
+  // The products a bias add joins (Epilogues::bias): dot_general without batch dims
   // whose one free rhs dim is its result's last, read only by an add (same type) of a
   // broadcast_in_dim of a vector onto that last dim, whose sum only products read (a loop reading
   // it would add the bias as it loads, for free) — unless the add is an attention operand's bias
@@ -536,7 +537,7 @@ class Fuser {
     }
   }
 
-  // The products that sum an operand's rows as they contract them (FuseOptions::bias_epilogue,
+  // The products that sum an operand's rows as they contract them (Epilogues::row_sums,
   // DotLayout::row_sum): reduce_sum of y over every dim but its last, where y is in memory
   // whatever runs (a parameter, a product's result, an attention step's gradient: no loop
   // computes y, which could sum it as it goes), and a product without batch dims and without a

@@ -84,20 +84,20 @@ struct DotLayout {
   std::vector<int64_t> batch, batch_lhs, batch_rhs;
   int64_t m = 1, n = 1, k = 1;
   int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
-  // GPU (FuseOptions::bias_epilogue): the step is dot_general plus a bias — its nodes are the
+  // GPU (Epilogues::bias): the step is dot_general plus a bias — its nodes are the
   // product and the add reading it, its output the add's — and `bias` (value id, −1: none) is the
   // add's other operand: a row read through read_view with stride 0 on every dim but the last
   // (stride 1, n elements, 16-byte aligned). Element (r, col) of the result is the product's f32
   // sum plus bias[col], rounded once to the result's type (the graph rounds the product first).
   int32_t bias = -1;
-  // GPU (FuseOptions::bias_epilogue): the step also sums an operand over the rows it contracts (a
+  // GPU (Epilogues::row_sums): the step also sums an operand over the rows it contracts (a
   // bias's gradient: cuBLASLt's bias-gradient epilogue) — its nodes are the product and a
   // reduce_sum of that operand over every dim but its last, which are the dims the product
   // contracts — and `row_sum` (value id, −1: none) is the reduce's result, which the step writes:
   // b's sum ([n]), or a's ([m]) when `row_sum_of_a`. Summed in f32 and rounded once, as the reduce.
   int32_t row_sum = -1;
   bool row_sum_of_a = false;
-  // GPU (FuseOptions::bias_epilogue): the step also applies GELU, cuBLASLt's GELU epilogues
+  // GPU (Epilogues::gelu): the step also applies GELU, cuBLASLt's GELU epilogues
   // (the gelu and gelu_grad composites' sites: passes/composites.hpp), without batch dims, to a
   // result of n a multiple of 8 elements a row:
   //   Gelu      the step writes act_out = gelu(the product's f32 sum [+ bias]), rounded once, and
@@ -202,6 +202,19 @@ bool computes(const Schedule& s, int32_t v, int32_t step);
 // materialises — readers placed before that copy still read the source.
 const View& read_view(const Schedule& s, int32_t v, int32_t reader);
 
+// The cuBLASLt epilogues a GPU schedule may give its products. `bias`: a product without batch
+// dims whose only reader adds a row along its last dim (a dense layer's bias) becomes one Dot step
+// computing both (DotLayout::bias), unless that add is an attention operand's bias folded into its
+// Attention step. With `bias`, `row_sums`: one that contracts an operand's rows, which are summed
+// where no loop could (DotLayout::row_sum: the bias's gradient), sums them too; and `gelu` (with
+// FuseOptions::composites): a GELU after a product (and its bias) and GELU's gradient before one
+// run as the product's GELU epilogues (DotLayout::act). The CUDA backend takes all()
+// (SHEAF_CUDA_EPILOGUES chooses others, to measure them).
+struct Epilogues {
+  bool bias = false, row_sums = false, gelu = false;
+  static constexpr Epilogues all() { return {true, true, true}; }
+};
+
 struct FuseOptions {
   // A GPU schedule: f16/bf16 products are Dot steps too (a GPU's products accumulate them in f32)
   // and f16/bf16 reductions are loops (its kernels always accumulate in f32 registers); otherwise
@@ -223,17 +236,8 @@ struct FuseOptions {
   // load (AttentionLayout::Bias); false when a fused-attention library, which reads plain
   // operands, may run the chains (cuda/sdpa.hpp).
   bool fold_attention_bias = true;
-  // GPU: a product without batch dims whose only reader adds a row along its last dim (a dense
-  // layer's bias) becomes one Dot step computing both (DotLayout::bias: cuBLASLt's bias
-  // epilogue), unless that add is an attention operand's bias folded into its Attention step;
-  // with `row_sums`, one that contracts an operand's rows, which are summed where no loop could
-  // (DotLayout::row_sum: the bias's gradient), sums them too; with `gelu` and `composites`, a GELU
-  // after a product (and its bias) and GELU's gradient before one run as the product's GELU
-  // epilogues (DotLayout::act). The CUDA backend takes all three (SHEAF_CUDA_EPILOGUES chooses).
-  bool bias_epilogue = false;
-  struct {
-    bool row_sums = true, gelu = true;  // with bias_epilogue
-  } epilogue;
+  // GPU: the cuBLASLt epilogues the products may take (Epilogues; none by default).
+  Epilogues epilogues;
   // Where the graph's softmax and softmax_grad composites were expanded (passes::lower_composites,
   // whose graph this is): a GPU schedule finds attention chains around them; none without.
   const passes::CompositeSites* composites = nullptr;

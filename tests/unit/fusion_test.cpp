@@ -369,7 +369,7 @@ TEST_P(Recompute, AttentionAddsAProjectionsBiasAsItLoads) {
 // library's). Never where a loop reads the sum (it adds the bias as it loads), nor on the CPU.
 TEST_P(Recompute, ProductsAddABiasRowOnlyProductsRead) {
   auto biased = [&](const char* fn, std::vector<const char*> args, fusion::FuseOptions o) {
-    o.bias_epilogue = true;
+    o.epilogues = fusion::Epilogues::all();
     const Fused f = fuse(in, fn, std::move(args), GetParam(), o);
     std::vector<std::string> sums;  // the types of the sums the products compute
     for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
@@ -399,7 +399,7 @@ TEST_P(Recompute, ProductsAddABiasRowOnlyProductsRead) {
 // as it computes it; never on the CPU.
 TEST_P(Recompute, ProductsSumTheRowsTheyContract) {
   fusion::FuseOptions o;
-  o.bias_epilogue = true;
+  o.epilogues = fusion::Epilogues::all();
   const Fused f = fuse(in, "linear2-grad", {"x", "lp"}, GetParam(), o);
   std::vector<std::string> sums;
   for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
@@ -420,7 +420,7 @@ TEST_P(Recompute, ProductsSumTheRowsTheyContract) {
 // on the CPU.
 TEST_P(Recompute, ProductsApplyGeluAndItsGradient) {
   fusion::FuseOptions o;
-  o.bias_epilogue = true;
+  o.epilogues = fusion::Epilogues::all();
   // per Dot step with GELU: "gelu" / "gelu+bias" / "gelu+aux" / "gelu'", then the loops' unary ops
   auto acts = [&](const char* fn, std::vector<const char*> args) {
     const Fused f = fuse(in, fn, std::move(args), GetParam(), o);
@@ -453,6 +453,13 @@ TEST_P(Recompute, ProductsApplyGeluAndItsGradient) {
   EXPECT_EQ(acts("gelu-and-input", {"x", "w1", "b1"}), gpu ? V{"gelu+bias+aux"} : V{"tanh"});
   const V trained{"gelu+bias+aux", "gelu'", "1 row sums"};
   EXPECT_EQ(acts("linear-gelu-grad", {"x", "lp"}), gpu ? trained : V({"tanh", "tanh"}));  // the gradient's loop computes t again
+  // each kind can be left out (SHEAF_CUDA_EPILOGUES): loops then compute GELU and its derivative
+  // (and b1's gradient, summing a loop's result, with them), or sum the rows
+  o.epilogues.gelu = false;
+  EXPECT_EQ(acts("linear-gelu-grad", {"x", "lp"}), V({"tanh", "tanh"}));
+  o.epilogues = fusion::Epilogues::all();
+  o.epilogues.row_sums = false;
+  EXPECT_EQ(acts("linear-gelu-grad", {"x", "lp"}), gpu ? V({"gelu+bias+aux", "gelu'"}) : V({"tanh", "tanh"}));
 }
 
 // A concatenation: in a CPU schedule one Copy step per operand, each writing its region of the

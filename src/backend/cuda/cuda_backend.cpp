@@ -44,7 +44,7 @@ std::unique_ptr<CompiledGraph> CudaBackend::compile(const ir::Graph& g, const Co
     if (const char* e = std::getenv("SHEAF_CUDA_EPILOGUES")) {
       const std::string list = fmt::format(",{},", e);
       auto has = [&](const char* word) { return list.find(fmt::format(",{},", word)) != std::string::npos; };
-      o.bias_epilogue = has("bias"), o.row_sum_epilogue = has("row-sums"), o.gelu_epilogue = has("gelu");
+      o.epilogues = {.bias = has("bias"), .row_sums = has("row-sums"), .gelu = has("gelu")};
     }
     auto p = std::make_unique<OnGpu>(g, gpu_, o, stats_.run);
     if (const char* dump = std::getenv("SHEAF_DUMP_CUDA"))

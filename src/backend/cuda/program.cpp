@@ -255,10 +255,8 @@ Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, c
   // A fused-attention library reads plain operands: no projection bias is folded into them (the
   // projection's product adds it: Gemm::bias).
   Device& device = p.alloc->device();
-  fusion::FuseOptions fo{.gpu = true, .attention = compute_capability(device.arch()) >= 80, .aligned_params = !loop_body,
-                         .fold_attention_bias = !device.has_sdpa(), .bias_epilogue = o.bias_epilogue, .composites = &p.lowered.sites};
-  fo.epilogue.row_sums = o.row_sum_epilogue, fo.epilogue.gelu = o.gelu_epilogue;
-  p.schedule = fusion::fuse(g, fo);
+  p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(device.arch()) >= 80, .aligned_params = !loop_body,
+                                .fold_attention_bias = !device.has_sdpa(), .epilogues = o.epilogues, .composites = &p.lowered.sites});
   p.memory = fusion::plan_memory(g, p.schedule);
   RenderOptions ro = render_options_for(device.multiprocessors());
   if (o.points_per_thread > 0) ro.points_per_thread = o.points_per_thread;

@@ -28,6 +28,7 @@
 
 #include "backend/cuda/allocator.hpp"
 #include "backend/cuda/render.hpp"
+#include "backend/fusion.hpp"
 #include "backend/memory.hpp"
 #include "tensor/tensor.hpp"
 
@@ -96,9 +97,9 @@ struct ProgramOptions {
   // RenderOptions::points_per_thread when > 0 (SHEAF_CUDA_POINTS_PER_THREAD: 1 renders a thread
   // per point and no unrolled loops, to measure what they bring)
   int64_t points_per_thread = 0;
-  // The products' cuBLASLt epilogues the schedule may use (fusion::FuseOptions; SHEAF_CUDA_EPILOGUES,
-  // a comma list of bias, row-sums and gelu, or none: to measure what each brings)
-  bool bias_epilogue = true, row_sum_epilogue = true, gelu_epilogue = true;
+  // The products' cuBLASLt epilogues the schedule may use (SHEAF_CUDA_EPILOGUES, a comma list of
+  // bias, row-sums and gelu, or none: to measure what each brings)
+  fusion::Epilogues epilogues = fusion::Epilogues::all();
 };
 
 class Program {
