@@ -668,7 +668,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   }
   // Profiling times the calls after a program's first, whose products choose their algorithms and
   // whose first launches load what they need: the table then says what a step costs.
-  if (const bool timed = p.options.profile && p.runs++ > 0 && p.alloc->device().keeps_time(); timed || p.has_host) {
+  const bool first = p.runs++ == 0;
+  if (const bool timed = p.options.profile && !first && p.alloc->device().keeps_time(); timed || p.has_host) {
     p.run_in_order(kernels_, stats, timed);
   } else {
     auto hit = std::find_if(p.captures.begin(), p.captures.end(), [&](const Captured& c) { return c.table == p.buffers; });
