@@ -163,9 +163,9 @@ ab() {
     grep -o -E "[0-9]+ captures, [0-9]+ replays|attention: .*" "$dir/run.txt"
   }
   {
-    one cold 10 SHEAF_AB=1; one as-is 10 SHEAF_AB=1; one cuMemAlloc 10 SHEAF_CUDA_ASYNC_ALLOC=0
+    one cold 10; one as-is 10; one cuMemAlloc 10 SHEAF_CUDA_ASYNC_ALLOC=0
     one no-gelu-epilogue 10 SHEAF_CUDA_EPILOGUES=bias,row-sums; one no-row-sum-epilogue 10 SHEAF_CUDA_EPILOGUES=bias,gelu
-    one no-epilogues 10 SHEAF_CUDA_EPILOGUES=none; one as-is-again 10 SHEAF_AB=1; one steady 40 SHEAF_AB=1
+    one no-epilogues 10 SHEAF_CUDA_EPILOGUES=none; one as-is-again 10; one steady 40
   } 2>&1 | tee "$OUT/ab.txt"
 }
 
