@@ -308,7 +308,7 @@ std::string canonical(const std::string& text, const std::string& name) {
       while (i < t.size() && t[i] != '\n') ++i;
       continue;
     }
-    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k' || c == 'n') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
+    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k' || c == 'n' || c == 'q') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
       size_t j = i + 1;
       while (j < t.size() && digit(t[j])) ++j;
       if (j == t.size() || !word(t[j])) {
@@ -386,8 +386,8 @@ namespace {
 class BodyBuilder {
  public:
   BodyBuilder(const ir::Graph& g, const fusion::Schedule& s, size_t index, const std::function<std::string(int32_t)>& pointer,
-              const std::map<int32_t, int64_t>& bases)
-      : g_(g), s_(s), index_(index), pointer_(pointer), bases_(bases) {}
+              const Addressing& where)
+      : g_(g), s_(s), index_(index), pointer_(pointer), where_(where) {}
 
   LoopBody build(const std::function<bool(const Nest&)>& choose_scalar, bool nan_flags, const std::vector<int64_t>* rows) {
     const Step& st = s_.steps[index_];
@@ -398,6 +398,9 @@ class BodyBuilder {
     b_.kept.assign(rank, 0);  // where a reduction result goes, over the space
     for (size_t d = rank, stride = 1; d-- > 0;)
       if (!red[d]) b_.kept[d] = static_cast<int64_t>(stride), stride *= static_cast<size_t>(st.space[d]);
+    row_strides_.assign(rank, 0);  // element t of a value per row (Addressing::held)
+    for (size_t d = rank, stride = 1; d-- > 0;)
+      if (red[d] == where_.rows_reduced) row_strides_[d] = static_cast<int64_t>(stride), stride *= static_cast<size_t>(st.space[d]);
     auto axis_vector = [&](int64_t axis) {
       std::vector<int64_t> e(rank, 0);
       e[static_cast<size_t>(axis)] = 1;
@@ -497,8 +500,10 @@ class BodyBuilder {
         default: throw SheafError(fmt::format("internal: {} in a loop", ir::op_name(n.op)));
       }
       b_.stmts.push_back(fmt::format("const {} v{} = {};", vtype(d), v, e));
-      if (s_.has_buffer[v] && s_.step_of[v] == static_cast<int32_t>(index_))
+      if (s_.has_buffer[v] && s_.step_of[v] == static_cast<int32_t>(index_)) {
         b_.stmts.push_back(fmt::format("{}[{}] = {};", pointer_(v), nest.index(full, 0), store_expr(d, fmt::format("v{}", v))));
+        b_.stores.push_back({.stmt = b_.stmts.size() - 1, .value = v});
+      }
     }
     return std::move(b_);
   }
@@ -508,7 +513,8 @@ class BodyBuilder {
   const fusion::Schedule& s_;
   size_t index_;
   const std::function<std::string(int32_t)>& pointer_;
-  const std::map<int32_t, int64_t>& bases_;
+  const Addressing& where_;
+  std::vector<int64_t> row_strides_;
   LoopBody b_;
   int loads_ = 0;
   std::map<int32_t, std::string> loaded_;  // value → its load at the point (a value read twice is loaded once)
@@ -516,8 +522,8 @@ class BodyBuilder {
   const View& at(int32_t v) const { return fusion::read_view(s_, v, static_cast<int32_t>(index_)); }
   // Where w starts, from its buffer's pointer (loop_body's `bases`).
   int64_t offset(const View& w) const {
-    const auto base = bases_.find(w.buffer);
-    return w.offset - (base == bases_.end() ? 0 : base->second);
+    const auto base = where_.bases.find(w.buffer);
+    return w.offset - (base == where_.bases.end() ? 0 : base->second);
   }
   bool internal(int32_t v) const { return fusion::computes(s_, v, static_cast<int32_t>(index_)) && g_.producer(v).op != Op::Reduce; }
 
@@ -551,7 +557,17 @@ class BodyBuilder {
   std::string load(int32_t u, const std::function<std::string(size_t)>& at_group) {
     if (auto lit = literal_of(u)) return *lit;
     const View& w = at(u);
+    if (held_at_row(u, w)) return fmt::format("q{}", w.buffer);
     return load_at(u, b_.nest.index(w.strides, offset(w), at_group), b_.nest.walks(w.strides));
+  }
+  // Whether u, read through w, is a held value at its row's element (Addressing::held): offset 0,
+  // strides row_strides_ over the dims longer than 1.
+  bool held_at_row(int32_t u, const View& w) const {
+    if (!where_.held.count(w.buffer) || offset(w) != 0 || g_.type(u).dtype != g_.type(w.buffer).dtype) return false;
+    const Shape& space = s_.steps[index_].space;
+    for (size_t d = 0; d < space.size(); ++d)
+      if (space[d] != 1 && w.strides[d] != row_strides_[d]) return false;
+    return true;
   }
   // u's element at `index` (elements from its buffer's start), an index over the groups `walks`.
   std::string load_at(int32_t u, const std::string& index, uint64_t walks) {
@@ -682,8 +698,8 @@ class BodyBuilder {
 
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
                    const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
-                   bool nan_flags, const std::vector<int64_t>* rows, const std::map<int32_t, int64_t>& bases) {
-  return BodyBuilder(g, s, index, pointer, bases).build(scalar_acc, nan_flags, rows);
+                   bool nan_flags, const std::vector<int64_t>* rows, const Addressing& where) {
+  return BodyBuilder(g, s, index, pointer, where).build(scalar_acc, nan_flags, rows);
 }
 
 }  // namespace sheaf::loop_code

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,7 @@ std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::s
 
 // A rendered function (CPU loop function, CUDA kernel) `text` named `name` as the renderers
 // compare them: the name (wherever it is called or defined: `name(`) and the comments dropped, the numbers of its buffer, value, accumulator,
-// shared-array, column-sum and NaN-flag names (p{slot}, v{id}, a{id}, h{id}, k{id}, n{id}) replaced by their order
+// shared-array, column-sum, NaN-flag and held-row names (p{slot}, v{id}, a{id}, h{id}, k{id}, n{id}, q{id}) replaced by their order
 // of first appearance. Functions with the same canonical text compute the same thing from their
 // arguments, whatever step, slots and values they were rendered for (a model's repeated layers),
 // so a unit keeps one of them.
@@ -99,6 +100,12 @@ struct LoopBody {
     bool direct = false;
   };
   std::vector<Load> loads;  // ascending stmt
+  // A value stored at its point: stmts[stmt] writes v{value} into the buffer `value`.
+  struct Store {
+    size_t stmt = 0;
+    int32_t value = 0;
+  };
+  std::vector<Store> stores;
   // The bytes a point loads that a loop over the groups `looped` (a mask) cannot hoist: loads
   // whose index walks one of them or names a value.
   int64_t point_bytes(uint64_t looped = ~uint64_t{0}) const;
@@ -113,11 +120,20 @@ struct LoopBody {
 // with the NaN-propagating sh_max/sh_min (the CPU backend).
 // `rows`, when given, are the nest's reduced dims instead of the step's reduce_dims (a
 // non-reducing row phase walked row by row like the reductions before it).
-// `bases`: buffers the body only reads whose pointer lies that many elements past the buffer's
-// start (the CUDA renderer's arguments at a kernel's views: the kernels of views at different
-// offsets, a model's per-head slices, are then one text); their offsets are counted from there.
+// `where.bases`: buffers the body only reads whose pointer lies that many elements past the
+// buffer's start (the CUDA renderer's arguments at a kernel's views: the kernels of views at
+// different offsets, a model's per-head slices, are then one text); their offsets are counted from there.
+// `where.held`: buffers of one value per row that a CUDA row run keeps in registers: every thread
+// of the block working on row t holds that row's value in q{buffer}. A load at element t (an
+// index over the dims that count the rows, row-major, from the buffer's start: the kept dims, or
+// the reduced dims when `where.rows_reduced`, a column phase's) reads the register instead.
+struct Addressing {
+  std::map<int32_t, int64_t> bases;
+  std::set<int32_t> held;
+  bool rows_reduced = false;
+};
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
                    const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
-                   bool nan_flags, const std::vector<int64_t>* rows = nullptr, const std::map<int32_t, int64_t>& bases = {});
+                   bool nan_flags, const std::vector<int64_t>* rows = nullptr, const Addressing& where = {});
 
 }  // namespace sheaf::loop_code

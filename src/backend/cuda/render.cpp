@@ -137,6 +137,7 @@ class Renderer {
   int indent_ = 0;
   std::map<std::string, std::string> shared_;  // canonical kernel text → the kernel's name
   std::map<size_t, int64_t> sdpa_of_;          // an AttentionGrad step → its chain's problem in Kernels::sdpa
+  std::set<int32_t> held_;                     // the row values the kernel being rendered holds (held_values)
 
   // The problem in k.sdpa of attention step i when the library runs its chain (decided at the
   // chain's Attention step, which comes first), else −1.
@@ -370,8 +371,8 @@ class Renderer {
   }
   const char* type_of(int32_t v) const { return loop_code::vtype(g_.type(v).dtype); }
 
-  LoopBody body(size_t index, const std::vector<int64_t>* rows, const std::map<int32_t, int64_t>& bases = {}) const {
-    return loop_code::loop_body(g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, false, rows, bases);
+  LoopBody body(size_t index, const std::vector<int64_t>* rows, const loop_code::Addressing& where = {}) const {
+    return loop_code::loop_body(g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, false, rows, where);
   }
 
   // The buffers that `phases` only read, each at the least offset they read it (elements, above
@@ -388,6 +389,41 @@ class Renderer {
       }
     std::erase_if(bases, [&](const auto& b) { return written.count(b.first) || b.second <= 0 || b.second == std::numeric_limits<int64_t>::max(); });
     return bases;
+  }
+
+  // Whether plan `p` is a phase over one value per row (its points the run's rows, none reduced).
+  static bool one_value(const Plan& p) { return p.per_block && !p.column && p.extent == 1 && p.body.reductions.empty(); }
+  // Whether the accumulators of plan `p` are combined by block_combine (every thread gets the result).
+  static bool combined(const Plan& p) { return p.per_block && !p.column && !p.tile && p.chunks == 1 && !p.body.reductions.empty(); }
+
+  // The values of one per row that the threads of a run of `phases` (several) hold in registers
+  // q{v} (loop_code::Addressing::held): the results of its block-combined reductions and of its
+  // phases over one value per row, which every thread computes. A later phase reads them there,
+  // not through memory: thread 0 still stores them, for the kernels after this one.
+  static std::set<int32_t> held_values(const std::vector<Plan>& phases) {
+    std::set<int32_t> held;
+    for (size_t j = 0; phases.size() > 1 && j < phases.size(); ++j) {
+      const Plan& p = phases[j];
+      if (combined(p)) held.insert(p.body.reductions.begin(), p.body.reductions.end());
+      if (j > 0 && one_value(p))
+        for (const LoopBody::Store& st : p.body.stores) held.insert(st.value);
+    }
+    return held;
+  }
+  // Whether phase body `b` reads a slot in `wrote` or writes one in `wrote` or `read`: the slots
+  // that the phases of its run since the last barrier wrote and read, at elements other threads
+  // of the block may touch. (A phase reading only held values needs no barrier after their phase.)
+  bool conflicts(const LoopBody& b, const std::set<int32_t>& wrote, const std::set<int32_t>& read) const {
+    for (size_t i = 0; i < b.buffers.size(); ++i) {
+      const int32_t at = slot(b.buffers[i]);
+      if (wrote.count(at) || (b.written[i] && read.count(at))) return true;
+    }
+    return false;
+  }
+  // v's element as a reload of it would read it: f16/bf16 rounded, as stored.
+  std::string reloaded(int32_t v, const std::string& value) const {
+    const DType d = g_.type(v).dtype;
+    return loop_code::load_expr(d, loop_code::store_expr(d, value));
   }
 
   // Whether every value of `values` is (accumulates in) f32.
@@ -445,8 +481,9 @@ class Renderer {
       for (Plan& ph : phases) ph.block = ph.lanes = o_.block;
     *next = index + phases.size();
     const std::map<int32_t, int64_t> arg_bases = read_bases(phases);
-    if (!arg_bases.empty())
-      for (Plan& ph : phases) ph.body = body(ph.index, ph.body_rows, arg_bases);
+    held_ = held_values(phases);
+    if (!arg_bases.empty() || !held_.empty())
+      for (Plan& ph : phases) ph.body = body(ph.index, ph.body_rows, {.bases = arg_bases, .held = held_, .rows_reduced = ph.column});
     const Plan& p = phases[0];
     if (p.points == 0) return false;
     const bool split = p.chunks > 1;
@@ -517,9 +554,12 @@ class Renderer {
       line("const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;");
       line("if (t >= {}) return;", p.points);
     }
+    for (int32_t v : held_) line("{} q{};  // row t's, in every thread", type_of(v), v);
+    std::set<int32_t> wrote, read;  // the slots the phases since the last barrier wrote and read
     for (size_t j = 0; j < phases.size(); ++j) {
-      if (phases.size() > 1) {  // each phase in a scope of its own, after the previous one's stores
-        if (j > 0) line("__syncthreads();");
+      if (phases.size() > 1) {  // each phase in a scope of its own, after a barrier if it touches what those phases did
+        if (j > 0 && conflicts(phases[j].body, wrote, read)) line("__syncthreads();"), wrote.clear(), read.clear();
+        for (size_t i = 0; i < phases[j].body.buffers.size(); ++i) (phases[j].body.written[i] ? wrote : read).insert(slot(phases[j].body.buffers[i]));
         line("{{  // step {}", phases[j].index);
         indent_ += 2;
       }
@@ -605,9 +645,11 @@ class Renderer {
     return loop_code::combine_expr(g_.producer(v).attrs.reduce, g_.type(v).dtype, x, y);
   }
 
-  // Combines the accumulators a{v} of plan `p`'s block (not a tile) into thread 0's: each warp's
-  // lanes by a butterfly of shuffles, then the warps' results, through __shared__ memory (one
-  // barrier), by the first warp's lanes the same way. Every thread of the block runs it.
+  // Combines the accumulators a{v} of plan `p`'s block (not a tile) into every thread's: each
+  // warp's lanes by a butterfly of shuffles, then the warps' results, through __shared__ memory
+  // (one barrier), by every warp the same way, each group of `warps` lanes holding them all (the
+  // lanes combine in mirrored orders: their sums are equal, as a + b == b + a). Every thread of
+  // the block runs it.
   void block_combine(const Plan& p) {
     const std::vector<int32_t>& reductions = p.body.reductions;
     const int64_t lanes = std::min<int64_t>(32, p.block), warps = p.block / lanes;
@@ -630,12 +672,8 @@ class Renderer {
     for (int32_t v : reductions) line("  h{0}[threadIdx.x / 32] = a{0};", v);
     line("}}");
     line("__syncthreads();");
-    line("if (threadIdx.x < 32) {{");
-    indent_ += 2;
-    for (size_t r = 0; r < reductions.size(); ++r)
-      line("a{0} = threadIdx.x < {1} ? h{0}[threadIdx.x] : {2};", reductions[r], warps, p.body.identities[r]);
+    for (int32_t v : reductions) line("a{0} = h{0}[threadIdx.x % {1}];", v, warps);
     butterfly(warps / 2);
-    close();
   }
 
   // The statements of a point: first its loads at indices that name no value (in their order),
@@ -649,14 +687,17 @@ class Renderer {
       if (!first[i]) line("{}", b.stmts[i]);
   }
 
-  // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop). Loads the
-  // loop does not walk (a row's max in a row's loop, a column's bias in a tile's) are hoisted, not counted.
+  // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop): its rounds,
+  // at most points_per_thread, and no more than keep a round's loads within unroll_max_round_bytes.
+  // Loads the loop does not walk (a row's max in a row's loop, a column's bias in a tile's) are
+  // hoisted, not counted.
   int64_t loop_unroll(const Plan& p) const {
     uint64_t looped = 0;
     for (size_t k : p.reduced) looped |= loop_code::Nest::group_bit(k);
-    if (!p.per_block || p.column || p.body.point_bytes(looped) > o_.unroll_max_point_bytes) return 1;
-    const int64_t step = p.chunks * p.lanes;
-    return std::clamp<int64_t>((p.extent + step - 1) / step, 1, o_.points_per_thread);
+    if (!p.per_block || p.column) return 1;
+    const int64_t step = p.chunks * p.lanes, rounds = (p.extent + step - 1) / step;
+    const int64_t fit = o_.unroll_max_round_bytes / std::max<int64_t>(1, p.body.point_bytes(looped));
+    return std::clamp<int64_t>(std::min(rounds, fit), 1, o_.points_per_thread);
   }
 
   // Calls point(j) (a lambda) for j = start, start + stride, … below `bound` (while `guard`, a
@@ -690,6 +731,13 @@ class Renderer {
     const int64_t width = o_.tile_width;
     const bool split = p.chunks > 1;
     split_groups(nest, p.kept, "t", "q");
+    if (one_value(p) && !p.body.stores.empty() && held_.count(p.body.stores[0].value)) {  // every thread computes the row's values
+      LoopBody b = p.body;
+      for (const LoopBody::Store& st : b.stores)
+        b.stmts[st.stmt] = fmt::format("q{} = {}; if (threadIdx.x == 0) {}", st.value, reloaded(st.value, fmt::format("v{}", st.value)), b.stmts[st.stmt]);
+      statements(b);
+      return;
+    }
     for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], p.body.identities[r]);
     // a block's threads: reduced points c·lanes + lane, stepping chunks·lanes, `unroll` a round
     const int64_t step = p.chunks * p.lanes, unroll = loop_unroll(p);
@@ -732,6 +780,8 @@ class Renderer {
     };
     if (p.per_block && !reductions.empty() && !p.tile) {
       block_combine(p);
+      for (int32_t v : reductions)
+        if (held_.count(v)) line("q{} = {};", v, reloaded(v, fmt::format("a{}", v)));
       store("threadIdx.x == 0", [](int32_t v) { return fmt::format("a{}", v); });
     } else if (p.per_block && !reductions.empty()) {
       // Tree over the block's accumulators: half the threads fold the other half in, down to the

@@ -137,8 +137,12 @@ struct Kernels {
 // from memory at full rate (3.35 TB/s × ~0.7 µs / 132 SMs ≈ 18 KB). So where a point loads few
 // bytes (≤ unroll_max_point_bytes: a bf16 cast, bias + GELU, a loss over bf16 logits; an Adam
 // update loading 14 bytes a point has enough in flight), an elementwise thread computes
-// points_per_thread points (t, t + block, …: a warp's loads stay consecutive), and a block's loop
-// over reduced points is unrolled by as much: each body is a lambda called for every point, and
+// points_per_thread points (t, t + block, …: a warp's loads stay consecutive). A block's loop over
+// reduced points is unrolled by as much while a round loads at most unroll_max_round_bytes a
+// thread: a row run is latency-bound, not bandwidth-bound, when its rows are short (a layer norm's
+// backward over 768 columns: 3 rounds of 256 threads, a few blocks per SM for its column sums), and
+// a loop whose rounds wait for memory one after another takes as many latencies a row as rounds.
+// Each unrolled body is a lambda called for every point, and
 // ptxas issues the loads of the unrolled calls together when no bounds check lies between them —
 // the calls of a block whose points are all in range (or an unrolled loop's full rounds) run
 // unchecked, the rest one at a time — and when it may use the registers: such a kernel's
@@ -163,7 +167,8 @@ struct RenderOptions {
   int64_t pack_max_grid = 528;                // launches of at most this many blocks (under 4 per SM of an H100) are packed (pack_launches.hpp; 0: none)
   int64_t points_per_thread = 4;              // points an elementwise thread computes, a block's loop unrolled by (1: neither)
   int64_t points_per_thread_min_grid = 528;   // … elementwise: when the grid keeps this many blocks (4 per SM of an H100)
-  int64_t unroll_max_point_bytes = 8;         // … steps whose points load at most this many bytes that a block loop cannot hoist (LoopBody::point_bytes)
+  int64_t unroll_max_point_bytes = 8;         // … elementwise: when a point loads at most this many bytes (LoopBody::point_bytes)
+  int64_t unroll_max_round_bytes = 64;        // … a block's loop: rounds that load at most this many bytes a thread (16 registers)
   int64_t unrolled_sm_threads = 1024;         // kernels with unrolled calls: threads per SM (__launch_bounds__: ≤ 64 registers)
   // Whether the device's fused-attention library runs an attention chain that maps (sdpa.hpp);
   // unset, or false for the problem: the own kernels (attention_kernel.hpp).
