@@ -195,4 +195,11 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace sheaf
 
-int main(int argc, char** argv) { return sheaf::run(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return sheaf::run(argc, argv);
+  } catch (const sheaf::SheafError& e) {  // before the program runs: SHEAF_CUDA_RENDER
+    std::cerr << "gpu_dry: " << e.what() << "\n";
+    return 1;
+  }
+}

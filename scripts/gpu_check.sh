@@ -20,11 +20,14 @@
 #           launch (kernels by name, products by shape, cuDNN's attention), the launch table
 #                                                                          → profile.txt; its CUDA
 #           source, the same with SHEAF_CUDNN=0 (the own attention kernels) and, with ONE_POINT=1,
-#           with a point per thread (SHEAF_CUDA_POINTS_PER_THREAD=1)       → cuda.tgz
+#           with a point per thread (SHEAF_CUDA_RENDER=points_per_thread=1) → cuda.tgz
 #   ab      the GPT-2 small step as the switches change it, one warm run each (after a cold one):
-#           10 steps as is, with cuMemAlloc (SHEAF_CUDA_ASYNC_ALLOC=0), without each kind of
-#           cuBLASLt epilogue (SHEAF_CUDA_EPILOGUES), and 40 steps (the replayed steady state);
-#           first, second and mean step, cuDNN's preparation                  → ab.txt
+#           10 steps as is; the row runs' values through memory (SHEAF_CUDA_RENDER=
+#           hold_row_values=0), block loops over points of more than 8 bytes not unrolled, as
+#           before 2026-11-30 (unroll_max_round_bytes=17), 4 row-run blocks per SM
+#           (column_phase_sm_threads=1024);
+#           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
+#           preparation                                                       → ab.txt
 #   ncu     Nsight Compute on the two layer-norm backward row runs of one step (or the kernels of
 #           $NCU_KERNELS, a regex): duration, throughput, occupancy, stalls     → ncu.txt
 # OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
@@ -147,7 +150,7 @@ profile() {
     >"$dir/profile_own_attention.txt" 2>&1
   grep -s -E "RESULT|products .* kernels" "$dir/profile_own_attention.txt"
   # the same with a point per thread and no unrolled loops (render.hpp: loads in flight)
-  [ "${ONE_POINT:-0}" = 0 ] || SHEAF_CUDA_POINTS_PER_THREAD=1 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
+  [ "${ONE_POINT:-0}" = 0 ] || SHEAF_CUDA_RENDER=points_per_thread=1 SHEAF_CUDA_PROFILE=1 timeout 150 "$SHEAF" --device cuda --jit-profile bench/gpt2_gpu.shf -- --steps 3 \
     >"$dir/profile_one_point.txt" 2>&1
   grep -s -E "RESULT" "$dir/profile_one_point.txt"
   tar czf "$OUT/cuda.tgz" -C "$dir" .
@@ -163,9 +166,9 @@ ab() {
     grep -o -E "[0-9]+ captures, [0-9]+ replays|attention: .*" "$dir/run.txt"
   }
   {
-    one cold 10; one as-is 10; one cuMemAlloc 10 SHEAF_CUDA_ASYNC_ALLOC=0
-    one no-gelu-epilogue 10 SHEAF_CUDA_EPILOGUES=bias,row-sums; one no-row-sum-epilogue 10 SHEAF_CUDA_EPILOGUES=bias,gelu
-    one no-epilogues 10 SHEAF_CUDA_EPILOGUES=none; one as-is-again 10; one steady 40
+    one cold 10; one as-is 10; one row-values-in-memory 10 SHEAF_CUDA_RENDER=hold_row_values=0
+    one no-unroll-over-9-byte-points 10 SHEAF_CUDA_RENDER=unroll_max_round_bytes=17
+    one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024; one as-is-again 10; one steady 40
   } 2>&1 | tee "$OUT/ab.txt"
 }
 

@@ -803,6 +803,34 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
   EXPECT_EQ(seen, want.size());
 }
 
+// SHEAF_CUDA_RENDER's list sets RenderOptions fields by name, to measure a choice on a GPU
+// without a rebuild; a name it does not know or a value that is no integer is an error that
+// lists the names. hold_row_values=0 passes a row run's values through memory again: every
+// phase after a sum or a value per row reads it after a barrier.
+TEST(CudaRenderTable, OptionsOverriddenByName) {
+  cuda::RenderOptions o = cuda::render_options_for(132);
+  cuda::override_render_options(o, "hold_row_values=0,column_phase_sm_threads=1024,");
+  EXPECT_EQ(o.hold_row_values, 0);
+  EXPECT_EQ(o.column_phase_sm_threads, 1024);
+  EXPECT_EQ(o.block, 256);
+  for (const char* bad : {"hold_rows=0", "block=", "block=2x", "block", "=3"}) {
+    cuda::RenderOptions b;
+    try {
+      cuda::override_render_options(b, bad);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const SheafError& e) {
+      EXPECT_NE(std::string(e.what()).find("column_phase_sm_threads"), std::string::npos) << e.what();
+    }
+  }
+  const Function& f = functions_of("fusion", "column-phases")[2];
+  ASSERT_EQ(f.name, "vg#2");
+  const cuda::Kernels held = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, cuda::render_options_for(132));
+  const cuda::Kernels memory = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, o);
+  EXPECT_NE(held.source.find("// row t's, in every thread"), std::string::npos);
+  EXPECT_EQ(memory.source.find("// row t's, in every thread"), std::string::npos) << memory.source;
+  EXPECT_NE(memory.source.find("r < 1; r += 256) {"), std::string::npos) << memory.source;  // thread 0's loop over a value
+}
+
 // A kernel of several phases passes values from one phase to the next through buffers (a row's
 // max, stored by thread 0, read by every thread after the barrier): a buffer written and used by
 // more than one phase is not __restrict__, which promises that no other thread writes it during the

@@ -32,15 +32,19 @@ class OnGpu final : public CompiledGraph {
 
 }  // namespace
 
-CudaBackend::CudaBackend(std::shared_ptr<Allocator> gpu, ProgramOptions o) : gpu_(std::move(gpu)), options_(std::move(o)) {}
+CudaBackend::CudaBackend(std::shared_ptr<Allocator> gpu, ProgramOptions o) : gpu_(std::move(gpu)), options_(std::move(o)) {
+  if (const char* r = std::getenv("SHEAF_CUDA_RENDER")) {  // checked here: a bad list is an error, not a fallback
+    RenderOptions checked;
+    override_render_options(checked, options_.render = r);
+  }
+}
 
 std::unique_ptr<CompiledGraph> CudaBackend::compile(const ir::Graph& g, const CompileContext& c) {
   auto t0 = Clock::now();
+  ProgramOptions o = options_;
   try {
-    ProgramOptions o = options_;
     o.name = c.name;
     o.profile = o.profile || std::getenv("SHEAF_CUDA_PROFILE");
-    if (const char* u = std::getenv("SHEAF_CUDA_POINTS_PER_THREAD")) o.points_per_thread = std::max(1, std::atoi(u));
     if (const char* e = std::getenv("SHEAF_CUDA_EPILOGUES")) {
       const std::string list = fmt::format(",{},", e);
       auto has = [&](const char* word) { return list.find(fmt::format(",{},", word)) != std::string::npos; };

@@ -2,8 +2,8 @@
 // and the default where a GPU is usable): a graph becomes a Program on one GPU (program.hpp),
 // whose kernels the Device compiles (NVRTC, cubins cached in ProgramOptions::cache_dir). A graph
 // it cannot build runs on the reference executor after a notice (an error with SHEAF_CUDA_STRICT).
-// SHEAF_CUDA_PROFILE times every launch; SHEAF_CUDA_POINTS_PER_THREAD sets the points a thread
-// computes; SHEAF_DUMP_CUDA=dir writes each function's source and launch table there.
+// SHEAF_CUDA_PROFILE times every launch; SHEAF_CUDA_RENDER=field=value,… overrides RenderOptions
+// (render.hpp); SHEAF_DUMP_CUDA=dir writes each function's source and launch table there.
 #pragma once
 #include <memory>
 

@@ -259,7 +259,7 @@ Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, c
                                 .fold_attention_bias = !device.has_sdpa(), .epilogues = o.epilogues, .composites = &p.lowered.sites});
   p.memory = fusion::plan_memory(g, p.schedule);
   RenderOptions ro = render_options_for(device.multiprocessors());
-  if (o.points_per_thread > 0) ro.points_per_thread = o.points_per_thread;
+  override_render_options(ro, o.render);
   if (device.has_sdpa()) ro.sdpa = [&device](const Sdpa& a) { return device.prepare_sdpa(a, nullptr); };
   kernels_ = render(g, p.schedule, p.memory, ro);
   const std::vector<std::string> names = kernel_names(kernels_);

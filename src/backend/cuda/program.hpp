@@ -94,9 +94,9 @@ struct ProgramOptions {
   // keeps time; such calls are not captured (SHEAF_CUDA_PROFILE).
   bool profile = false;
   std::string name;        // the function, for ProgramStats::times
-  // RenderOptions::points_per_thread when > 0 (SHEAF_CUDA_POINTS_PER_THREAD: 1 renders a thread
-  // per point and no unrolled loops, to measure what they bring)
-  int64_t points_per_thread = 0;
+  // RenderOptions fields to override (override_render_options; SHEAF_CUDA_RENDER, to measure a
+  // choice: "points_per_thread=1" renders a thread per point and no unrolled loops)
+  std::string render;
   // The products' cuBLASLt epilogues the schedule may use (SHEAF_CUDA_EPILOGUES, a comma list of
   // bias, row-sums and gelu, or none: to measure what each brings)
   fusion::Epilogues epilogues = fusion::Epilogues::all();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <charconv>
 #include <functional>
 #include <limits>
 #include <map>
@@ -481,7 +482,7 @@ class Renderer {
       for (Plan& ph : phases) ph.block = ph.lanes = o_.block;
     *next = index + phases.size();
     const std::map<int32_t, int64_t> arg_bases = read_bases(phases);
-    held_ = held_values(phases);
+    held_ = o_.hold_row_values ? held_values(phases) : std::set<int32_t>{};
     if (!arg_bases.empty() || !held_.empty())
       for (Plan& ph : phases) ph.body = body(ph.index, ph.body_rows, {.bases = arg_bases, .held = held_, .rows_reduced = ph.column});
     const Plan& p = phases[0];
@@ -860,6 +861,49 @@ Kernels render(const ir::Graph& g, const fusion::Schedule& s, const fusion::Memo
   Kernels k = Renderer(g, s, m, o).run();
   pack_launches(k, g, s, m, {.max_grid = o.pack_max_grid, .max_block = o.block});
   return k;
+}
+
+void override_render_options(RenderOptions& o, const std::string& list) {
+  static const std::map<std::string_view, int64_t RenderOptions::*> fields{
+      {"block", &RenderOptions::block},
+      {"block_reduce_row_min_extent", &RenderOptions::block_reduce_row_min_extent},
+      {"block_reduce_min_extent", &RenderOptions::block_reduce_min_extent},
+      {"block_reduce_max_kept", &RenderOptions::block_reduce_max_kept},
+      {"tile_width", &RenderOptions::tile_width},
+      {"column_tile_max_kept", &RenderOptions::column_tile_max_kept},
+      {"split_target_blocks", &RenderOptions::split_target_blocks},
+      {"split_min_per_thread", &RenderOptions::split_min_per_thread},
+      {"column_phase_sm_threads", &RenderOptions::column_phase_sm_threads},
+      {"column_phase_sms", &RenderOptions::column_phase_sms},
+      {"column_phase_max_sums", &RenderOptions::column_phase_max_sums},
+      {"long_row_block", &RenderOptions::long_row_block},
+      {"long_row_min_extent", &RenderOptions::long_row_min_extent},
+      {"pack_max_grid", &RenderOptions::pack_max_grid},
+      {"points_per_thread", &RenderOptions::points_per_thread},
+      {"points_per_thread_min_grid", &RenderOptions::points_per_thread_min_grid},
+      {"unroll_max_point_bytes", &RenderOptions::unroll_max_point_bytes},
+      {"unroll_max_round_bytes", &RenderOptions::unroll_max_round_bytes},
+      {"unrolled_sm_threads", &RenderOptions::unrolled_sm_threads},
+      {"hold_row_values", &RenderOptions::hold_row_values},
+  };
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const size_t comma = std::min(rest.find(','), rest.size());
+    const std::string_view item = rest.substr(0, comma);
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+    if (item.empty()) continue;
+    const size_t eq = std::min(item.find('='), item.size());
+    const auto field = fields.find(item.substr(0, eq));
+    int64_t value = 0;
+    const char* last = item.data() + item.size();
+    const auto [end, error] = std::from_chars(item.data() + std::min(eq + 1, item.size()), last, value);
+    if (field == fields.end() || eq == item.size() || error != std::errc() || end != last) {
+      std::vector<std::string_view> names;
+      for (const auto& f : fields) names.push_back(f.first);
+      throw SheafError(fmt::format("SHEAF_CUDA_RENDER: '{}' is not field=integer with a field of {}", item, fmt::join(names, ", ")));
+    }
+    o.*(field->second) = value;
+  }
 }
 
 RenderOptions render_options_for(int64_t sms) {

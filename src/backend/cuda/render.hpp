@@ -170,10 +170,16 @@ struct RenderOptions {
   int64_t unroll_max_point_bytes = 8;         // … elementwise: when a point loads at most this many bytes (LoopBody::point_bytes)
   int64_t unroll_max_round_bytes = 64;        // … a block's loop: rounds that load at most this many bytes a thread (16 registers)
   int64_t unrolled_sm_threads = 1024;         // kernels with unrolled calls: threads per SM (__launch_bounds__: ≤ 64 registers)
+  int64_t hold_row_values = 1;                // row runs: every thread holds its row's values in registers (0: they pass through memory)
   // Whether the device's fused-attention library runs an attention chain that maps (sdpa.hpp);
   // unset, or false for the problem: the own kernels (attention_kernel.hpp).
   std::function<bool(const Sdpa&)> sdpa;
 };
+
+// Sets the fields of `o` that `list` names ("field=integer,…", the field names above): the
+// SHEAF_CUDA_RENDER switch, to measure a choice on a GPU without a rebuild. Throws SheafError for
+// a name it does not know or a value that is no integer.
+void override_render_options(RenderOptions& o, const std::string& list);
 
 // The options for a GPU of `sms` multiprocessors: split reductions aim at 4 blocks per SM,
 // elementwise kernels keep that many when their threads take several points, and the grid of a
