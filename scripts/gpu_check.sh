@@ -25,7 +25,7 @@
 #           10 steps as is; the row runs' values through memory (SHEAF_CUDA_RENDER=
 #           hold_row_values=0), block loops over points of more than 8 bytes not unrolled, as
 #           before 2026-11-30 (unroll_max_round_bytes=17), 4 row-run blocks per SM
-#           (column_phase_sm_threads=1024);
+#           (column_phase_sm_threads=1024); buffer sets captured at first sight (SHEAF_CUDA_CAPTURE=1);
 #           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
 #           preparation                                                       → ab.txt
 #   ncu     Nsight Compute on the two layer-norm backward row runs of one step (or the kernels of
@@ -168,7 +168,8 @@ ab() {
   {
     one cold 10; one as-is 10; one row-values-in-memory 10 SHEAF_CUDA_RENDER=hold_row_values=0
     one no-unroll-over-9-byte-points 10 SHEAF_CUDA_RENDER=unroll_max_round_bytes=17
-    one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024; one as-is-again 10; one steady 40
+    one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024
+    one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1; one as-is-again 10; one steady 40
   } 2>&1 | tee "$OUT/ab.txt"
 }
 

@@ -373,6 +373,23 @@ constexpr const char* kTrainingLoop = R"(
 (def trained (repeat [i 20] [[l p] [0.0 p0]] (step p X Y)))
 )";
 
+// ProgramOptions::capture_at (SHEAF_CUDA_CAPTURE): 1 captures a buffer table the first time it
+// is seen, so every call after the program's first is a capture or a replay; 0 captures nothing;
+// 2, the default, runs a table directly the first time and captures it the second.
+TEST(CudaResidency, TablesCapturedAtFirstOrSecondSightOrNever) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  for (const int64_t at : {0, 1, 2}) {
+    OnEmulatedGpu gpu({.capture_at = at});
+    gpu.in.run_text(kTrainingLoop, "loop.shf");
+    const cuda::ProgramStats& s = gpu.stats();
+    ASSERT_EQ(s.calls, 20u);
+    const uint64_t not_direct = s.captured + s.replayed;  // calls not run launch by launch
+    EXPECT_TRUE(at == 0 ? not_direct == 0 : at == 1 ? not_direct == 19 : not_direct < 19)
+        << "capture_at " << at << ": " << s.captured << " captures, " << s.replayed << " replays";
+    EXPECT_GE(s.replayed, at == 0 ? 0u : 15u) << at;
+  }
+}
+
 TEST(CudaResidency, TrainingLoopStaysOnTheGpu) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   OnEmulatedGpu gpu;

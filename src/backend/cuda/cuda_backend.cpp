@@ -37,6 +37,11 @@ CudaBackend::CudaBackend(std::shared_ptr<Allocator> gpu, ProgramOptions o) : gpu
     RenderOptions checked;
     override_render_options(checked, options_.render = r);
   }
+  if (const char* c = std::getenv("SHEAF_CUDA_CAPTURE")) {
+    const std::string_view at(c);
+    if (at != "0" && at != "1" && at != "2") throw SheafError(fmt::format("SHEAF_CUDA_CAPTURE: '{}' is not 0, 1 or 2", at));
+    options_.capture_at = at[0] - '0';
+  }
 }
 
 std::unique_ptr<CompiledGraph> CudaBackend::compile(const ir::Graph& g, const CompileContext& c) {

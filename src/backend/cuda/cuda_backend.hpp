@@ -3,7 +3,8 @@
 // whose kernels the Device compiles (NVRTC, cubins cached in ProgramOptions::cache_dir). A graph
 // it cannot build runs on the reference executor after a notice (an error with SHEAF_CUDA_STRICT).
 // SHEAF_CUDA_PROFILE times every launch; SHEAF_CUDA_RENDER=field=value,… overrides RenderOptions
-// (render.hpp); SHEAF_DUMP_CUDA=dir writes each function's source and launch table there.
+// (render.hpp); SHEAF_CUDA_CAPTURE=0|1|2 sets ProgramOptions::capture_at; SHEAF_DUMP_CUDA=dir
+// writes each function's source and launch table there.
 #pragma once
 #include <memory>
 

@@ -677,7 +677,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
       std::rotate(p.captures.begin(), hit, hit + 1);
       p.captures.front().capture->replay();
       ++stats.replayed;
-    } else if (p.options.capture && std::find(p.seen.begin(), p.seen.end(), p.buffers) != p.seen.end()) {
+    } else if (p.options.capture_at > 0 && !first &&
+               (p.options.capture_at == 1 || std::find(p.seen.begin(), p.seen.end(), p.buffers) != p.seen.end())) {
       std::unique_ptr<Capture> c = p.alloc->device().capture([&] { p.enqueue(kernels_); });
       if (c) {
         c->replay();

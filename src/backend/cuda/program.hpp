@@ -88,7 +88,11 @@ std::string launch_time_report(const std::map<std::string, LaunchTime>& times, s
 
 struct ProgramOptions {
   bool tf32 = false;       // f32 products may use TF32 (--tf32)
-  bool capture = true;     // replay repeated calls as one capture
+  // Repeated calls replay one capture of the call for their buffer table: captured the
+  // capture_at-th time the table is seen (2; 1: at once, after the program's first call; 0: never;
+  // SHEAF_CUDA_CAPTURE). A capture's call pays its recording and instantiation; a table run
+  // directly the first time costs nothing more when it never comes again.
+  int64_t capture_at = 2;
   std::string cache_dir;   // cubins: __sheaf__/ beside the entry file; empty: not cached
   // Time every launch between two stamps (Device::stamp) into ProgramStats::times, on a device that
   // keeps time; such calls are not captured (SHEAF_CUDA_PROFILE).
