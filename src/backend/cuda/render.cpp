@@ -648,9 +648,9 @@ class Renderer {
 
   // Combines the accumulators a{v} of plan `p`'s block (not a tile) into every thread's: each
   // warp's lanes by a butterfly of shuffles, then the warps' results, through __shared__ memory
-  // (one barrier), by every warp the same way, each group of `warps` lanes holding them all (the
-  // lanes combine in mirrored orders: their sums are equal, as a + b == b + a). Every thread of
-  // the block runs it.
+  // (one barrier), by every warp the same way, each group of `warps` lanes holding them all. The
+  // lanes combine in mirrored orders, a ⊕ b against b ⊕ a: equal results (a max or min of −0 and
+  // +0 may keep either zero). Every thread of the block runs it.
   void block_combine(const Plan& p) {
     const std::vector<int32_t>& reductions = p.body.reductions;
     const int64_t lanes = std::min<int64_t>(32, p.block), warps = p.block / lanes;
