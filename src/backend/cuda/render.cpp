@@ -468,8 +468,8 @@ class Renderer {
   bool kernel(size_t index, Launch& l, Kernels& k, size_t* next) {
     std::vector<Plan> phases{plan(index)};
     const fusion::Step& head = s_.steps[index];
+    const std::vector<int64_t> none;  // a loop over one value per row (Plan::body_rows: lives as long as `phases`)
     if (head.reduces && head.kind == StepKind::Loop) {
-      const std::vector<int64_t> none;  // a loop over one value per row
       for (size_t j = index + 1; j < s_.steps.size() && s_.steps[j].row_phase; ++j) {
         const fusion::Step& st = s_.steps[j];
         const bool columns = st.reduces && st.reduce_dims != head.reduce_dims;
