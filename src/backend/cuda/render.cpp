@@ -557,14 +557,16 @@ class Renderer {
     }
     for (int32_t v : held_) line("{} q{};  // row t's, in every thread", type_of(v), v);
     std::set<int32_t> wrote, read;  // the slots the phases since the last barrier wrote and read
+    bool shared_read = false;       // a phase since the last barrier between phases read __shared__ arrays
     for (size_t j = 0; j < phases.size(); ++j) {
       if (phases.size() > 1) {  // each phase in a scope of its own, after a barrier if it touches what those phases did
-        if (j > 0 && conflicts(phases[j].body, wrote, read)) line("__syncthreads();"), wrote.clear(), read.clear();
+        if (j > 0 && conflicts(phases[j].body, wrote, read)) line("__syncthreads();"), wrote.clear(), read.clear(), shared_read = false;
         for (size_t i = 0; i < phases[j].body.buffers.size(); ++i) (phases[j].body.written[i] ? wrote : read).insert(slot(phases[j].body.buffers[i]));
         line("{{  // step {}", phases[j].index);
         indent_ += 2;
       }
       phase(phases[j]);
+      shared_read = shared_read || (phases[j].per_block && !phases[j].column && !phases[j].body.reductions.empty());
       if (phases.size() > 1) close();
     }
     if (p.per_thread > 1) {
@@ -575,7 +577,8 @@ class Renderer {
     }
     std::vector<int64_t> bases;  // where each column phase's partials start in the scratch buffer
     if (strided) {
-      line("__syncthreads();  // the next row's phases store into the same shared arrays");
+      // the next row's phases store into the same shared arrays: not before every warp has read them
+      if (shared_read) line("__syncthreads();");
       close();
       int64_t end = 0;
       for (const Plan& ph : phases) {
