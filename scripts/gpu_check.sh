@@ -24,7 +24,8 @@
 #   ab      the GPT-2 small step as the switches change it, one warm run each (after a cold one):
 #           10 steps as is; the row runs' values through memory (SHEAF_CUDA_RENDER=
 #           hold_row_values=0), block loops over points of more than 8 bytes not unrolled, as
-#           before 2026-11-30 (unroll_max_round_bytes=17), 4 row-run blocks per SM
+#           before 2026-11-30 (unroll_max_round_bytes=17), block loops unrolled at most 4
+#           times, the earlier limit (block_loop_max_rounds=4), 4 row-run blocks per SM
 #           (column_phase_sm_threads=1024); buffer sets captured at first sight (SHEAF_CUDA_CAPTURE=1);
 #           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
 #           preparation                                                       → ab.txt
@@ -168,6 +169,7 @@ ab() {
   {
     one cold 10; one as-is 10; one row-values-in-memory 10 SHEAF_CUDA_RENDER=hold_row_values=0
     one no-unroll-over-9-byte-points 10 SHEAF_CUDA_RENDER=unroll_max_round_bytes=17
+    one block-loops-4-rounds 10 SHEAF_CUDA_RENDER=block_loop_max_rounds=4
     one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024
     one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1; one as-is-again 10; one steady 40
   } 2>&1 | tee "$OUT/ab.txt"

@@ -692,7 +692,7 @@ class Renderer {
   }
 
   // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop): its rounds,
-  // at most points_per_thread, and no more than keep a round's loads within unroll_max_round_bytes.
+  // at most block_loop_max_rounds, and no more than keep a round's loads within unroll_max_round_bytes.
   // Loads the loop does not walk (a row's max in a row's loop, a column's bias in a tile's) are
   // hoisted, not counted.
   int64_t loop_unroll(const Plan& p) const {
@@ -701,7 +701,7 @@ class Renderer {
     if (!p.per_block || p.column) return 1;
     const int64_t step = p.chunks * p.lanes, rounds = (p.extent + step - 1) / step;
     const int64_t fit = o_.unroll_max_round_bytes / std::max<int64_t>(1, p.body.point_bytes(looped));
-    return std::clamp<int64_t>(std::min(rounds, fit), 1, o_.points_per_thread);
+    return std::clamp<int64_t>(std::min(rounds, fit), 1, std::max<int64_t>(1, o_.block_loop_max_rounds));
   }
 
   // Calls point(j) (a lambda) for j = start, start + stride, … below `bound` (while `guard`, a
@@ -886,6 +886,7 @@ void override_render_options(RenderOptions& o, const std::string& list) {
       {"points_per_thread_min_grid", &RenderOptions::points_per_thread_min_grid},
       {"unroll_max_point_bytes", &RenderOptions::unroll_max_point_bytes},
       {"unroll_max_round_bytes", &RenderOptions::unroll_max_round_bytes},
+      {"block_loop_max_rounds", &RenderOptions::block_loop_max_rounds},
       {"unrolled_sm_threads", &RenderOptions::unrolled_sm_threads},
       {"hold_row_values", &RenderOptions::hold_row_values},
   };

@@ -169,6 +169,7 @@ struct RenderOptions {
   int64_t points_per_thread_min_grid = 528;   // … elementwise: when the grid keeps this many blocks (4 per SM of an H100)
   int64_t unroll_max_point_bytes = 8;         // … elementwise: when a point loads at most this many bytes (LoopBody::point_bytes)
   int64_t unroll_max_round_bytes = 64;        // … a block's loop: rounds that load at most this many bytes a thread (16 registers)
+  int64_t block_loop_max_rounds = 8;          // … a block's loop: rounds unrolled, at most (GPT-2's loss rows of bf16: 16 bytes a thread in flight, 32 registers)
   int64_t unrolled_sm_threads = 1024;         // kernels with unrolled calls: threads per SM (__launch_bounds__: ≤ 64 registers)
   int64_t hold_row_values = 1;                // row runs: every thread holds its row's values in registers (0: they pass through memory)
   // Whether the device's fused-attention library runs an attention chain that maps (sdpa.hpp);
