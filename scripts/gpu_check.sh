@@ -27,6 +27,8 @@
 #           before 2026-11-30 (unroll_max_round_bytes=17), block loops unrolled at most 4
 #           times, the earlier limit (block_loop_max_rounds=4), 4 row-run blocks per SM
 #           (column_phase_sm_threads=1024); buffer sets captured at first sight (SHEAF_CUDA_CAPTURE=1);
+#           cuDNN's plans built without the driver's JIT cache (CUDA_CACHE_DISABLE=1), forward and
+#           backward on two threads and one after the other (SHEAF_CUDNN_SERIAL_BUILD=1);
 #           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
 #           preparation                                                       → ab.txt
 #   ncu     Nsight Compute on the two layer-norm backward row runs of one step (or the kernels of
@@ -171,7 +173,10 @@ ab() {
     one no-unroll-over-9-byte-points 10 SHEAF_CUDA_RENDER=unroll_max_round_bytes=17
     one block-loops-4-rounds 10 SHEAF_CUDA_RENDER=block_loop_max_rounds=4
     one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024
-    one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1; one as-is-again 10; one steady 40
+    one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1
+    one cudnn-uncached-two-threads 10 CUDA_CACHE_DISABLE=1
+    one cudnn-uncached-one-thread 10 CUDA_CACHE_DISABLE=1 SHEAF_CUDNN_SERIAL_BUILD=1
+    one as-is-again 10; one steady 40
   } 2>&1 | tee "$OUT/ab.txt"
 }
 

@@ -5,11 +5,21 @@
 // backward the rows' f32 log-sum-exp ("stats") — and one backward graph — Q, K, V, O, dO, stats
 // in; dQ, dK, dV out —, each validated, lowered, its heuristic's plans (mode A) checked and built
 // once; running one only queues it on the stream with the tensors' addresses.
+// Building a plan compiles cuDNN's kernel for it (seconds on a machine's first run, before the
+// driver caches it), so the backward graph builds on a second thread while the forward builds on
+// the caller's: backward graphs have a cuDNN handle of their own (a handle serves one thread at a
+// time), on the same stream, and the thread makes the caller's CUDA context current first.
+// SHEAF_CUDNN_SERIAL_BUILD=1 builds them one after the other, to measure the difference.
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -99,14 +109,80 @@ int64_t build(const Graph& g, cudnnHandle_t handle) {
   return bytes;
 }
 
+cudnnHandle_t new_handle(void* stream) {
+  cudnnHandle_t h = nullptr;
+  if (fe::detail::create_handle(&h) != CUDNN_STATUS_SUCCESS) throw std::runtime_error("cudnnCreate failed");
+  if (fe::detail::set_stream(h, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS) {
+    (void)fe::detail::destroy_handle(h);
+    throw std::runtime_error("cudnnSetStream failed");
+  }
+  return h;
+}
+
 struct Context {
-  cudnnHandle_t handle = nullptr;
+  void* stream = nullptr;
+  cudnnHandle_t handle = nullptr;           // forward graphs
+  cudnnHandle_t backward_handle = nullptr;  // backward graphs: created with the first
   int cc = 0;
   struct Plans {
     Graph forward, backward;  // backward: null without a gradient
   };
   std::vector<Plans> plans;  // by the index sheaf_cudnn_prepare gave
+  ~Context() {
+    plans.clear();
+    for (cudnnHandle_t h : {handle, backward_handle})
+      if (h) (void)fe::detail::destroy_handle(h);
+  }
 };
+
+// The CUDA driver's context calls, from the libcuda the binary loaded; null when it is not loaded.
+struct ContextCalls {
+  int (*get)(void**) = nullptr;
+  int (*set)(void*) = nullptr;
+};
+const ContextCalls& context_calls() {
+  static const ContextCalls calls = [] {
+    ContextCalls c;
+    for (const char* name : {"libcuda.so.1", "libcuda.so"})
+      if (void* cuda = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
+        c.get = reinterpret_cast<int (*)(void**)>(dlsym(cuda, "cuCtxGetCurrent"));
+        c.set = reinterpret_cast<int (*)(void*)>(dlsym(cuda, "cuCtxSetCurrent"));
+        break;
+      }
+    return c;
+  }();
+  return calls;
+}
+
+// Builds `forward` with c's handle on this thread and `backward` with c's backward handle, on a
+// second thread when the CUDA context can be made current there: their workspaces' bytes.
+void build_both(Context& c, const Graph& forward, const Graph& backward, int64_t& forward_bytes, int64_t& backward_bytes) {
+  const ContextCalls& calls = context_calls();
+  void* cuda_context = nullptr;
+  const char* serial = std::getenv("SHEAF_CUDNN_SERIAL_BUILD");
+  if ((serial && std::string(serial) == "1") || !calls.get || !calls.set || calls.get(&cuda_context) != 0 || !cuda_context) {
+    forward_bytes = build(forward, c.handle);
+    backward_bytes = build(backward, c.backward_handle);
+    return;
+  }
+  std::exception_ptr failed;
+  std::thread second([&] {
+    try {
+      if (calls.set(cuda_context) != 0) throw std::runtime_error("cuCtxSetCurrent failed on the build thread");
+      backward_bytes = build(backward, c.backward_handle);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  try {
+    forward_bytes = build(forward, c.handle);
+  } catch (...) {
+    second.join();
+    throw;
+  }
+  second.join();
+  if (failed) std::rethrow_exception(failed);
+}
 
 void message(const std::string& m, char* err, int64_t size) {
   if (!err || size <= 0) return;
@@ -125,26 +201,18 @@ __attribute__((visibility("default"))) void* sheaf_cudnn_open(void* cudnn, void*
   fe::cudnn_dlhandle = cudnn;
   auto c = std::make_unique<Context>();
   c->cc = cc;
+  c->stream = stream;
   try {
     if (fe::detail::get_backend_version() < 90000) throw std::runtime_error("cuDNN " + std::to_string(fe::detail::get_backend_version()) + " is older than 9");
-    if (fe::detail::create_handle(&c->handle) != CUDNN_STATUS_SUCCESS) throw std::runtime_error("cudnnCreate failed");
-    if (fe::detail::set_stream(c->handle, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS)
-      throw std::runtime_error("cudnnSetStream failed");
+    c->handle = new_handle(stream);
   } catch (const std::exception& e) {
-    if (c->handle) (void)fe::detail::destroy_handle(c->handle);
     message(e.what(), err, err_size);
     return nullptr;
   }
   return c.release();
 }
 
-__attribute__((visibility("default"))) void sheaf_cudnn_close(void* ctx) {
-  auto* c = static_cast<Context*>(ctx);
-  if (!c) return;
-  c->plans.clear();
-  if (c->handle) (void)fe::detail::destroy_handle(c->handle);
-  delete c;
-}
+__attribute__((visibility("default"))) void sheaf_cudnn_close(void* ctx) { delete static_cast<Context*>(ctx); }
 
 __attribute__((visibility("default"))) int64_t sheaf_cudnn_version(void*) {
   try {
@@ -161,11 +229,13 @@ __attribute__((visibility("default"))) int sheaf_cudnn_prepare(void* ctx, const 
   try {
     Context::Plans plans;
     plans.forward = forward_graph(*p, c->cc);
-    *forward_bytes = build(plans.forward, c->handle);
     *backward_bytes = 0;
     if (p->grad) {
       plans.backward = backward_graph(*p, c->cc);
-      *backward_bytes = build(plans.backward, c->handle);
+      if (!c->backward_handle) c->backward_handle = new_handle(c->stream);
+      build_both(*c, plans.forward, plans.backward, *forward_bytes, *backward_bytes);
+    } else {
+      *forward_bytes = build(plans.forward, c->handle);
     }
     *plan = static_cast<int64_t>(c->plans.size());
     c->plans.push_back(std::move(plans));
@@ -200,7 +270,7 @@ __attribute__((visibility("default"))) int sheaf_cudnn_run(void* ctx, int64_t pl
     std::unordered_map<int64_t, void*> pack{{kQ, x->q}, {kK, x->k}, {kV, x->v}, {kO, x->o}};
     if (plans.backward) pack.emplace(kStats, x->stats);
     if (backward) pack.insert({{kDO, x->d_o}, {kDQ, x->dq}, {kDK, x->dk}, {kDV, x->dv}});
-    check(g->execute(c->handle, pack, workspace), "execute");
+    check(g->execute(backward ? c->backward_handle : c->handle, pack, workspace), "execute");
     return 0;
   } catch (const std::exception& e) {
     message(e.what(), err, err_size);
