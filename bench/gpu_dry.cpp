@@ -109,7 +109,8 @@ class DryDevice : public cuda::Device {
   void gemm(const cuda::Gemm&, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr, cuda::DevicePtr) override {}
   void synchronize() override {}
   bool has_sdpa() const override { return cudnn_; }
-  bool prepare_sdpa(const cuda::Sdpa& a, std::string* why) override {
+  bool prepare_sdpa(const cuda::Sdpa&, std::string*) override { return true; }  // what sdpa_accepts took
+  bool sdpa_accepts(const cuda::Sdpa& a, std::string* why) override {
     std::string w;
     const bool checked = cuda::CudnnSdpa::available(&w);
     const bool ok = cudnn_ && (!checked || cuda::CudnnSdpa::validate(a, 90, w));

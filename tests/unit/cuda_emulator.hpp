@@ -97,6 +97,7 @@ class EmulatedDevice : public cuda::Device, public std::enable_shared_from_this<
     size_t sdpa_prepared = 0, sdpa_forward = 0, sdpa_backward = 0;
   };
   bool library_attention = false;  // plays cuDNN's fused attention (has_sdpa)
+  bool refuse_at_prepare = false;  // … which accepts every problem on sight and then builds no plan for it
   std::vector<cuda::Sdpa> sdpa_problems;  // those prepare_sdpa took, in order
   Counters counters;
 

@@ -124,12 +124,18 @@ void backward(const cuda::Sdpa& a, const cuda::SdpaBuffers& p) {
 bool EmulatedDevice::prepare_sdpa(const cuda::Sdpa& a, std::string* why) {
   if (!library_attention) return Device::prepare_sdpa(a, why);
   ++counters.sdpa_prepared;
+  if (refuse_at_prepare) {
+    if (why) *why = "the emulated library builds no plan";
+    return false;
+  }
   sdpa_problems.push_back(a);
   return true;
 }
 
 void EmulatedDevice::sdpa(const cuda::Sdpa& a, bool backward_pass, const cuda::SdpaBuffers& p) {
   if (!library_attention) return Device::sdpa(a, backward_pass, p);
+  if (std::none_of(sdpa_problems.begin(), sdpa_problems.end(), [&](const cuda::Sdpa& x) { return cuda::same_plan(x, a); }))
+    throw SheafError("internal: attention " + cuda::sdpa_key(a) + " was not prepared for the emulated library");
   ++(backward_pass ? counters.sdpa_backward : counters.sdpa_forward);
   submit([a, backward_pass, p] { backward_pass ? backward(a, p) : forward(a, p); });
 }

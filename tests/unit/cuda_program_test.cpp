@@ -262,6 +262,20 @@ TEST_P(CudaGpt, LossesMatchCpu) {
   }
 }
 
+// A library that accepts every chain on sight but then builds no plan for any: the step is rendered
+// again with the own attention kernels (the library runs nothing) and trains with the CPU's losses.
+TEST(CudaGptRefused, ChainsWhosePlansDoNotBuildRunTheOwnKernels) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  std::shared_ptr<testing_support::EmulatedDevice> device = testing_support::emulated_device();
+  device->library_attention = device->refuse_at_prepare = true;
+  const std::string program = gpt_program();
+  std::string want = output_of(program, "gpt2_gpu.shf", nullptr), got = output_of(program, "gpt2_gpu.shf", device);
+  EXPECT_NE(want.find("step 3 loss"), std::string::npos) << want;
+  EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
+  EXPECT_GT(device->counters.sdpa_prepared, 0u) << "no chain was offered to the library";
+  EXPECT_EQ(library_attention_runs(device), 0u);
+}
+
 // The problems the GPT-2 step gives a library (causal attention with its backward, q, k and v
 // read from the projection [B, T, 3, H, hd], the gradients written into its gradient) pass
 // cudnn-frontend's own checks of shapes, strides and options (CudnnSdpa::validate, no GPU needed),

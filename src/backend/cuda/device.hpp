@@ -137,10 +137,17 @@ class Device {
 
   // Fused attention by the GPU's library (cuDNN's SDPA, sdpa.hpp). has_sdpa: whether a library is
   // there, so that fusion leaves projection biases unfolded (the library reads plain operands).
-  // prepare_sdpa builds what problem `a` needs (its forward, and its backward when a.grad) now,
-  // outside any capture; false with `why` when the library does not take it (its steps then run
-  // the own kernels). sdpa queues the forward or the backward of a prepared problem.
+  // sdpa_accepts: whether the library takes problem `a` on sight (its shapes, strides and options;
+  // it builds nothing, so that the render may ask while kernels compile). prepare_sdpa builds what
+  // an accepted problem needs (its forward, and its backward when a.grad) now, outside any
+  // capture; false with `why` when the library does not take it after all (its steps then run the
+  // own kernels). sdpa queues the forward or the backward of a prepared problem.
   virtual bool has_sdpa() const { return false; }
+  virtual bool sdpa_accepts(const Sdpa& a, std::string* why) {  // here: a library that is there takes them all
+    (void)a;
+    if (!has_sdpa() && why) *why = "this device has no fused-attention library";
+    return has_sdpa();
+  }
   virtual bool prepare_sdpa(const Sdpa& a, std::string* why) {
     (void)a;
     if (why) *why = "this device has no fused-attention library";

@@ -392,6 +392,13 @@ class DriverDevice final : public Device, public std::enable_shared_from_this<Dr
 
   // cuDNN's fused attention (cudnn_sdpa.hpp) on sm_80 and newer, opened at the first problem.
   bool has_sdpa() const override { return info_.major >= 8 && CudnnSdpa::available(); }
+  bool sdpa_accepts(const Sdpa& a, std::string* why) override {
+    std::string w;
+    const bool ok = has_sdpa() && CudnnSdpa::validate(a, info_.major * 10 + info_.minor, w);
+    if (!ok) ++sdpa_refused_, last_refusal_ = w;
+    if (why) *why = w;
+    return ok;
+  }
   bool prepare_sdpa(const Sdpa& a, std::string* why) override {
     bind();
     std::call_once(sdpa_once_, [this] {

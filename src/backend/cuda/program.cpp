@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <future>
+#include <tuple>
 
 #include "backend/merge_dots.hpp"
 #include "backend/recycled_buffers.hpp"
@@ -84,6 +86,44 @@ double dot_flops(const fusion::DotLayout& d) {
   double batches = 1;
   for (int64_t b : d.batch) batches *= static_cast<double>(b);
   return 2.0 * batches * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
+}
+
+// The kernels of `g` rendered with `ro`, their names and their module on `device`, with fused
+// attention by the device's library where it takes a chain. The render gives the library every
+// chain it accepts on sight (Device::sdpa_accepts, which builds nothing); their plans then build
+// (prepare_sdpa: cuDNN compiles its kernels, seconds on a machine's first run) while a second
+// thread compiles and loads the own kernels (NVRTC), each thread with the GPU's context current
+// (Device's entries make it so). A chain whose plans do not build after all — rare — is refused,
+// and the function rendered and loaded again without it.
+std::tuple<Kernels, std::vector<std::string>, std::unique_ptr<Module>> render_and_load(const ir::Graph& g, const fusion::Schedule& s,
+                                                                                        const fusion::MemoryPlan& m, RenderOptions ro,
+                                                                                        Device& device, const std::string& cache_dir) {
+  std::vector<Sdpa> offered, refused;
+  if (device.has_sdpa())
+    ro.sdpa = [&](const Sdpa& a) {
+      if (std::any_of(refused.begin(), refused.end(), [&](const Sdpa& r) { return same_plan(r, a); }) || !device.sdpa_accepts(a, nullptr))
+        return false;
+      offered.push_back(a);
+      return true;
+    };
+  Kernels k = render(g, s, m, ro);
+  std::vector<std::string> names = kernel_names(k);
+  std::unique_ptr<Module> module;
+  {
+    std::future<std::unique_ptr<Module>> loading;  // joined before `k` and `names` change or go
+    if (!names.empty()) {
+      const bool aside = !offered.empty();  // with nothing to prepare, this thread loads
+      loading = std::async(aside ? std::launch::async : std::launch::deferred, [&] { return device.load(k.source, names, cache_dir); });
+    }
+    for (const Sdpa& a : offered)
+      if (!device.prepare_sdpa(a, nullptr)) refused.push_back(a);
+    if (loading.valid()) module = loading.get();
+  }
+  if (refused.empty()) return {std::move(k), std::move(names), std::move(module)};
+  k = render(g, s, m, ro);  // offers only chains prepared above
+  names = kernel_names(k);
+  module = names.empty() ? nullptr : device.load(k.source, names, cache_dir);
+  return {std::move(k), std::move(names), std::move(module)};
 }
 
 // What a Dot step computes beside its product, as the launch table says it: " + bias + GELU (aux)".
@@ -260,14 +300,12 @@ Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, c
   p.memory = fusion::plan_memory(g, p.schedule);
   RenderOptions ro = render_options_for(device.multiprocessors());
   override_render_options(ro, o.render);
-  if (device.has_sdpa()) ro.sdpa = [&device](const Sdpa& a) { return device.prepare_sdpa(a, nullptr); };
-  kernels_ = render(g, p.schedule, p.memory, ro);
-  const std::vector<std::string> names = kernel_names(kernels_);
+  std::vector<std::string> names;
+  std::tie(kernels_, names, p.module) = render_and_load(g, p.schedule, p.memory, ro, device, o.cache_dir);
   for (const Launch& l : kernels_.launches) {
     p.kernel_index.push_back(static_cast<size_t>(std::find(names.begin(), names.end(), l.kernel) - names.begin()));
     p.has_host = p.has_host || l.kind == Launch::Kind::Host;
   }
-  if (!names.empty()) p.module = device.load(kernels_.source, names, o.cache_dir);
   for (size_t i = 0; i < kernels_.launches.size(); ++i) {
     const fusion::Step& st = p.schedule.steps[kernels_.launches[i].step];
     if (st.kind != StepKind::While) continue;
