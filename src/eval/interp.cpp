@@ -11,6 +11,7 @@
 
 #include "base/interrupt.hpp"
 #include "base/stack.hpp"
+#include "eval/constant_calls.hpp"
 #include "eval/dtype_suffix.hpp"
 #include "eval/hooks.hpp"
 #include "eval/typed_params.hpp"
@@ -361,15 +362,21 @@ Value Interp::call_unobserved(const Value& f, std::span<const Value> args, SrcLo
                                    d.max_args == 1 && d.min_args == 1 ? "" : "s", n, d.signature),
                        site);
     }
+    std::optional<std::string> known;  // while tracing: the key of a call on known arguments (constant_calls.hpp)
     if (eval_hooks.trace.tracing()) {
       if (d.effectful) {
         if (eval_hooks.trace.output_effects_muted() && (d.name == "print" || d.name == "progress")) return Value();
         throw TraceAbort(fmt::format("calls '{}', which has effects", d.name));
       }
       eval_hooks.trace.set_site(site);
+      known = constant_call_key(d, args);
+      if (known)
+        if (const Value* kept = find_constant_call(*known)) return *kept;
     }
     try {
-      return d.fn(*this, CallArgs{args, site, d.name});
+      Value r = d.fn(*this, CallArgs{args, site, d.name});
+      if (known) keep_constant_call(std::move(*known), r, args);
+      return r;
     } catch (SheafError& e) {
       note_missing_key(e, args);  // a nil argument from a lookup that found nothing says so
       if (!e.loc.valid()) {  // raised by a kernel, not by a nested call: name the builtin

@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
 #include "dist/comm.hpp"
+#include "eval/constant_calls.hpp"
 #include "eval/interp.hpp"
 #include "eval/pytree.hpp"
 #include "io/disk_cache.hpp"
@@ -196,8 +197,8 @@ void Jit::report(std::ostream& os) const {
   os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: {}]\n", 0.0, 0.0, b.hits, b.misses);
   os << fmt::format("  call:    {:9.1f}ms ({:4.1f}%)\n", s.call_s * 1e3, pct(s.call_s));
   os << fmt::format("  output:  {:9.1f}ms ({:4.1f}%)\n", s.output_s * 1e3, pct(s.output_s));
-  os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms); {} interpreted calls\n", s.hits, s.misses, s.traces,
-                    s.trace_s * 1e3, s.fallbacks);
+  os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms, {} builtin calls on known arguments reused); {} interpreted calls\n",
+                    s.hits, s.misses, s.traces, s.trace_s * 1e3, constant_calls_reused(), s.fallbacks);
   for (const std::string& r : s.fallback_reasons) os << "    interpreted " << r << "\n";
   if (s.guard_reruns) os << fmt::format("  {} compiled calls failed a traced guard and ran again interpreted\n", s.guard_reruns);
   backend->report(os, total);

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "base/error.hpp"
+#include "eval/constant_calls.hpp"
 #include "ir/node_key.hpp"
 #include "tensor/recorder.hpp"
 #include "trace/tracer.hpp"
@@ -153,7 +154,7 @@ struct Scope {
     ir::set_active_recorder(saved);
     g_tracer = saved_tracer;
     g_site = saved_site;
-    --g_depth;
+    if (--g_depth == 0) clear_constant_calls();  // results of builtins kept while tracing
   }
 };
 
