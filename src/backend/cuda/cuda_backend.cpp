@@ -32,8 +32,10 @@ class OnGpu final : public CompiledGraph {
 
 }  // namespace
 
+// The switches of docs/cli.md, read once: SHEAF_CUDA_RENDER (checked here: a bad list is an
+// error, not a fallback), SHEAF_CUDA_CAPTURE, SHEAF_CUDA_PROFILE and SHEAF_CUDA_EPILOGUES.
 CudaBackend::CudaBackend(std::shared_ptr<Allocator> gpu, ProgramOptions o) : gpu_(std::move(gpu)), options_(std::move(o)) {
-  if (const char* r = std::getenv("SHEAF_CUDA_RENDER")) {  // checked here: a bad list is an error, not a fallback
+  if (const char* r = std::getenv("SHEAF_CUDA_RENDER")) {
     RenderOptions checked;
     override_render_options(checked, options_.render = r);
   }
@@ -42,19 +44,19 @@ CudaBackend::CudaBackend(std::shared_ptr<Allocator> gpu, ProgramOptions o) : gpu
     if (at != "0" && at != "1" && at != "2") throw SheafError(fmt::format("SHEAF_CUDA_CAPTURE: '{}' is not 0, 1 or 2", at));
     options_.capture_at = at[0] - '0';
   }
+  options_.profile = options_.profile || std::getenv("SHEAF_CUDA_PROFILE");
+  if (const char* e = std::getenv("SHEAF_CUDA_EPILOGUES")) {
+    const std::string list = fmt::format(",{},", e);
+    auto has = [&](const char* word) { return list.find(fmt::format(",{},", word)) != std::string::npos; };
+    options_.epilogues = {.bias = has("bias"), .row_sums = has("row-sums"), .gelu = has("gelu")};
+  }
 }
 
 std::unique_ptr<CompiledGraph> CudaBackend::compile(const ir::Graph& g, const CompileContext& c) {
   auto t0 = Clock::now();
-  ProgramOptions o = options_;
   try {
+    ProgramOptions o = options_;
     o.name = c.name;
-    o.profile = o.profile || std::getenv("SHEAF_CUDA_PROFILE");
-    if (const char* e = std::getenv("SHEAF_CUDA_EPILOGUES")) {
-      const std::string list = fmt::format(",{},", e);
-      auto has = [&](const char* word) { return list.find(fmt::format(",{},", word)) != std::string::npos; };
-      o.epilogues = {.bias = has("bias"), .row_sums = has("row-sums"), .gelu = has("gelu")};
-    }
     auto p = std::make_unique<OnGpu>(g, gpu_, o, stats_.run);
     if (const char* dump = std::getenv("SHEAF_DUMP_CUDA"))
       write_file_atomic(fmt::format("{}/{}.cu", dump, file_safe_name(c.name)),
