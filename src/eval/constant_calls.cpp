@@ -97,8 +97,12 @@ const Value* find_constant_call(const std::string& key) {
 void keep_constant_call(std::string key, const Value& result, std::span<const Value> args) {
   if (!result.is(Kind::Tensor)) return;
   const Tensor& t = result.as_tensor();
-  if (t.is_symbolic() || t.nbytes() < kMinBytes || g_memo.bytes + t.nbytes() > kBudget) return;
-  if (g_memo.kept.try_emplace(std::move(key), Kept{result, {args.begin(), args.end()}}).second) g_memo.bytes += t.nbytes();
+  if (t.is_symbolic() || t.nbytes() < kMinBytes) return;
+  size_t bytes = t.nbytes();  // with the tensors the entry keeps alive
+  for (const Value& a : args)
+    if (a.is(Kind::Tensor)) bytes += a.as_tensor().nbytes();
+  if (g_memo.bytes + bytes > kBudget) return;
+  if (g_memo.kept.try_emplace(std::move(key), Kept{result, {args.begin(), args.end()}}).second) g_memo.bytes += bytes;
 }
 
 void clear_constant_calls() { g_memo = Memo{}; }

@@ -5,8 +5,9 @@
 // Known arguments are numbers, booleans, nil, strings, keywords, lists of them and concrete tensors,
 // the last by identity (their bytes, dtype and shape; an entry keeps them alive, so their bytes are
 // not reused). Sound because a builtin without effects is a function of its arguments and values
-// are immutable. Only tensor results of at least 64 KiB are kept, 256 MiB in all, until the
-// outermost trace ends (trace::detail::Scope calls clear_constant_calls).
+// are immutable. Only tensor results of at least 64 KiB are kept, 256 MiB in all with the tensors
+// their entries keep alive, until the outermost trace ends (trace::detail::Scope calls
+// clear_constant_calls).
 #pragma once
 #include <optional>
 #include <span>
