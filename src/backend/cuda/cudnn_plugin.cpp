@@ -9,7 +9,8 @@
 // driver caches it), so the backward graph builds on a second thread while the forward builds on
 // the caller's: backward graphs have a cuDNN handle of their own (a handle serves one thread at a
 // time), on the same stream, and the thread makes the caller's CUDA context current first.
-// SHEAF_CUDNN_SERIAL_BUILD=1 builds them one after the other, to measure the difference.
+// SHEAF_CUDNN_SERIAL_BUILD=1 builds them one after the other, to measure the difference; a
+// two-thread build that fails is tried again that way before the problem is refused.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -154,34 +155,44 @@ const ContextCalls& context_calls() {
   return calls;
 }
 
-// Builds `forward` with c's handle on this thread and `backward` with c's backward handle, on a
-// second thread when the CUDA context can be made current there: their workspaces' bytes.
-void build_both(Context& c, const Graph& forward, const Graph& backward, int64_t& forward_bytes, int64_t& backward_bytes) {
+// Builds the forward and backward plans of problem `p` into `plans`, the forward with c's handle
+// on this thread and the backward with c's backward handle on a second thread when the CUDA
+// context can be made current there: their workspaces' bytes. Should the two-thread build fail,
+// both graphs are made again and built in turn: a failure only a concurrent build shows costs
+// time, not cuDNN's attention; one the serial build shows too is reported.
+void build_both(Context& c, const sheaf_sdpa_problem& p, Context::Plans& plans, int64_t& forward_bytes, int64_t& backward_bytes) {
+  auto in_turn = [&] {
+    plans.forward = forward_graph(p, c.cc), plans.backward = backward_graph(p, c.cc);
+    forward_bytes = build(plans.forward, c.handle);
+    backward_bytes = build(plans.backward, c.backward_handle);
+  };
   const ContextCalls& calls = context_calls();
   void* cuda_context = nullptr;
   const char* serial = std::getenv("SHEAF_CUDNN_SERIAL_BUILD");
-  if ((serial && std::string(serial) == "1") || !calls.get || !calls.set || calls.get(&cuda_context) != 0 || !cuda_context) {
-    forward_bytes = build(forward, c.handle);
-    backward_bytes = build(backward, c.backward_handle);
-    return;
-  }
-  std::exception_ptr failed;
-  std::thread second([&] {
-    try {
-      if (calls.set(cuda_context) != 0) throw std::runtime_error("cuCtxSetCurrent failed on the build thread");
-      backward_bytes = build(backward, c.backward_handle);
-    } catch (...) {
-      failed = std::current_exception();
-    }
-  });
+  if ((serial && std::string(serial) == "1") || !calls.get || !calls.set || calls.get(&cuda_context) != 0 || !cuda_context)
+    return in_turn();
   try {
-    forward_bytes = build(forward, c.handle);
-  } catch (...) {
+    plans.forward = forward_graph(p, c.cc), plans.backward = backward_graph(p, c.cc);
+    std::exception_ptr failed;
+    std::thread second([&] {
+      try {
+        if (calls.set(cuda_context) != 0) throw std::runtime_error("cuCtxSetCurrent failed on the build thread");
+        backward_bytes = build(plans.backward, c.backward_handle);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    try {
+      forward_bytes = build(plans.forward, c.handle);
+    } catch (...) {
+      second.join();
+      throw;
+    }
     second.join();
-    throw;
+    if (failed) std::rethrow_exception(failed);
+  } catch (const std::exception&) {
+    in_turn();
   }
-  second.join();
-  if (failed) std::rethrow_exception(failed);
 }
 
 void message(const std::string& m, char* err, int64_t size) {
@@ -228,13 +239,12 @@ __attribute__((visibility("default"))) int sheaf_cudnn_prepare(void* ctx, const 
   auto* c = static_cast<Context*>(ctx);
   try {
     Context::Plans plans;
-    plans.forward = forward_graph(*p, c->cc);
     *backward_bytes = 0;
     if (p->grad) {
-      plans.backward = backward_graph(*p, c->cc);
       if (!c->backward_handle) c->backward_handle = new_handle(c->stream);
-      build_both(*c, plans.forward, plans.backward, *forward_bytes, *backward_bytes);
+      build_both(*c, *p, plans, *forward_bytes, *backward_bytes);
     } else {
+      plans.forward = forward_graph(*p, c->cc);
       *forward_bytes = build(plans.forward, c->handle);
     }
     *plan = static_cast<int64_t>(c->plans.size());
