@@ -16,11 +16,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -161,8 +160,9 @@ const ContextCalls& context_calls() {
 // both graphs are made again and built in turn: a failure only a concurrent build shows costs
 // time, not cuDNN's attention; one the serial build shows too is reported.
 void build_both(Context& c, const sheaf_sdpa_problem& p, Context::Plans& plans, int64_t& forward_bytes, int64_t& backward_bytes) {
+  auto make = [&] { plans.forward = forward_graph(p, c.cc), plans.backward = backward_graph(p, c.cc); };
   auto in_turn = [&] {
-    plans.forward = forward_graph(p, c.cc), plans.backward = backward_graph(p, c.cc);
+    make();
     forward_bytes = build(plans.forward, c.handle);
     backward_bytes = build(plans.backward, c.backward_handle);
   };
@@ -172,24 +172,13 @@ void build_both(Context& c, const sheaf_sdpa_problem& p, Context::Plans& plans, 
   if ((serial && std::string(serial) == "1") || !calls.get || !calls.set || calls.get(&cuda_context) != 0 || !cuda_context)
     return in_turn();
   try {
-    plans.forward = forward_graph(p, c.cc), plans.backward = backward_graph(p, c.cc);
-    std::exception_ptr failed;
-    std::thread second([&] {
-      try {
-        if (calls.set(cuda_context) != 0) throw std::runtime_error("cuCtxSetCurrent failed on the build thread");
-        backward_bytes = build(plans.backward, c.backward_handle);
-      } catch (...) {
-        failed = std::current_exception();
-      }
+    make();
+    std::future<int64_t> backward = std::async(std::launch::async, [&] {  // waited for also when the forward throws
+      if (calls.set(cuda_context) != 0) throw std::runtime_error("cuCtxSetCurrent failed on the build thread");
+      return build(plans.backward, c.backward_handle);
     });
-    try {
-      forward_bytes = build(plans.forward, c.handle);
-    } catch (...) {
-      second.join();
-      throw;
-    }
-    second.join();
-    if (failed) std::rethrow_exception(failed);
+    forward_bytes = build(plans.forward, c.handle);
+    backward_bytes = backward.get();
   } catch (const std::exception&) {
     in_turn();
   }

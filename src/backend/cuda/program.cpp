@@ -108,22 +108,20 @@ std::tuple<Kernels, std::vector<std::string>, std::unique_ptr<Module>> render_an
     };
   Kernels k = render(g, s, m, ro);
   std::vector<std::string> names = kernel_names(k);
+  auto load = [&]() -> std::unique_ptr<Module> { return names.empty() ? nullptr : device.load(k.source, names, cache_dir); };
   std::unique_ptr<Module> module;
-  {
-    std::future<std::unique_ptr<Module>> loading;  // joined before `k` and `names` change or go
-    if (!names.empty()) {
-      const bool aside = !offered.empty();  // with nothing to prepare, this thread loads
-      loading = std::async(aside ? std::launch::async : std::launch::deferred, [&] { return device.load(k.source, names, cache_dir); });
-    }
+  if (offered.empty()) {
+    module = load();
+  } else {
+    std::future<std::unique_ptr<Module>> loading = std::async(std::launch::async, load);  // joined before `k` changes or goes
     for (const Sdpa& a : offered)
       if (!device.prepare_sdpa(a, nullptr)) refused.push_back(a);
-    if (loading.valid()) module = loading.get();
+    module = loading.get();
   }
   if (refused.empty()) return {std::move(k), std::move(names), std::move(module)};
   k = render(g, s, m, ro);  // offers only chains prepared above
   names = kernel_names(k);
-  module = names.empty() ? nullptr : device.load(k.source, names, cache_dir);
-  return {std::move(k), std::move(names), std::move(module)};
+  return {std::move(k), std::move(names), load()};
 }
 
 // What a Dot step computes beside its product, as the launch table says it: " + bias + GELU (aux)".

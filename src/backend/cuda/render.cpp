@@ -396,6 +396,9 @@ class Renderer {
   static bool one_value(const Plan& p) { return p.per_block && !p.column && p.extent == 1 && p.body.reductions.empty(); }
   // Whether the accumulators of plan `p` are combined by block_combine (every thread gets the result).
   static bool combined(const Plan& p) { return p.per_block && !p.column && !p.tile && p.chunks == 1 && !p.body.reductions.empty(); }
+  // Whether plan `p`'s threads combine their accumulators through __shared__ arrays (block_combine
+  // or a tile's tree; column phases keep theirs in registers).
+  static bool shares_arrays(const Plan& p) { return p.per_block && !p.column && !p.body.reductions.empty(); }
 
   // The values of one per row that the threads of a run of `phases` (several) hold in registers
   // q{v} (loop_code::Addressing::held): the results of its block-combined reductions and of its
@@ -566,7 +569,7 @@ class Renderer {
         indent_ += 2;
       }
       phase(phases[j]);
-      shared_read = shared_read || (phases[j].per_block && !phases[j].column && !phases[j].body.reductions.empty());
+      shared_read = shared_read || shares_arrays(phases[j]);
       if (phases.size() > 1) close();
     }
     if (p.per_thread > 1) {
