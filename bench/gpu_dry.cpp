@@ -26,6 +26,7 @@
 #include "backend/cuda/cudnn_sdpa.hpp"
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
+#include "base/malloc_policy.hpp"
 #include "builtins/init_runtime.hpp"
 #include "eval/interp.hpp"
 #include "runtime/jit.hpp"
@@ -197,6 +198,7 @@ int run(int argc, char** argv) {
 }  // namespace sheaf
 
 int main(int argc, char** argv) {
+  sheaf::set_process_malloc_policy();  // as the CLI: the host-side compile measured as the CLI runs it
   try {
     return sheaf::run(argc, argv);
   } catch (const sheaf::SheafError& e) {  // before the program runs: SHEAF_CUDA_RENDER

@@ -5,7 +5,6 @@
 // Sheaf errors raise sheaf.SheafError carrying the rendered diagnostic (file:line:col, notes).
 // Every evaluation runs on the worker thread (worker.hpp) with the GIL released; conversions
 // (convert.hpp) run on the caller's thread.
-#include <malloc.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -17,6 +16,7 @@
 #include <optional>
 
 #include "base/error.hpp"
+#include "base/malloc_policy.hpp"
 #include "builtins/init_runtime.hpp"
 #include "convert.hpp"
 #include "model.hpp"
@@ -224,9 +224,7 @@ std::vector<std::string> program_names(const ModelPtr& m, bool functions_only) {
 PYBIND11_MODULE(sheaf, mod) {
   using namespace sheaf;
   using namespace sheaf::python;
-  // One malloc arena, as the CLI does: the worker thread would otherwise get a secondary arena
-  // that returns large tensor buffers to the kernel on every free.
-  mallopt(M_ARENA_MAX, 1);
+  set_process_malloc_policy();  // as the CLI: the worker thread would get an arena of its own
   init_runtime();
 
   mod.doc() = "Sheaf, a Lisp for neural networks: load a .shf program and call its functions with numpy arrays.";

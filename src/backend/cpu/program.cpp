@@ -2,7 +2,6 @@
 #include "backend/cpu/program.hpp"
 
 #include <dlfcn.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include "base/clock.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
+#include "base/malloc_policy.hpp"
 #include "passes/composites.hpp"
 #include "tensor/blas.hpp"
 
@@ -141,21 +141,6 @@ void sgemm_batch_timed(const float* a, const float* b, float* c, const int64_t* 
   profiling->add_product(
       {layout[kBatchCount], layout[kBatchM], layout[kBatchK], layout[kBatchN], layout[kBatchACs] != 1, layout[kBatchBCs] != 1, threads},
       seconds_since(t0));
-}
-
-// Once per process: glibc malloc keeps freed memory instead of handing it back to the kernel.
-// The interpreter runs on a thread of its own, whose secondary malloc arena returns the pages of
-// every large freed block (a step's results, host-step outputs) and faults in fresh zeroed ones
-// on the next call: 5-7 % of a GPT step went to clearing pages (bench/gpt_step_style3.shf,
-// `perf`). Fixed thresholds (32 MiB for mmap, 1 GiB for trimming) turn that off; a steady
-// training loop then reuses the same pages.
-void keep_freed_memory() {
-  static const bool done = [] {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    return true;
-  }();
-  (void)done;
 }
 
 std::byte* allocate_arena(int64_t bytes) {
