@@ -1,9 +1,12 @@
 // ir/node_key.cpp — the byte key that identifies a node by op, attributes, operands and result
-// types (CSE in passes/cse.cpp, the reverse sweep's value numbering in autodiff/reverse.cpp).
+// types (CSE in passes/cse.cpp, graph equality, the reverse sweep's value numbering in
+// autodiff/reverse.cpp), and NodeKeyMap, the table of such keys.
 #include "ir/node_key.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 
 namespace sheaf::ir {
@@ -12,7 +15,7 @@ namespace {
 
 // Appends fixed-width fields; vectors are length-prefixed, so the encoding is injective.
 struct KeyWriter {
-  std::string s;
+  std::string& s;
   template <typename T>
   void put(T x) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -33,7 +36,14 @@ struct KeyWriter {
 }  // namespace
 
 std::string node_key(const Graph& g, const Node& n, std::span<const int32_t> in) {
-  KeyWriter k;
+  std::string key;
+  write_node_key(key, g, n, in);
+  return key;
+}
+
+void write_node_key(std::string& key, const Graph& g, const Node& n, std::span<const int32_t> in) {
+  key.clear();
+  KeyWriter k{key};
   const ir::Attrs& a = n.attrs;
   k.put(n.op);
   k.put(in);
@@ -64,7 +74,41 @@ std::string node_key(const Graph& g, const Node& n, std::span<const int32_t> in)
       k.put(reinterpret_cast<uintptr_t>(t.bytes()));
     }
   }
-  return k.s;
+}
+
+const int32_t* NodeKeyMap::find(const Graph& g, const Node& n, std::span<const int32_t> in) {
+  write_node_key(pending_, g, n, in);
+  pending_hash_ = std::hash<std::string_view>{}(pending_);
+  if (slots_.empty()) return nullptr;
+  const Slot& s = slots_[probe(pending_hash_, pending_)];
+  return s.value >= 0 ? &s.value : nullptr;
+}
+
+void NodeKeyMap::insert_pending(int32_t value) {
+  if (2 * (used_ + 1) > slots_.size()) grow();  // load at most 1/2
+  Slot& s = slots_[probe(pending_hash_, pending_)];
+  s = Slot{pending_hash_, keys_.size(), pending_.size(), value};
+  keys_ += pending_;
+  ++used_;
+}
+
+size_t NodeKeyMap::probe(uint64_t hash, std::string_view key) const {
+  const size_t mask = slots_.size() - 1;  // a power of two
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.value < 0 || (s.hash == hash && stored(s) == key)) return i;
+  }
+}
+
+void NodeKeyMap::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max<size_t>(64, 2 * old.size()), Slot{});
+  for (const Slot& s : old)
+    if (s.value >= 0) {
+      size_t i = s.hash & (slots_.size() - 1);
+      while (slots_[i].value >= 0) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = s;
+    }
 }
 
 }  // namespace sheaf::ir

@@ -84,15 +84,17 @@ bool fold_known(Rewriter& rw, const Node& n, const std::vector<int32_t>& in) {
   return true;
 }
 
+bool fold_node(Rewriter& rw, const Node& n) {
+  if (n.op == Op::Constant || n.op == Op::Iota || n.op == Op::AllReduce || n.op == Op::OptimizationBarrier || !n.attrs.regions.empty()) return false;
+  std::vector<int32_t> in = rw.map(n.in);
+  if (is_folded_splat(rw.out(), n, in)) return false;
+  return fold_splat(rw, n, in) || fold_known(rw, n, in);
+}
+
 }  // namespace
 
-Graph fold_constants(const Graph& g) {
-  return rewrite(g, [](Rewriter& rw, const Node& n) {
-    if (n.op == Op::Constant || n.op == Op::Iota || n.op == Op::AllReduce || n.op == Op::OptimizationBarrier || !n.attrs.regions.empty()) return false;
-    std::vector<int32_t> in = rw.map(n.in);
-    if (is_folded_splat(rw.out(), n, in)) return false;
-    return fold_splat(rw, n, in) || fold_known(rw, n, in);
-  });
-}
+Graph fold_constants(const Graph& g) { return rewrite(g, fold_node); }
+
+std::optional<Graph> constants_folded(const Graph& g) { return rewrite_if_changed(g, fold_node); }
 
 }  // namespace sheaf::passes

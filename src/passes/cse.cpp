@@ -6,10 +6,6 @@
 // equal nodes collapse in one sweep; runs after constant folding so folded constants dedupe too.
 // Every op is pure (random numbers are integer ops on explicit keys), so merging is exact.
 // Parameters are never merged: equal types do not make two inputs equal.
-#include <string>
-#include <unordered_map>
-#include <unordered_set>
-
 #include "ir/node_key.hpp"
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
@@ -17,14 +13,15 @@
 namespace sheaf::passes {
 
 ir::Graph eliminate_common_subexpressions(const ir::Graph& g) {
-  std::unordered_map<std::string, int32_t> first;  // node key → first result id in the new graph
+  ir::NodeKeyMap first;  // node key → first result id in the new graph
+  std::vector<int32_t> in;
   return rewrite(g, [&](Rewriter& rw, const ir::Node& n) {
-    std::string key = ir::node_key(rw.src(), n, rw.map(n.in));
-    if (auto it = first.find(key); it != first.end()) {
-      rw.map_results(n, it->second);
-    } else {
-      first.emplace(std::move(key), rw.copy(n));
-    }
+    in.clear();
+    for (int32_t v : n.in) in.push_back(rw.map(v));
+    if (const int32_t* earlier = first.find(rw.src(), n, in))
+      rw.map_results(n, *earlier);
+    else
+      first.insert_pending(rw.copy(n));
     return true;
   });
 }
@@ -32,9 +29,12 @@ ir::Graph eliminate_common_subexpressions(const ir::Graph& g) {
 std::optional<ir::Graph> common_subexpressions_merged(const ir::Graph& g) {
   // Keyed with the graph's own ids: until a rewrite merges a node, it maps each id to one of its
   // own in the same order, so it merges nothing when no two keys here are equal.
-  std::unordered_set<std::string> seen;
-  for (const ir::Node& n : g.nodes)
-    if (n.op != ir::Op::Parameter && !seen.insert(ir::node_key(g, n, n.in)).second) return eliminate_common_subexpressions(g);
+  ir::NodeKeyMap seen;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == ir::Op::Parameter) continue;
+    if (seen.find(g, n, n.in)) return eliminate_common_subexpressions(g);
+    seen.insert_pending(n.out);
+  }
   return std::nullopt;
 }
 

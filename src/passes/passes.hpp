@@ -14,8 +14,12 @@ namespace sheaf::passes {
 
 // Evaluates nodes whose operands are all known (constants, iotas, splats) — constant_fold.cpp.
 ir::Graph fold_constants(const ir::Graph& g);
+// The same, or nullopt when nothing folds (nothing copied: the pipeline's form).
+std::optional<ir::Graph> constants_folded(const ir::Graph& g);
 // Algebraic identities that are exact for IEEE floats (x * 1 → x, ...) — simplify.cpp.
 ir::Graph simplify(const ir::Graph& g);
+// The same, or nullopt when nothing simplifies (nothing copied: the pipeline's form).
+std::optional<ir::Graph> simplified(const ir::Graph& g);
 // Reuses the first of several identical nodes — cse.cpp.
 ir::Graph eliminate_common_subexpressions(const ir::Graph& g);
 // The same, or nullopt when no two nodes are identical (nothing rebuilt: the pipeline's form).

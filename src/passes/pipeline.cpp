@@ -29,18 +29,12 @@ void optimize_regions(ir::Graph& g) {
     }
 }
 
-// A pass that always rebuilds the graph, as the pipeline runs it.
-template <ir::Graph (*F)(const ir::Graph&)>
-std::optional<ir::Graph> rebuilt(const ir::Graph& g) {
-  return F(g);
-}
-
 }  // namespace
 
 std::span<const Pass> pipeline() {
   static constexpr Pass passes[] = {
-      {"fold", rebuilt<fold_constants>},
-      {"simplify", rebuilt<simplify>},
+      {"fold", constants_folded},
+      {"simplify", simplified},
       {"composites", recognise_composites},
       {"cse", common_subexpressions_merged},
       {"dce", dead_code_dropped},

@@ -16,7 +16,8 @@
 namespace sheaf::passes {
 
 // A pass as a round runs it: the new graph, or nullopt when it changed nothing (and rebuilt
-// nothing: written-out composites, identical nodes and dead code are looked for first).
+// nothing: written-out composites, identical nodes and dead code are looked for first; fold and
+// simplify copy nodes only from their first change on, Rewriter::Build::FromFirstChange).
 struct Pass {
   std::string_view name;  // "fold", "simplify", "composites", "cse", "dce"
   std::optional<ir::Graph> (*run)(const ir::Graph&);

@@ -20,15 +20,30 @@ using ir::Graph;
 using ir::Node;
 using ir::Op;
 
-Rewriter::Rewriter(const Graph& src) : src_(src), map_(src.types.size(), -1) {
+Rewriter::Rewriter(const Graph& src, Build build)
+    : src_(src), map_(src.types.size(), -1), unchanged_(build == Build::FromFirstChange) {
   out_.name = src.name;
   out_.nodes.reserve(src.nodes.size());  // a pass rarely grows the graph: no node is moved while it is built
   out_.types.reserve(src.types.size());
   out_.def.reserve(src.types.size());
   for (int32_t p : src.params) {
     const Node& n = src.producer(p);
-    map_[static_cast<size_t>(p)] = out_.add(Op::Parameter, {}, n.attrs, {src.type(p)}, n.loc);
+    map_[static_cast<size_t>(p)] = unchanged_ ? p : out_.add(Op::Parameter, {}, n.attrs, {src.type(p)}, n.loc);
   }
+}
+
+void Rewriter::diverge() {
+  if (!unchanged_) return;
+  unchanged_ = false;
+  // Every node before at_ was kept as it is, under its own ids (parameters first: ir::verify).
+  const auto end = src_.nodes.begin() + static_cast<std::ptrdiff_t>(at_);
+  const size_t values = at_ == 0 ? 0 : static_cast<size_t>(src_.nodes[at_ - 1].out + src_.nodes[at_ - 1].nout);
+  out_.nodes.assign(src_.nodes.begin(), end);
+  out_.types.assign(src_.types.begin(), src_.types.begin() + static_cast<std::ptrdiff_t>(values));
+  out_.def.assign(src_.def.begin(), src_.def.begin() + static_cast<std::ptrdiff_t>(values));
+  out_.params = src_.params;
+  if (!src_.params.empty() && static_cast<size_t>(src_.params.back()) >= values)
+    throw SheafError(fmt::format("internal: '{}' has a parameter after its other nodes", src_.name));
 }
 
 int32_t Rewriter::map(int32_t old) const {
@@ -45,6 +60,7 @@ std::vector<int32_t> Rewriter::map(const std::vector<int32_t>& olds) const {
 }
 
 void Rewriter::map_results(const Node& n, int32_t first) {
+  if (first != n.out) diverge();
   for (int32_t k = 0; k < n.nout; ++k) {
     if (out_.type(first + k) != src_.type(n.out + k))
       throw SheafError(fmt::format("internal: a pass replaced %{} : {} by a value of type {}", n.out + k,
@@ -54,6 +70,10 @@ void Rewriter::map_results(const Node& n, int32_t first) {
 }
 
 int32_t Rewriter::copy(const Node& n) {
+  if (unchanged_) {  // its operands are old values under their own ids: the node stays as it is
+    for (int32_t k = 0; k < n.nout; ++k) map_[static_cast<size_t>(n.out + k)] = n.out + k;
+    return n.out;
+  }
   std::vector<ir::Type> types(src_.types.begin() + n.out, src_.types.begin() + n.out + n.nout);
   int32_t first = out_.add(n.op, map(n.in), n.attrs, std::move(types), n.loc);
   map_results(n, first);
@@ -61,14 +81,19 @@ int32_t Rewriter::copy(const Node& n) {
 }
 
 int32_t Rewriter::add(Op op, std::vector<int32_t> in, ir::Attrs attrs, std::vector<ir::Type> types, SrcLoc loc) {
+  diverge();
   return out_.add(op, std::move(in), std::move(attrs), std::move(types), loc);
 }
 
 int32_t Rewriter::emit(Op op, std::vector<int32_t> in, ir::Attrs attrs, SrcLoc loc) {
+  diverge();
   return out_.emit(op, std::move(in), std::move(attrs), loc);
 }
 
-int32_t Rewriter::constant(Tensor value, SrcLoc loc) { return out_.emit_constant(std::move(value), loc); }
+int32_t Rewriter::constant(Tensor value, SrcLoc loc) {
+  diverge();
+  return out_.emit_constant(std::move(value), loc);
+}
 
 int32_t Rewriter::splat(const ir::Type& t, const Tensor& scalar, SrcLoc loc) {
   if (scalar.rank() != 0 || scalar.dtype() != t.dtype)
@@ -79,15 +104,41 @@ int32_t Rewriter::splat(const ir::Type& t, const Tensor& scalar, SrcLoc loc) {
 }
 
 Graph Rewriter::finish() {
+  if (unchanged_) {
+    at_ = src_.nodes.size();
+    diverge();
+  }
   out_.results = map(src_.results);
   return std::move(out_);
 }
 
+std::optional<Graph> Rewriter::finish_if_changed() {
+  if (unchanged_) return std::nullopt;
+  return finish();
+}
+
+void Rewriter::visit_all(const Visit& visit) {
+  for (at_ = 0; at_ < src_.nodes.size(); ++at_) {
+    const Node& n = src_.nodes[at_];
+    if (n.op == Op::Parameter) continue;
+    if (!visit(*this, n)) {
+      copy(n);
+    } else if (unchanged_ && (n.nout == 0 || map_[static_cast<size_t>(n.out)] < 0)) {
+      diverge();  // dropped: the nodes before it are kept
+    }
+  }
+}
+
 Graph rewrite(const Graph& g, const Visit& visit) {
   Rewriter rw(g);
-  for (const Node& n : g.nodes)
-    if (n.op != Op::Parameter && !visit(rw, n)) rw.copy(n);
+  rw.visit_all(visit);
   return rw.finish();
+}
+
+std::optional<Graph> rewrite_if_changed(const Graph& g, const Visit& visit) {
+  Rewriter rw(g, Rewriter::Build::FromFirstChange);
+  rw.visit_all(visit);
+  return rw.finish_if_changed();
 }
 
 namespace {
@@ -183,8 +234,12 @@ Readers::Readers(const Graph& g) : uses(use_counts(g)), nodes(g.types.size()) {
 bool same_graph(const Graph& a, const Graph& b) {
   if (a.nodes.size() != b.nodes.size() || a.types.size() != b.types.size() || a.params != b.params || a.results != b.results)
     return false;
-  for (size_t i = 0; i < a.nodes.size(); ++i)
-    if (node_key(a, a.nodes[i], a.nodes[i].in) != node_key(b, b.nodes[i], b.nodes[i].in)) return false;
+  std::string ka, kb;  // reused: no allocation per node
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    ir::write_node_key(ka, a, a.nodes[i], a.nodes[i].in);
+    ir::write_node_key(kb, b, b.nodes[i], b.nodes[i].in);
+    if (ka != kb) return false;
+  }
   return true;
 }
 

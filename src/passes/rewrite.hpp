@@ -23,10 +23,17 @@ namespace sheaf::passes {
 
 class Rewriter {
  public:
-  explicit Rewriter(const ir::Graph& src);  // the new graph starts with src's parameters
+  // Eagerly: every node is copied as it is visited. FromFirstChange: while the pass has changed
+  // nothing, nothing is copied and out() is src itself (every value so far has its own id);
+  // the first change (an added node, a result mapped elsewhere, a dropped node) copies the nodes
+  // before it at once, and a pass that changes nothing builds nothing (finish_if_changed).
+  enum class Build { Eagerly, FromFirstChange };
+  explicit Rewriter(const ir::Graph& src, Build build = Build::Eagerly);  // the new graph starts with src's parameters
 
   const ir::Graph& src() const { return src_; }
-  const ir::Graph& out() const { return out_; }  // what has been built so far
+  // What has been built so far: look values up by id only (while nothing has changed, src
+  // itself, which also holds the nodes not yet visited).
+  const ir::Graph& out() const { return unchanged_ ? src_ : out_; }
 
   // New id of an old value; throws when the pass dropped it.
   int32_t map(int32_t old) const;
@@ -47,17 +54,29 @@ class Rewriter {
 
   // The new graph, its results mapped.
   ir::Graph finish();
+  // The same, or nullopt when the pass changed nothing (Build::FromFirstChange).
+  std::optional<ir::Graph> finish_if_changed();
 
  private:
+  friend ir::Graph rewrite(const ir::Graph&, const std::function<bool(Rewriter&, const ir::Node&)>&);
+  friend std::optional<ir::Graph> rewrite_if_changed(const ir::Graph&, const std::function<bool(Rewriter&, const ir::Node&)>&);
+  void visit_all(const std::function<bool(Rewriter&, const ir::Node&)>& visit);
+  void diverge();  // the first change: copies src's nodes before the one being visited
+
   const ir::Graph& src_;
   ir::Graph out_;
   std::vector<int32_t> map_;  // old value id → new id, -1 while unmapped or dropped
+  bool unchanged_ = false;    // Build::FromFirstChange, before the first change
+  size_t at_ = 0;             // index in src of the node being visited
 };
 
 // Runs `visit` on every non-parameter node of `g` in order. When it returns false the node is
 // copied unchanged; when true, `visit` has mapped the node's results itself (or dropped it).
 using Visit = std::function<bool(Rewriter&, const ir::Node&)>;
 ir::Graph rewrite(const ir::Graph& g, const Visit& visit);
+// rewrite() with Build::FromFirstChange: nullopt, having copied nothing, when no visit changed
+// anything (the pipeline's form of the passes that rewrite node by node).
+std::optional<ir::Graph> rewrite_if_changed(const ir::Graph& g, const Visit& visit);
 // rewrite(), also inside the regions of while/case nodes, recursively (a region shared by several
 // nodes stays shared; a node whose regions it rebuilt keeps its op, operands and types). For the
 // lowerings a backend applies to a whole program (backend/cpu/lowering.hpp: widen_halves, canonical_dots).

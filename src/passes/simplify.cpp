@@ -301,16 +301,26 @@ Simplified simplify_node(Rewriter& rw, const Node& n, const std::vector<int32_t>
   }
 }
 
-}  // namespace
-
-Graph simplify(const Graph& g) {
-  const std::vector<int32_t> uses = use_counts(g);
-  return rewrite(g, [&](Rewriter& rw, const Node& n) {
+// The pass's visit, with the use counts of the graph it walks.
+Visit simplifier(const std::vector<int32_t>& uses) {
+  return [&uses](Rewriter& rw, const Node& n) {
     if (n.nout != 1) return false;
     Simplified r = simplify_node(rw, n, rw.map(n.in), uses);
     if (r) rw.map_results(n, *r);
     return r.has_value();
-  });
+  };
+}
+
+}  // namespace
+
+Graph simplify(const Graph& g) {
+  const std::vector<int32_t> uses = use_counts(g);
+  return rewrite(g, simplifier(uses));
+}
+
+std::optional<Graph> simplified(const Graph& g) {
+  const std::vector<int32_t> uses = use_counts(g);
+  return rewrite_if_changed(g, simplifier(uses));
 }
 
 }  // namespace sheaf::passes

@@ -254,7 +254,16 @@ Tensor iota(DType dtype, const Shape& shape, int64_t axis) {
     throw SheafError(fmt::format("iota: axis {} out of range for [{}]", axis, shape_str(shape)));
   int64_t n = shape[static_cast<size_t>(axis)];
   Tensor line = Tensor::empty(dtype, {n});
-  for (int64_t i = 0; i < n; ++i) line.set(i, static_cast<double>(i));
+  // Typed loops where set()'s conversions are exact (constant folding expands iotas of 64Ki elements)
+  auto count = [&]<typename T>(T*) {
+    T* p = reinterpret_cast<T*>(line.mutable_bytes());
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(i);
+  };
+  if (dtype == DType::I32 && n <= (int64_t{1} << 31)) count(static_cast<int32_t*>(nullptr));
+  else if (dtype == DType::U32 && n <= (int64_t{1} << 32)) count(static_cast<uint32_t*>(nullptr));
+  else if (dtype == DType::F32 && n <= (int64_t{1} << 24)) count(static_cast<float*>(nullptr));
+  else
+    for (int64_t i = 0; i < n; ++i) line.set(i, static_cast<double>(i));
   Shape unit(shape.size(), 1);
   unit[static_cast<size_t>(axis)] = n;
   return broadcast_to(line.reshaped(unit), shape);

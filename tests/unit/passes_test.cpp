@@ -15,6 +15,7 @@
 #include "backend/merge_dots.hpp"
 #include "backend/ref/executor.hpp"
 #include "base/error.hpp"
+#include "ir/node_key.hpp"
 #include "passes/pipeline.hpp"
 #include "passes/rewrite.hpp"
 #include "tensor/shape.hpp"
@@ -847,6 +848,32 @@ TEST(Cse, LargeConstantsMergeByStorage) {
   EXPECT_EQ(out.results, (std::vector<int32_t>{0, 0, 1}));
 }
 
+// The table CSE keys nodes with: through its growth (1000 keys), every stored key is found with
+// its value, and keys that differ only in a constant's bytes or an operand are not confused.
+TEST(Cse, NodeKeyMapFindsWhatItStoredAndNothingElse) {
+  Graph g;
+  const int32_t x = param(g, {DType::F32, {}});
+  std::vector<int32_t> constants, sums;
+  for (int i = 0; i < 500; ++i) constants.push_back(scalar(g, DType::F32, i));
+  for (int i = 0; i < 500; ++i) sums.push_back(bin(g, Binary::Add, x, constants[static_cast<size_t>(i)]));
+  ir::NodeKeyMap map;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == Op::Parameter) continue;
+    ASSERT_EQ(map.find(g, n, n.in), nullptr) << ir::print(g);
+    map.insert_pending(n.out);
+  }
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == Op::Parameter) continue;
+    const int32_t* v = map.find(g, n, n.in);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(*v, n.out);
+  }
+  const ir::Node& sum = g.producer(sums[7]);
+  const std::vector<int32_t> other{x, constants[8]};
+  ASSERT_NE(map.find(g, sum, other), nullptr);  // read with another operand it is another sum
+  EXPECT_EQ(*map.find(g, sum, other), sums[8]);
+}
+
 // ---- dead code ----
 
 TEST(Dce, KeepsParametersAndWholeMultiResultNodes) {
@@ -983,9 +1010,9 @@ struct RandomGraph {
   }
 };
 
-// The composites, CSE and dead-code passes say "unchanged" (nullopt: nothing rebuilt) when they
-// find nothing to do, and rebuild the graph when they do (Composites.WrittenOutGeluBecomesTheOp
-// and WrittenOutSoftmaxBecomesTheOp cover the composites pass's finds).
+// Every pass of the pipeline says "unchanged" (nullopt: nothing rebuilt) when it finds nothing to
+// do, and rebuilds the graph when it does (Composites.WrittenOutGeluBecomesTheOp and
+// WrittenOutSoftmaxBecomesTheOp cover the composites pass's finds).
 TEST(Pipeline, PassesThatFindNothingRebuildNothing) {
   Graph g;
   const int32_t x = param(g, {DType::F32, {2, 3}});
@@ -993,7 +1020,7 @@ TEST(Pipeline, PassesThatFindNothingRebuildNothing) {
   auto changes = [](const Graph& h) {
     std::vector<std::string> r;
     for (const Pass& p : pipeline())
-      if (p.name != "fold" && p.name != "simplify" && p.run(h)) r.push_back(std::string(p.name));
+      if (p.run(h)) r.push_back(std::string(p.name));
     return r;
   };
   EXPECT_EQ(changes(g), std::vector<std::string>{});
@@ -1003,6 +1030,53 @@ TEST(Pipeline, PassesThatFindNothingRebuildNothing) {
   Graph dead = g;
   un(dead, Unary::Neg, x);  // read by nothing
   EXPECT_EQ(changes(dead), std::vector<std::string>{"dce"});
+  Graph known = g;
+  known.results.push_back(un(known, Unary::Exp, scalar(known, DType::F32, 1)));
+  EXPECT_EQ(changes(known), std::vector<std::string>{"fold"});
+  Graph identity = g;
+  identity.results.push_back(un(identity, Unary::Neg, un(identity, Unary::Neg, x)));  // -(-x) → x, then -x is dead
+  EXPECT_EQ(changes(identity), (std::vector<std::string>{"simplify"}));
+}
+
+// The pipeline's fold and simplify copy nothing until their first change: what they build from
+// there on is what the passes that copy every node build (the same graph, node for node), and
+// when they change nothing they say so, on graphs that change at their first node, their last,
+// in between, or nowhere.
+TEST(Pipeline, PassesThatCopyFromTheirFirstChangeBuildWhatFullCopiesBuild) {
+  size_t unchanged = 0, changed = 0;
+  auto check = [&](const Graph& g, Graph (*whole)(const Graph&), std::optional<Graph> (*lazy)(const Graph&)) {
+    const Graph full = whole(g);
+    const std::optional<Graph> from_change = lazy(g);
+    if (from_change) {
+      ++changed;
+      EXPECT_TRUE(same_graph(full, *from_change)) << ir::print(full) << "\n" << ir::print(*from_change);
+      ir::verify(*from_change);
+    } else {
+      ++unchanged;
+      EXPECT_TRUE(same_graph(full, g)) << ir::print(full);
+    }
+  };
+  for (unsigned seed = 0; seed < 150; ++seed) {
+    SCOPED_TRACE(seed);
+    Graph g = RandomGraph(seed).g;
+    for (int round = 0; round < 3; ++round) {  // later rounds change less, and at last nothing
+      check(g, fold_constants, constants_folded);
+      check(g, simplify, simplified);
+      g = simplify(fold_constants(g));
+    }
+    if (HasFatalFailure()) return;
+  }
+  Graph first;  // a change at the first node after the parameter: a constant 0 1 2 3 is an iota
+  const int32_t x = param(first, {DType::F32, {4}});
+  const int32_t counts = values(first, DType::F32, {4}, {0, 1, 2, 3});
+  first.results = {bin(first, Binary::Add, x, counts), un(first, Unary::Neg, un(first, Unary::Neg, x))};
+  ASSERT_TRUE(simplified(first));
+  check(first, simplify, simplified);
+  Graph last = first;  // ... and at the last: a known exp
+  last.results.push_back(un(last, Unary::Exp, scalar(last, DType::F32, 2)));
+  check(simplify(last), fold_constants, constants_folded);
+  EXPECT_GT(unchanged, 50u);
+  EXPECT_GT(changed, 50u);
 }
 
 TEST(Pipeline, RandomGraphsKeepTheirResults) {
