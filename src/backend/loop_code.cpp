@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -293,13 +295,27 @@ std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::s
 std::string canonical(const std::string& text, const std::string& name) {
   auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  std::map<std::pair<char, std::string_view>, size_t> ids;
-  std::map<char, size_t> next;
+  constexpr std::string_view kLetters = "pvahknq";
+  // Characters where a name, a comment or a numbered name may start; runs of others are copied whole.
+  std::array<int8_t, 256> letter;  // index in kLetters, -1: none, -2: '/' or the name's first character
+  letter.fill(-1);
+  letter['/'] = -2;
+  if (!name.empty()) letter[static_cast<unsigned char>(name[0])] = -2;
+  for (size_t l = 0; l < kLetters.size(); ++l) letter[static_cast<unsigned char>(kLetters[l])] = static_cast<int8_t>(l);
+  // Per letter, the numbers met so far in order of first appearance (a kernel names tens of
+  // each: a linear search beats a tree).
+  std::array<std::vector<std::string_view>, kLetters.size()> seen;
   std::string out;
+  out.reserve(text.size());
   const std::string_view t(text);
   const std::string called = name + "(";
   for (size_t i = 0; i < t.size();) {
-    if ((i == 0 || !word(t[i - 1])) && t.compare(i, called.size(), called) == 0) {  // the name (a CPU task names it again)
+    size_t run = i;
+    while (run < t.size() && letter[static_cast<unsigned char>(t[run])] == -1) ++run;
+    out.append(t.substr(i, run - i));
+    if ((i = run) == t.size()) break;
+    const bool starts_word = i == 0 || !word(t[i - 1]);
+    if (starts_word && t.compare(i, called.size(), called) == 0) {  // the name (a CPU task names it again)
       i += name.size();
       continue;
     }
@@ -308,13 +324,18 @@ std::string canonical(const std::string& text, const std::string& name) {
       while (i < t.size() && t[i] != '\n') ++i;
       continue;
     }
-    if ((c == 'p' || c == 'v' || c == 'a' || c == 'h' || c == 'k' || c == 'n' || c == 'q') && (i == 0 || !word(t[i - 1])) && i + 1 < t.size() && digit(t[i + 1])) {
+    const int8_t l = letter[static_cast<unsigned char>(c)];
+    if (l >= 0 && starts_word && i + 1 < t.size() && digit(t[i + 1])) {
       size_t j = i + 1;
       while (j < t.size() && digit(t[j])) ++j;
       if (j == t.size() || !word(t[j])) {
-        auto [it, fresh] = ids.try_emplace({c, t.substr(i + 1, j - i - 1)}, next[c]);
-        next[c] += fresh;
-        out += c + std::to_string(it->second);
+        std::vector<std::string_view>& numbers = seen[static_cast<size_t>(l)];
+        const std::string_view number = t.substr(i + 1, j - i - 1);
+        const size_t id = static_cast<size_t>(std::find(numbers.begin(), numbers.end(), number) - numbers.begin());
+        if (id == numbers.size()) numbers.push_back(number);
+        char digits[24];
+        out += c;
+        out.append(digits, static_cast<size_t>(std::to_chars(digits, digits + sizeof digits, id).ptr - digits));
         i = j;
         continue;
       }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backend/fusion.hpp"
+#include "backend/loop_code.hpp"
 #include "eval/interp.hpp"
 #include "passes/pipeline.hpp"
 #include "trace/tracer.hpp"
@@ -486,6 +487,35 @@ TEST_P(Recompute, ConcatenationIsACopyPerOperandOnTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Recompute, ::testing::Values(false, true),
                          [](const auto& p) { return p.param ? "gpu" : "cpu"; });
+
+}  // namespace
+}  // namespace sheaf
+
+namespace sheaf {
+namespace {
+
+// Two renders of one layer differ only in their name, slots, value ids and comments; canonical
+// text is what the renderers compare to keep one of them.
+TEST(LoopCode, CanonicalTextNumbersNamesInOrderOfFirstUse) {
+  const std::string a =
+      "void s12(float* p7, const float* p3) {  // layer 1\n"
+      "  float v40 = p3[i], a41 = 0; a41 += v40 * v40; p7[i] = a41 + p3[i]; s12(p7, p3); q2 = h9 + k1 + n4;\n"
+      "}\n";
+  const std::string b =
+      "void s99(float* p1, const float* p8) {  // layer 2\n"
+      "  float v5 = p8[i], a6 = 0; a6 += v5 * v5; p1[i] = a6 + p8[i]; s99(p1, p8); q7 = h3 + k0 + n2;\n"
+      "}\n";
+  EXPECT_EQ(loop_code::canonical(a, "s12"), loop_code::canonical(b, "s99"));
+  EXPECT_EQ(loop_code::canonical(a, "s12"),
+            "void (float* p0, const float* p1) {  \n"
+            "  float v0 = p1[i], a0 = 0; a0 += v0 * v0; p0[i] = a0 + p1[i]; (p0, p1); q0 = h0 + k0 + n0;\n"
+            "}\n");
+  // what only looks like a numbered name stays: inside a word, or followed by a word character
+  EXPECT_EQ(loop_code::canonical("x = pv1 + p2x + expf(v3) + _a4 + n5_; s1s(1);", "s1"), "x = pv1 + p2x + expf(v0) + _a4 + n5_; s1s(1);");
+  // renamed consistently it is the same computation; a name read in another place is another one
+  EXPECT_EQ(loop_code::canonical("p1[i] = p2[i] + p1[i];", "f"), loop_code::canonical("p2[i] = p1[i] + p2[i];", "g"));
+  EXPECT_NE(loop_code::canonical("p1[i] = p2[i] + p1[i];", "f"), loop_code::canonical("p1[i] = p2[i] + p2[i];", "f"));
+}
 
 }  // namespace
 }  // namespace sheaf
