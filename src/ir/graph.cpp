@@ -42,14 +42,14 @@ std::string_view reduce_name(Reduce r) {
 std::string type_str(const Type& t) { return sheaf::type_str(t.dtype, t.shape); }
 
 int32_t Graph::add(Op op, std::vector<int32_t> in, Attrs attrs, std::vector<Type> out, SrcLoc loc) {
-  Node n{op, std::move(in), static_cast<int32_t>(types.size()), static_cast<int32_t>(out.size()), std::move(attrs), loc};
+  const auto first = static_cast<int32_t>(types.size());
   for (Type& t : out) {
     types.push_back(std::move(t));
     def.push_back(static_cast<int32_t>(nodes.size()));
   }
-  if (op == Op::Parameter) params.push_back(n.out);
-  nodes.push_back(std::move(n));
-  return nodes.back().out;
+  if (op == Op::Parameter) params.push_back(first);
+  nodes.emplace_back(op, std::move(in), first, static_cast<int32_t>(out.size()), std::move(attrs), loc);  // attrs moved once
+  return first;
 }
 
 int32_t Graph::emit(Op op, std::vector<int32_t> in, Attrs attrs, SrcLoc loc) {
