@@ -13,7 +13,9 @@ namespace sheaf::ir {
 
 namespace {
 
-// Appends fixed-width fields; vectors are length-prefixed, so the encoding is injective.
+// Appends fixed-width fields; vectors are length-prefixed (one byte under 255, else 255 and
+// eight bytes: prefix-free), so the encoding is injective. Most of a node's eleven lists are
+// empty: one byte each.
 struct KeyWriter {
   std::string& s;
   template <typename T>
@@ -21,10 +23,15 @@ struct KeyWriter {
     static_assert(std::is_trivially_copyable_v<T>);
     s.append(reinterpret_cast<const char*>(&x), sizeof x);
   }
+  void put_size(size_t n) {
+    if (n < 255) return put(static_cast<uint8_t>(n));
+    put(uint8_t{255});
+    put(n);
+  }
   template <typename T>
   void put(std::span<const T> xs) {
-    put(xs.size());
-    for (const T& x : xs) put(x);
+    put_size(xs.size());
+    s.append(reinterpret_cast<const char*>(xs.data()), xs.size_bytes());
   }
   void put(const std::vector<int64_t>& xs) { put(std::span<const int64_t>(xs)); }
   void put(const ir::Type& t) {
@@ -61,11 +68,12 @@ void write_node_key(std::string& key, const Graph& g, const Node& n, std::span<c
   for (const auto* v : {&a.dims, &a.starts, &a.limits, &a.strides, &a.lo, &a.hi, &a.sizes}) k.put(*v);
   for (const auto* v : {&a.dot.lhs_batch, &a.dot.rhs_batch, &a.dot.lhs_contract, &a.dot.rhs_contract}) k.put(*v);
   k.put(std::bit_cast<uint64_t>(a.scalar));
-  k.put(a.regions.size());  // regions by identity: two whiles merge only when they share their graphs
+  k.put_size(a.regions.size());  // regions by identity: two whiles merge only when they share their graphs
   for (const auto& r : a.regions) k.put(reinterpret_cast<uintptr_t>(r.get()));
   if (n.op == Op::Constant) {
     const Tensor& t = a.value;
-    k.put(ir::Type{t.dtype(), t.shape()});
+    k.put(t.dtype());
+    k.put(t.shape());
     if (t.nbytes() <= kConstantKeyBytes) {
       k.put(true);
       k.s.append(reinterpret_cast<const char*>(t.bytes()), t.nbytes());
