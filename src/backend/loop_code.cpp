@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <string_view>
+#include <unordered_map>
 
 #include "base/error.hpp"
 #include "tensor/tensor.hpp"
@@ -302,9 +303,9 @@ std::string canonical(const std::string& text, const std::string& name) {
   letter['/'] = -2;
   if (!name.empty()) letter[static_cast<unsigned char>(name[0])] = -2;
   for (size_t l = 0; l < kLetters.size(); ++l) letter[static_cast<unsigned char>(kLetters[l])] = static_cast<int8_t>(l);
-  // Per letter, the numbers met so far in order of first appearance (a kernel names tens of
-  // each: a linear search beats a tree).
-  std::array<std::vector<std::string_view>, kLetters.size()> seen;
+  // (letter, number) → the order of its first appearance among that letter's numbers
+  std::unordered_map<std::string_view, size_t> seen;  // keyed by the letter and its digits
+  std::array<size_t, kLetters.size()> count{};
   std::string out;
   out.reserve(text.size());
   const std::string_view t(text);
@@ -329,10 +330,9 @@ std::string canonical(const std::string& text, const std::string& name) {
       size_t j = i + 1;
       while (j < t.size() && digit(t[j])) ++j;
       if (j == t.size() || !word(t[j])) {
-        std::vector<std::string_view>& numbers = seen[static_cast<size_t>(l)];
-        const std::string_view number = t.substr(i + 1, j - i - 1);
-        const size_t id = static_cast<size_t>(std::find(numbers.begin(), numbers.end(), number) - numbers.begin());
-        if (id == numbers.size()) numbers.push_back(number);
+        auto [it, fresh] = seen.try_emplace(t.substr(i, j - i), count[static_cast<size_t>(l)]);
+        count[static_cast<size_t>(l)] += fresh;
+        const size_t id = it->second;
         char digits[24];
         out += c;
         out.append(digits, static_cast<size_t>(std::to_chars(digits, digits + sizeof digits, id).ptr - digits));
