@@ -52,6 +52,15 @@ int32_t Graph::add(Op op, std::vector<int32_t> in, Attrs attrs, std::vector<Type
   return first;
 }
 
+int32_t Graph::add_copy(const Node& n, std::vector<int32_t> in, std::span<const Type> out) {
+  const auto first = static_cast<int32_t>(types.size());
+  types.insert(types.end(), out.begin(), out.end());
+  def.insert(def.end(), out.size(), static_cast<int32_t>(nodes.size()));
+  if (n.op == Op::Parameter) params.push_back(first);
+  nodes.emplace_back(n.op, std::move(in), first, static_cast<int32_t>(out.size()), n.attrs, n.loc);
+  return first;
+}
+
 int32_t Graph::emit(Op op, std::vector<int32_t> in, Attrs attrs, SrcLoc loc) {
   std::vector<Type> ts;
   for (int32_t v : in) ts.push_back(type(v));

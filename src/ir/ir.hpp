@@ -9,6 +9,7 @@
 // as an operand (loop-carried for while).
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ struct Graph {
   const Node& producer(int32_t v) const { return nodes[static_cast<size_t>(def[static_cast<size_t>(v)])]; }
   // Appends a node whose result types are `out`; returns its first result id.
   int32_t add(Op op, std::vector<int32_t> in, Attrs attrs, std::vector<Type> out, SrcLoc loc = {});
+  // Appends a copy of node `n` of any graph (op, attributes, location) reading `in`, with `n`'s
+  // result types `out`; returns its first result id. Copies each part once, into place.
+  int32_t add_copy(const Node& n, std::vector<int32_t> in, std::span<const Type> out);
   // Appends a node, inferring its result types with the shape rule (ir/shape_rules.cpp).
   int32_t emit(Op op, std::vector<int32_t> in, Attrs attrs, SrcLoc loc = {});
   int32_t emit_constant(Tensor value, SrcLoc loc = {});

@@ -74,8 +74,7 @@ int32_t Rewriter::copy(const Node& n) {
     for (int32_t k = 0; k < n.nout; ++k) map_[static_cast<size_t>(n.out + k)] = n.out + k;
     return n.out;
   }
-  std::vector<ir::Type> types(src_.types.begin() + n.out, src_.types.begin() + n.out + n.nout);
-  int32_t first = out_.add(n.op, map(n.in), n.attrs, std::move(types), n.loc);
+  const int32_t first = out_.add_copy(n, map(n.in), std::span(src_.types).subspan(static_cast<size_t>(n.out), static_cast<size_t>(n.nout)));
   map_results(n, first);
   return first;
 }
