@@ -20,8 +20,20 @@ using ir::Graph;
 using ir::Node;
 using ir::Op;
 
+namespace {
+
+// Whether g's parameters are its first values, in order (ir::verify's rule; a graph traced with
+// captures declared as they are met has them later, and an eager rebuild moves them first).
+bool parameters_first(const Graph& g) {
+  for (size_t k = 0; k < g.params.size(); ++k)
+    if (g.params[k] != static_cast<int32_t>(k)) return false;
+  return true;
+}
+
+}  // namespace
+
 Rewriter::Rewriter(const Graph& src, Build build)
-    : src_(src), map_(src.types.size(), -1), unchanged_(build == Build::FromFirstChange) {
+    : src_(src), map_(src.types.size(), -1), unchanged_(build == Build::FromFirstChange && parameters_first(src)) {
   out_.name = src.name;
   out_.nodes.reserve(src.nodes.size());  // a pass rarely grows the graph: no node is moved while it is built
   out_.types.reserve(src.types.size());
@@ -35,15 +47,13 @@ Rewriter::Rewriter(const Graph& src, Build build)
 void Rewriter::diverge() {
   if (!unchanged_) return;
   unchanged_ = false;
-  // Every node before at_ was kept as it is, under its own ids (parameters first: ir::verify).
+  // Every node before at_ was kept as it is, under its own ids (parameters first: the constructor).
   const auto end = src_.nodes.begin() + static_cast<std::ptrdiff_t>(at_);
   const size_t values = at_ == 0 ? 0 : static_cast<size_t>(src_.nodes[at_ - 1].out + src_.nodes[at_ - 1].nout);
   out_.nodes.assign(src_.nodes.begin(), end);
   out_.types.assign(src_.types.begin(), src_.types.begin() + static_cast<std::ptrdiff_t>(values));
   out_.def.assign(src_.def.begin(), src_.def.begin() + static_cast<std::ptrdiff_t>(values));
   out_.params = src_.params;
-  if (!src_.params.empty() && static_cast<size_t>(src_.params.back()) >= values)
-    throw SheafError(fmt::format("internal: '{}' has a parameter after its other nodes", src_.name));
 }
 
 int32_t Rewriter::map(int32_t old) const {

@@ -26,7 +26,8 @@ class Rewriter {
   // Eagerly: every node is copied as it is visited. FromFirstChange: while the pass has changed
   // nothing, nothing is copied and out() is src itself (every value so far has its own id);
   // the first change (an added node, a result mapped elsewhere, a dropped node) copies the nodes
-  // before it at once, and a pass that changes nothing builds nothing (finish_if_changed).
+  // before it at once, and a pass that changes nothing builds nothing (finish_if_changed). A
+  // graph whose parameters are not its first values is rebuilt eagerly, which moves them first.
   enum class Build { Eagerly, FromFirstChange };
   explicit Rewriter(const ir::Graph& src, Build build = Build::Eagerly);  // the new graph starts with src's parameters
 

@@ -1077,6 +1077,14 @@ TEST(Pipeline, PassesThatCopyFromTheirFirstChangeBuildWhatFullCopiesBuild) {
   check(simplify(last), fold_constants, constants_folded);
   EXPECT_GT(unchanged, 50u);
   EXPECT_GT(changed, 50u);
+  Graph late;  // a parameter after another node: rebuilt at once, which moves it first
+  const int32_t two = scalar(late, DType::F32, 2);
+  late.results = {bin(late, Binary::Mul, param(late, {DType::F32, {}}), two)};
+  for (auto pass : {constants_folded, simplified}) {
+    const std::optional<Graph> rebuilt = pass(late);
+    ASSERT_TRUE(rebuilt);
+    ir::verify(*rebuilt);
+  }
 }
 
 TEST(Pipeline, RandomGraphsKeepTheirResults) {
