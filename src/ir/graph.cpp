@@ -48,7 +48,8 @@ int32_t Graph::add(Op op, std::vector<int32_t> in, Attrs attrs, std::vector<Type
     def.push_back(static_cast<int32_t>(nodes.size()));
   }
   if (op == Op::Parameter) params.push_back(first);
-  nodes.emplace_back(op, std::move(in), first, static_cast<int32_t>(out.size()), std::move(attrs), loc);  // attrs moved once
+  Node& n = nodes.emplace_back();  // filled in place: attrs move once (clang has no parenthesised aggregate init)
+  n.op = op, n.in = std::move(in), n.out = first, n.nout = static_cast<int32_t>(out.size()), n.attrs = std::move(attrs), n.loc = loc;
   return first;
 }
 
@@ -57,7 +58,8 @@ int32_t Graph::add_copy(const Node& n, std::vector<int32_t> in, std::span<const 
   types.insert(types.end(), out.begin(), out.end());
   def.insert(def.end(), out.size(), static_cast<int32_t>(nodes.size()));
   if (n.op == Op::Parameter) params.push_back(first);
-  nodes.emplace_back(n.op, std::move(in), first, static_cast<int32_t>(out.size()), n.attrs, n.loc);
+  Node& copy = nodes.emplace_back();
+  copy.op = n.op, copy.in = std::move(in), copy.out = first, copy.nout = static_cast<int32_t>(out.size()), copy.attrs = n.attrs, copy.loc = n.loc;
   return first;
 }
 
