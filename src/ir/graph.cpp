@@ -1,5 +1,6 @@
 // ir/graph.cpp — building graphs, names of ops, the verifier and the readable printer.
 // Both recurse into the regions of while/case (whole graphs of their own, see ir.hpp).
+#include <iterator>
 #include <sstream>
 
 #include "base/error.hpp"
@@ -41,26 +42,35 @@ std::string_view reduce_name(Reduce r) {
 
 std::string type_str(const Type& t) { return sheaf::type_str(t.dtype, t.shape); }
 
+namespace {
+
+// The bookkeeping add and add_copy share: the result types [first, last) become the next value
+// ids, a parameter joins the inputs, and the node is appended in place (the caller sets its
+// attributes: clang 14, which builds the fuzzers, has no parenthesised aggregate init).
+template <typename TypeIt>
+Node& append(Graph& g, Op op, std::vector<int32_t> in, TypeIt first, TypeIt last, SrcLoc loc) {
+  const auto out = static_cast<int32_t>(g.types.size());
+  g.types.insert(g.types.end(), first, last);
+  const auto nout = static_cast<int32_t>(g.types.size()) - out;
+  g.def.insert(g.def.end(), static_cast<size_t>(nout), static_cast<int32_t>(g.nodes.size()));
+  if (op == Op::Parameter) g.params.push_back(out);
+  Node& n = g.nodes.emplace_back();
+  n.op = op, n.in = std::move(in), n.out = out, n.nout = nout, n.loc = loc;
+  return n;
+}
+
+}  // namespace
+
 int32_t Graph::add(Op op, std::vector<int32_t> in, Attrs attrs, std::vector<Type> out, SrcLoc loc) {
-  const auto first = static_cast<int32_t>(types.size());
-  for (Type& t : out) {
-    types.push_back(std::move(t));
-    def.push_back(static_cast<int32_t>(nodes.size()));
-  }
-  if (op == Op::Parameter) params.push_back(first);
-  Node& n = nodes.emplace_back();  // filled in place: attrs move once (clang has no parenthesised aggregate init)
-  n.op = op, n.in = std::move(in), n.out = first, n.nout = static_cast<int32_t>(out.size()), n.attrs = std::move(attrs), n.loc = loc;
-  return first;
+  Node& n = append(*this, op, std::move(in), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()), loc);
+  n.attrs = std::move(attrs);  // moved once
+  return n.out;
 }
 
 int32_t Graph::add_copy(const Node& n, std::vector<int32_t> in, std::span<const Type> out) {
-  const auto first = static_cast<int32_t>(types.size());
-  types.insert(types.end(), out.begin(), out.end());
-  def.insert(def.end(), out.size(), static_cast<int32_t>(nodes.size()));
-  if (n.op == Op::Parameter) params.push_back(first);
-  Node& copy = nodes.emplace_back();
-  copy.op = n.op, copy.in = std::move(in), copy.out = first, copy.nout = static_cast<int32_t>(out.size()), copy.attrs = n.attrs, copy.loc = n.loc;
-  return first;
+  Node& copy = append(*this, n.op, std::move(in), out.begin(), out.end(), n.loc);
+  copy.attrs = n.attrs;
+  return copy.out;
 }
 
 int32_t Graph::emit(Op op, std::vector<int32_t> in, Attrs attrs, SrcLoc loc) {

@@ -21,6 +21,10 @@
 
 namespace sheaf::passes {
 
+class Rewriter;
+// A pass's step over one node (see rewrite below).
+using Visit = std::function<bool(Rewriter&, const ir::Node&)>;
+
 class Rewriter {
  public:
   // Eagerly: every node is copied as it is visited. FromFirstChange: while the pass has changed
@@ -59,9 +63,9 @@ class Rewriter {
   std::optional<ir::Graph> finish_if_changed();
 
  private:
-  friend ir::Graph rewrite(const ir::Graph&, const std::function<bool(Rewriter&, const ir::Node&)>&);
-  friend std::optional<ir::Graph> rewrite_if_changed(const ir::Graph&, const std::function<bool(Rewriter&, const ir::Node&)>&);
-  void visit_all(const std::function<bool(Rewriter&, const ir::Node&)>& visit);
+  friend ir::Graph rewrite(const ir::Graph&, const Visit&);
+  friend std::optional<ir::Graph> rewrite_if_changed(const ir::Graph&, const Visit&);
+  void visit_all(const Visit& visit);
   void diverge();  // the first change: copies src's nodes before the one being visited
 
   const ir::Graph& src_;
@@ -73,7 +77,6 @@ class Rewriter {
 
 // Runs `visit` on every non-parameter node of `g` in order. When it returns false the node is
 // copied unchanged; when true, `visit` has mapped the node's results itself (or dropped it).
-using Visit = std::function<bool(Rewriter&, const ir::Node&)>;
 ir::Graph rewrite(const ir::Graph& g, const Visit& visit);
 // rewrite() with Build::FromFirstChange: nullopt, having copied nothing, when no visit changed
 // anything (the pipeline's form of the passes that rewrite node by node).
