@@ -10,10 +10,11 @@
 // function: one step), then the --jit-profile report. --compile: NVRTC also compiles every unit
 // to an sm_90 cubin, as the GPU would load it (no GPU needed): the compile time is printed, and
 // each kernel's registers, spills, shared memory and resident threads per SM (print_occupancy).
+// --cubins DIR: --compile, and each unit's cubin written to DIR/unit{N}.sm_90.cubin (for nvdisasm).
 // --cudnn: the device has cuDNN's fused attention (a GPU where libcudnn loads): attention chains
 // that map (cuda/sdpa.hpp) become cuDNN launches, each problem checked by cudnn-frontend's own
 // validation when libsheaf_cudnn.so and libcudnn load here (CudnnSdpa::validate), refused if it fails.
-//   build/bench/gpu_dry [--compile] [--cudnn] bench/gpt2_gpu.shf -- --steps 1
+//   build/bench/gpu_dry [--compile | --cubins DIR] [--cudnn] bench/gpt2_gpu.shf -- --steps 1
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -27,6 +28,7 @@
 #include "backend/cuda/nvrtc.hpp"
 #include "base/error.hpp"
 #include "base/malloc_policy.hpp"
+#include "io/atomic_write.hpp"
 #include "builtins/init_runtime.hpp"
 #include "eval/interp.hpp"
 #include "runtime/jit.hpp"
@@ -48,20 +50,23 @@ class DryCapture : public cuda::Capture {
 };
 
 // Per kernel, from ptxas's report (NVRTC's log with --ptxas-options=-v): registers, bytes
-// spilled, static shared memory, and the threads an H100 SM holds at once by its
+// spilled, bytes of stack frame (local memory: spills, and register arrays such as a row run's
+// column sums or held points when indexed at run time), static shared memory, and the threads an H100 SM holds at once by its
 // __launch_bounds__ block (registers: 64K per SM, allocated 8 a thread; shared: 228 KB; at
 // most 2048 threads, 32 blocks). A kernel that spills or holds few threads shows here first.
 void print_occupancy(const std::string& source, const std::string& log) {
-  std::cout << "  kernel        block  registers  spilled  shared  threads/SM\n";
+  std::cout << "  kernel        block  registers  spilled  stack  shared  threads/SM\n";
   std::istringstream lines(log);
   std::string kernel;
-  int64_t spilled = 0;
+  int64_t spilled = 0, stack = 0;
   for (std::string l; std::getline(lines, l);) {
     if (size_t at = l.find("Compiling entry function '"); at != std::string::npos) {
       kernel = l.substr(at + 26, l.find('\'', at + 26) - at - 26);
-      spilled = 0;
+      spilled = stack = 0;
     } else if (size_t sp = l.find(" bytes spill stores"); sp != std::string::npos) {
       spilled = std::atoll(l.c_str() + l.rfind(", ", sp) + 2);
+      const size_t frame = l.find(" bytes stack frame");
+      if (frame != std::string::npos) stack = std::atoll(l.c_str() + l.find_last_not_of("0123456789", frame - 1) + 1);
     } else if (size_t used = l.find("Used "); used != std::string::npos && !kernel.empty()) {
       const int64_t regs = std::atoll(l.c_str() + used + 5);
       const size_t sm = l.find(" bytes smem");
@@ -75,7 +80,7 @@ void print_occupancy(const std::string& source, const std::string& log) {
         if (regs > 0) blocks = std::min(blocks, 65536 / ((regs + 7) / 8 * 8 * block));
         if (shared > 0) blocks = std::min<int64_t>(blocks, 228 * 1024 / (shared + 1024));
       }
-      std::cout << fmt::format("  {:<12} {:>6} {:>10} {:>8} {:>7} {:>11}\n", kernel, block, regs, spilled, shared, blocks * block);
+      std::cout << fmt::format("  {:<12} {:>6} {:>10} {:>8} {:>6} {:>7} {:>11}\n", kernel, block, regs, spilled, stack, shared, blocks * block);
       kernel.clear();
     }
   }
@@ -83,7 +88,7 @@ void print_occupancy(const std::string& source, const std::string& log) {
 
 class DryDevice : public cuda::Device {
  public:
-  DryDevice(bool compile, bool cudnn) : compile_(compile), cudnn_(cudnn) {}
+  DryDevice(bool compile, std::string cubins, bool cudnn) : compile_(compile), cubins_(std::move(cubins)), cudnn_(cudnn) {}
   std::string describe() const override { return "dry GPU (sm_90, nothing runs)"; }
   std::string arch() const override { return "sm_90"; }
   cuda::DevicePtr allocate(size_t bytes) override {
@@ -104,6 +109,7 @@ class DryDevice : public cuda::Device {
       std::cout << fmt::format("nvrtc: {} kernels, {:.0f} KB of source → {:.0f} KB sm_90 cubin in {:.1f} s\n", names.size(),
                                source.size() / 1e3, k.cubin.size() / 1e3, s.count());
       print_occupancy(source, k.log);
+      if (!cubins_.empty()) write_file_atomic(fmt::format("{}/unit{}.sm_90.cubin", cubins_, units_++), k.cubin);
     }
     return std::make_unique<DryModule>();
   }
@@ -134,7 +140,10 @@ class DryDevice : public cuda::Device {
   }
 
  private:
-  bool compile_, cudnn_;
+  bool compile_;
+  std::string cubins_;
+  size_t units_ = 0;
+  bool cudnn_;
   size_t taken_ = 0, refused_ = 0, validated_ = 0;
   std::string last_refusal_;
   cuda::DevicePtr next_ = cuda::DevicePtr{1} << 40;
@@ -147,18 +156,23 @@ struct Calls {
 
 int run(int argc, char** argv) {
   bool compile = false, cudnn = false;
+  std::string cubins;
   int file = 1;
-  for (; file < argc && (std::strcmp(argv[file], "--compile") == 0 || std::strcmp(argv[file], "--cudnn") == 0); ++file)
-    (std::strcmp(argv[file], "--compile") == 0 ? compile : cudnn) = true;
+  for (; file < argc; ++file) {
+    if (std::strcmp(argv[file], "--compile") == 0) compile = true;
+    else if (std::strcmp(argv[file], "--cudnn") == 0) cudnn = true;
+    else if (std::strcmp(argv[file], "--cubins") == 0 && file + 1 < argc) compile = true, cubins = argv[++file];
+    else break;
+  }
   if (argc <= file || std::strcmp(argv[file], "--help") == 0) {
-    std::cerr << "usage: gpu_dry [--compile] [--cudnn] FILE.shf [-- ARGS]\n";
+    std::cerr << "usage: gpu_dry [--compile | --cubins DIR] [--cudnn] FILE.shf [-- ARGS]\n";
     return 2;
   }
   init_runtime();
   Interp in(std::cout);
   for (int i = file + 1; i < argc; ++i)
     if (i > file + 1 || std::strcmp(argv[i], "--") != 0) in.program_args.push_back(argv[i]);
-  auto backend = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile, cudnn)));
+  auto backend = std::make_unique<cuda::CudaBackend>(std::make_shared<cuda::Allocator>(std::make_shared<DryDevice>(compile, cubins, cudnn)));
   const cuda::CudaStats& stats = backend->stats();
   jit_of(in)->backend = std::move(backend);
 
