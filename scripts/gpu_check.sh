@@ -23,7 +23,10 @@
 #           with a point per thread (SHEAF_CUDA_RENDER=points_per_thread=1) → cuda.tgz
 #   ab      the GPT-2 small step as the switches change it, one warm run each (after a cold one):
 #           10 steps as is; the row runs' values through memory (SHEAF_CUDA_RENDER=
-#           hold_row_values=0), block loops over points of more than 8 bytes not unrolled, as
+#           hold_row_values=0), their values over the points through memory, as before
+#           2026-11-30's second session (hold_row_points=0), their phases loading each point
+#           in turn (row_slot_loads_first=0), no loads at a row's start for later phases
+#           (prefetch_row_registers=0), all three as before, block loops over points of more than 8 bytes not unrolled, as
 #           before 2026-11-30 (unroll_max_round_bytes=17), block loops unrolled at most 4
 #           times, the earlier limit (block_loop_max_rounds=4), 4 row-run blocks per SM
 #           (column_phase_sm_threads=1024); buffer sets captured at first sight (SHEAF_CUDA_CAPTURE=1);
@@ -170,6 +173,10 @@ ab() {
   }
   {
     one cold 10; one as-is 10; one row-values-in-memory 10 SHEAF_CUDA_RENDER=hold_row_values=0
+    one row-points-in-memory 10 SHEAF_CUDA_RENDER=hold_row_points=0
+    one row-loads-point-by-point 10 SHEAF_CUDA_RENDER=row_slot_loads_first=0
+    one row-loads-no-prefetch 10 SHEAF_CUDA_RENDER=prefetch_row_registers=0
+    one row-runs-as-before 10 SHEAF_CUDA_RENDER=hold_row_points=0,row_slot_loads_first=0,prefetch_row_registers=0
     one no-unroll-over-9-byte-points 10 SHEAF_CUDA_RENDER=unroll_max_round_bytes=17
     one block-loops-4-rounds 10 SHEAF_CUDA_RENDER=block_loop_max_rounds=4
     one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024

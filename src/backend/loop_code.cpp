@@ -296,7 +296,7 @@ std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::s
 std::string canonical(const std::string& text, const std::string& name) {
   auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  constexpr std::string_view kLetters = "pvahknq";
+  constexpr std::string_view kLetters = "pvahknqe";
   // Characters where a name, a comment or a numbered name may start; runs of others are copied whole.
   std::array<int8_t, 256> letter;  // index in kLetters, -1: none, -2: '/' or the name's first character
   letter.fill(-1);
@@ -579,7 +579,21 @@ class BodyBuilder {
     if (auto lit = literal_of(u)) return *lit;
     const View& w = at(u);
     if (held_at_row(u, w)) return fmt::format("q{}", w.buffer);
+    if (held_at_point(u, w)) {
+      b_.reads_held_points = true;
+      return fmt::format("e{}[s]", w.buffer);
+    }
     return load_at(u, b_.nest.index(w.strides, offset(w), at_group), b_.nest.walks(w.strides));
+  }
+  // Whether u, read through w, is a held value at this point (Addressing::held_points): offset 0,
+  // the space's row-major strides over its dims longer than 1.
+  bool held_at_point(int32_t u, const View& w) const {
+    if (!where_.held_points.count(w.buffer) || offset(w) != 0 || g_.type(u).dtype != g_.type(w.buffer).dtype) return false;
+    const Shape& space = s_.steps[index_].space;
+    const std::vector<int64_t> own = fusion::contiguous_strides(space);
+    for (size_t d = 0; d < space.size(); ++d)
+      if (space[d] != 1 && w.strides[d] != own[d]) return false;
+    return true;
   }
   // Whether u, read through w, is a held value at its row's element (Addressing::held): offset 0,
   // strides row_strides_ over the dims longer than 1.
@@ -596,8 +610,10 @@ class BodyBuilder {
     declare_read(w);
     std::string name = fmt::format("l{}", loads_++);
     const DType d = g_.type(u).dtype;
-    b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index))));
-    b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(d)), .walks = walks, .direct = !names_a_value(index)});
+    std::string expr = load_expr(d, fmt::format("{}[{}]", pointer_(w.buffer), index));
+    b_.stmts.push_back(fmt::format("const {} {} = {};", vtype(d), name, expr));
+    b_.loads.push_back({.stmt = b_.stmts.size() - 1, .bytes = static_cast<int64_t>(dtype_size(d)), .walks = walks, .direct = !names_a_value(index),
+                        .buffer = w.buffer, .type = vtype(d), .name = name, .expr = std::move(expr)});
     return name;
   }
   // Whether `e` names a value or a load (v{id}, l{n}), not only loop indices i{k} and numbers.

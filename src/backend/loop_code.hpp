@@ -43,7 +43,8 @@ std::string combine_expr(Reduce r, DType d, const std::string& acc, const std::s
 
 // A rendered function (CPU loop function, CUDA kernel) `text` named `name` as the renderers
 // compare them: the name (wherever it is called or defined: `name(`) and the comments dropped, the numbers of its buffer, value, accumulator,
-// shared-array, column-sum, NaN-flag and held-row names (p{slot}, v{id}, a{id}, h{id}, k{id}, n{id}, q{id}) replaced by their order
+// shared-array, column-sum, NaN-flag, held-row and held-point names (p{slot}, v{id}, a{id}, h{id}, k{id}, n{id}, q{id}, e{id})
+// replaced by their order
 // of first appearance. Functions with the same canonical text compute the same thing from their
 // arguments, whatever step, slots and values they were rendered for (a model's repeated layers),
 // so a unit keeps one of them.
@@ -93,11 +94,15 @@ struct LoopBody {
   // is `direct` when it names no value (loop indices and numbers only; such a load may move to
   // the body's start: the CUDA renderer issues a point's direct loads together). A Copy's one
   // statement counts as a load that is not direct.
+  // A direct load's statement is `const {type} {name} = {expr};` (a renderer may split it: the
+  // CUDA row runs load every slot's point before computing any).
   struct Load {
     size_t stmt = 0;
     int64_t bytes = 0;
     uint64_t walks = 0;
     bool direct = false;
+    int32_t buffer = -1;
+    std::string type, name, expr;
   };
   std::vector<Load> loads;  // ascending stmt
   // A value stored at its point: stmts[stmt] writes v{value} into the buffer `value`.
@@ -106,6 +111,7 @@ struct LoopBody {
     int32_t value = 0;
   };
   std::vector<Store> stores;
+  bool reads_held_points = false;  // a load reads e{buffer}[s] (Addressing::held_points)
   // The bytes a point loads that a loop over the groups `looped` (a mask) cannot hoist: loads
   // whose index walks one of them or names a value.
   int64_t point_bytes(uint64_t looped = ~uint64_t{0}) const;
@@ -127,9 +133,14 @@ struct LoopBody {
 // of the block working on row t holds that row's value in q{buffer}. A load at element t (an
 // index over the dims that count the rows, row-major, from the buffer's start: the kept dims, or
 // the reduced dims when `where.rows_reduced`, a column phase's) reads the register instead.
+// `where.held_points`: buffers over the step's space that a CUDA row run keeps in registers: the
+// thread computing a point holds its element in e{buffer}[s], s the point's slot among the
+// thread's points of the row (the renderer's loop variable). A load at the point itself (offset
+// 0, the space's row-major strides) reads the register instead (LoopBody::reads_held_points).
 struct Addressing {
   std::map<int32_t, int64_t> bases;
   std::set<int32_t> held;
+  std::set<int32_t> held_points;
   bool rows_reduced = false;
 };
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,

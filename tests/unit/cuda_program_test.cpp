@@ -154,6 +154,45 @@ std::string test_name(const ::testing::TestParamInfo<CaseOnDevice>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaBackend, ::testing::ValuesIn(all_cases()), test_name);
 
+// A row run's values over its points pass from phase to phase in registers (the default) or, with
+// hold_row_points=0 (SHEAF_CUDA_RENDER, to measure the difference on a GPU), through memory; its
+// phases load a row's points before computing and its later phases' loads come at the row's start,
+// or not (row_slot_loads_first=0, prefetch_row_registers=0): every way gives the reference
+// executor's results, and the same bits, each point summed in the same order.
+// A layer norm's value and gradients over 24 rows of 300 (blocks of 256: two slots a thread, the
+// second partly empty), its input's gradient read by the next step, which is not in the run.
+TEST(CudaRowRuns, PointsInRegistersOrMemoryGiveOneResult) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  const Case c{.name = "layer-norm-gradients", .text = R"(
+(def x (random-normal 1 '[24 300]))
+(def y (random-normal 2 '[24 300]))
+(def p {:b (random-normal 3 [300]) :g (+ 1 (random-normal 4 [300])) :beta (random-normal 5 [300])})
+(defn norm [p x]
+  (let [h (+ x (get p :b))
+        m (mean h :axis -1 :keepdims)
+        v (mean (* (- h m) (- h m)) :axis -1 :keepdims)]
+    (+ (* (/ (- h m) (sqrt (+ v 1e-5))) (get p :g)) (get p :beta))))
+(defn step [p x y]
+  (let [[l [gp gx]] ((value-and-grad (fn [px] (sum (* (norm (first px) (second px)) y)))) [p x])]
+    [l gp (* gx gx)]))
+(step p x y))"};
+  std::ostringstream printed;
+  Interp ref{printed};
+  choose_device(*jit_of(ref), "ref");
+  const Outcome want = run_case(ref, c);
+  ASSERT_EQ(want.error, "");
+  std::vector<Outcome> got;
+  for (const char* render : {"", "hold_row_points=0", "row_slot_loads_first=0,prefetch_row_registers=0",
+                             "hold_row_points=0,row_slot_loads_first=0,prefetch_row_registers=0"}) {
+    OnEmulatedGpu gpu({.render = render});
+    got.push_back(run_case(gpu.in, c));
+    ASSERT_EQ(got.back().error, "") << render;
+    EXPECT_EQ(difference(got.back().value, want.value, "", kNativeTolerance), "") << render;
+    EXPECT_EQ(testing_support::compiled_cleanly(gpu.in), "") << render;
+  }
+  for (size_t k = 1; k < got.size(); ++k) EXPECT_TRUE(equal(got[0].value, got[k].value)) << k;
+}
+
 // ---- the examples -------------------------------------------------------------------------------
 
 // `file`'s text with each (from, to) replaced (each must occur).

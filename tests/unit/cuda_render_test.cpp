@@ -778,17 +778,23 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
     if (f.name == "vg#2") {
       EXPECT_NE(f.per_step.source.find("__launch_bounds__(256, 3) s0("), std::string::npos);
       EXPECT_NE(f.per_step.source.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), std::string::npos);
-      // its row loops, whose points load more than 8 bytes, unroll their two rounds: a thread's
-      // loads of a row are in flight together, not one latency after another
-      EXPECT_EQ(f.per_step.source.find("r < 300; r += 256) {"), std::string::npos) << f.per_step.source;
-      EXPECT_NE(f.per_step.source.find("for (int j = 0; j < 2; ++j) point(j0 + j * 256);"), std::string::npos) << f.per_step.source;
       // every thread holds its row's values in registers: the 4 sums over the row (each combined
       // with one barrier, every thread getting the result) and the 4 phases over one value per
-      // row, which every thread computes and thread 0 stores for later kernels. Of the barriers
-      // between the 11 phases one is left, before the phase that reads what another thread stored;
-      // the next row's combines may store into the shared arrays after it, no barrier ending a row.
+      // row, which every thread computes and thread 0 stores for later kernels. It holds its
+      // points' values that a later phase reads too (the gradient before its row mean is
+      // subtracted: e{v}[s], set in one phase, read in the last, stored nowhere since no kernel
+      // after reads it), and so needs no barrier between phases. The next row's first combine
+      // stores into arrays other than those read after the row's last barrier: no barrier ends a row.
       const size_t start = f.per_step.source.find(" s0(");
       const std::string s0 = f.per_step.source.substr(start, f.per_step.source.find("\n}\n", start) - start);
+      // its phases walk a row by its thread's two slots, first loading both slots' points into
+      // registers (l{n}s[s]), then computing: a thread's loads of a row are in flight together,
+      // not one latency after another (a division's slow-path branch would hold the next point's
+      // loads back in a loop of unrolled calls)
+      EXPECT_EQ(s0.find("r < 300; r += 256) {"), std::string::npos) << s0;
+      EXPECT_EQ(s0.find("point(j0"), std::string::npos) << s0;
+      static const std::regex slot_load(R"(\n( *)l(\d+)s\[s\] = [^\n]*\n(?:\1l\d+s\[s\] = [^\n]*\n)*\1?\s*\}\n)");
+      EXPECT_TRUE(std::regex_search(s0, slot_load)) << s0;
       auto count = [&](const std::string& text) {
         size_t n = 0;
         for (size_t at = s0.find(text); at != std::string::npos; at = s0.find(text, at + 1)) ++n;
@@ -796,7 +802,22 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
       };
       EXPECT_EQ(count("// row t's, in every thread"), 8u) << s0;
       EXPECT_EQ(count("; if (threadIdx.x == 0) p"), 4u) << s0;
-      EXPECT_EQ(count("__syncthreads();"), 4u + 1u) << s0;
+      EXPECT_EQ(count("__syncthreads();"), 4u) << s0;
+      static const std::regex held_set(R"(e(\d+)\[s\] = v\d+;\n)");
+      std::smatch held;
+      ASSERT_TRUE(std::regex_search(s0, held, held_set)) << s0;
+      EXPECT_EQ(count("e" + held[1].str() + "[s] = "), 1u) << s0;
+      EXPECT_EQ(count("e" + held[1].str() + "[s] + "), 1u) << s0;
+      // 7 phases' points, 5 of them loading first, 2 phases' loads at the row's start, 3 stores of column sums
+      EXPECT_EQ(count("for (int s = 0; s < 2; ++s) {"), 7u + 5u + 2u + 3u) << s0;
+      // the later phases' loads of what no phase writes and the first phase does not load (the
+      // upstream gradient, the gain) are issued at the row's start, before the first phase, into
+      // registers f{j}_l{n}s[s] that those phases read
+      const size_t first_phase = s0.find("{  // step 0\n");
+      EXPECT_LT(s0.find("'s loads\n"), first_phase) << s0;
+      EXPECT_EQ(s0.find("'s loads\n", first_phase), std::string::npos) << s0;
+      static const std::regex fetched(R"(const float l\d+ = f\d+_l\d+s\[s\];)");
+      EXPECT_TRUE(std::regex_search(s0.substr(first_phase), fetched)) << s0;
       EXPECT_EQ(ls[0].grid, 396);
       // on an H100 PCIe's 114 SMs: 342 blocks, one wave still
       const cuda::Kernels pcie = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, cuda::render_options_for(114));
@@ -832,38 +853,46 @@ TEST(CudaRenderTable, OptionsOverriddenByName) {
   const cuda::Kernels memory = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, o);
   EXPECT_NE(held.source.find("// row t's, in every thread"), std::string::npos);
   EXPECT_EQ(memory.source.find("// row t's, in every thread"), std::string::npos) << memory.source;
-  EXPECT_NE(memory.source.find("r < 1; r += 256) {"), std::string::npos) << memory.source;  // thread 0's loop over a value
+  EXPECT_NE(memory.source.find("if (r < 1) {"), std::string::npos) << memory.source;  // thread 0's slot of a value
 }
 
 // A kernel of several phases passes values from one phase to the next through buffers (a row's
-// max, stored by thread 0, read by every thread after the barrier): a buffer written and used by
-// more than one phase is not __restrict__, which promises that no other thread writes it during the
-// launch, so that NVRTC may load it before the barrier (on an H100 by-column-sums's threads then
-// read a stale row max: every column sum but thread 0's came out as Σ exp(x)). Read-only
-// buffers, outputs only one phase touches and the scratch buffer of the partials keep it. A phase
-// using what an earlier one stored comes after a barrier, and a block walking several rows reads
-// its __shared__ arrays before the last barrier of a row (the emulator would not catch either).
+// max, stored by thread 0, read by every thread after the barrier; with hold_row_points=0 a value
+// at each point): a buffer written and used by more than one phase is not __restrict__, which
+// promises that no other thread writes it during the launch, so that NVRTC may load it before the
+// barrier (on an H100 by-column-sums's threads then read a stale row max: every column sum but
+// thread 0's came out as Σ exp(x)). Read-only buffers, outputs only one phase touches and the
+// scratch buffer of the partials keep it. A phase using what an earlier one stored comes after a
+// barrier, and a block walking several rows reads no __shared__ array after the last barrier of a
+// row that the row's first combine stores into before its own (the emulator would catch neither).
+// With the points held in registers (the default), fewer buffers pass values between phases.
 TEST(CudaRenderTable, PhasesPassValuesThroughUnrestrictedBuffers) {
   static const std::regex param(R"((const )?(\w+)\*( __restrict__)? (\w+))");
-  size_t phased = 0, passing = 0, walking = 0;
+  size_t phased = 0, passing = 0, passing_held = 0, walking = 0, held = 0;
   for (const char* table : {"fusion", "extra"})
     for (const auto& [name, cg] : graphs_of_table(table).cases)
-      for (const Function& f : cg.functions) {
-        const std::string& src = f.per_step.source;
+      for (const Function& f : cg.functions)
+      for (const bool points_held : {true, false}) {
+        const std::string src =
+            points_held ? f.per_step.source : cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, {.pack_max_grid = 0, .hold_row_points = 0}).source;
         for (size_t at = src.find("extern \"C\" __global__"); at != std::string::npos; at = src.find("extern \"C\" __global__", at + 1)) {
           const std::string kernel = src.substr(at, src.find("\n}\n", at) - at);
           if (kernel.find("{  // step ") == std::string::npos) continue;  // one phase
           ++phased;
-          // a block walking rows reads its __shared__ arrays before a barrier that the next row's
-          // stores into them come after
-          static const std::regex shared_read(R"(= h\d+\[threadIdx\.x)");
+          // a block walking rows reads no __shared__ array after a row's last barrier that the
+          // next row's first combine stores into before its barrier
+          static const std::regex shared_read(R"(= (h\d+)\[threadIdx\.x)"), shared_store(R"((h\d+)\[threadIdx\.x / 32\] = )");
           if (kernel.find("for (i64 t = blockIdx.x;") != std::string::npos) {
             ++walking;
-            size_t last_read = 0;
+            const size_t first_barrier = kernel.find("__syncthreads();"), last_barrier = kernel.rfind("__syncthreads();");
+            std::set<std::string> first;  // stored before the first barrier
+            for (std::sregex_iterator it(kernel.begin(), kernel.end(), shared_store), end; it != end && static_cast<size_t>(it->position()) < first_barrier; ++it)
+              first.insert((*it)[1].str());
             for (std::sregex_iterator it(kernel.begin(), kernel.end(), shared_read), end; it != end; ++it)
-              last_read = static_cast<size_t>(it->position());
-            EXPECT_LT(last_read, kernel.rfind("__syncthreads();")) << name << " " << f.name << ":\n" << kernel;
+              EXPECT_FALSE(static_cast<size_t>(it->position()) > last_barrier && first.count((*it)[1].str()))
+                  << name << " " << f.name << ": " << (*it)[1] << " read after the last barrier of a row:\n" << kernel;
           }
+          held += points_held && kernel.find("[s] = v") != std::string::npos;
           const size_t open = kernel.find(") s") + 2, params = kernel.find('(', open) + 1;
           const std::string list = kernel.substr(params, kernel.find(") {", params) - params);
           std::vector<std::string> scopes;  // each phase's text
@@ -880,7 +909,7 @@ TEST(CudaRenderTable, PhasesPassValuesThroughUnrestrictedBuffers) {
             const auto phases = std::count_if(scopes.begin(), scopes.end(), [&](const std::string& t) { return t.find(use) != std::string::npos; });
             const bool written = !(*it)[1].matched, restricted = (*it)[3].matched, scratch = (*it)[4] == "w";
             const bool passes = written && !scratch && phases > 1;
-            passing += passes;
+            (points_held ? passing_held : passing) += passes;
             EXPECT_EQ(restricted, !passes) << name << " " << f.name << ": " << (*it)[0] << " in " << phases << " phases of\n" << kernel;
             // a phase using what an earlier one stored (another thread, maybe) comes after a barrier
             const std::regex store((*it)[4].str() + R"(\[[^\]]*\] = )");
@@ -895,9 +924,11 @@ TEST(CudaRenderTable, PhasesPassValuesThroughUnrestrictedBuffers) {
           }
         }
       }
-  EXPECT_GE(phased, 10u);
+  EXPECT_GE(phased, 20u);
   EXPECT_GE(passing, 5u);
-  EXPECT_GE(walking, 3u);
+  EXPECT_GE(walking, 6u);
+  EXPECT_GE(held, 3u);
+  EXPECT_LT(passing_held, passing);
 }
 
 // A reduction to a few kept points over a long range (a sum to a scalar, softmax over 3 rows of

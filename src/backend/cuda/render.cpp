@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "backend/cuda/attention_kernel.hpp"
@@ -139,6 +140,10 @@ class Renderer {
   std::map<std::string, std::string> shared_;  // canonical kernel text → the kernel's name
   std::map<size_t, int64_t> sdpa_of_;          // an AttentionGrad step → its chain's problem in Kernels::sdpa
   std::set<int32_t> held_;                     // the row values the kernel being rendered holds (held_values)
+  std::set<int32_t> held_points_;              // … and the values over its points (held_points)
+  bool run_ = false;                           // the kernel being rendered runs several phases
+  std::map<std::pair<size_t, size_t>, std::string> prefetched_;  // (step, load's statement) → its register(s) (prefetch)
+  std::optional<std::vector<std::vector<int32_t>>> reads_;  // fusion::buffers_read, once a kernel holds points
 
   // The problem in k.sdpa of attention step i when the library runs its chain (decided at the
   // chain's Attention step, which comes first), else −1.
@@ -392,6 +397,8 @@ class Renderer {
     return bases;
   }
 
+  // Whether plan `p` is a phase over one value per row whose values every thread computes and holds (held_values).
+  bool every_thread(const Plan& p) const { return one_value(p) && !p.body.stores.empty() && held_.count(p.body.stores[0].value); }
   // Whether plan `p` is a phase over one value per row (its points the run's rows, none reduced).
   static bool one_value(const Plan& p) { return p.per_block && !p.column && p.extent == 1 && p.body.reductions.empty(); }
   // Whether the accumulators of plan `p` are combined by block_combine (every thread gets the result).
@@ -413,6 +420,61 @@ class Renderer {
         for (const LoopBody::Store& st : p.body.stores) held.insert(st.value);
     }
     return held;
+  }
+  // The values over the points of a run of `phases` (several) that a later phase reads: held in
+  // registers e{v}[s] (render.hpp), ⌈row / block⌉ of them a value, while column_phase_max_sums
+  // leaves registers after the column sums.
+  std::set<int32_t> held_points(const std::vector<Plan>& phases) const {
+    std::set<int32_t> held;
+    const Plan& first = phases[0];
+    const int64_t slots = (first.extent + first.block - 1) / first.block;
+    int64_t left = o_.column_phase_max_sums - column_sums(phases);
+    for (size_t j = 0; phases.size() > 1 && j < phases.size(); ++j) {
+      if (!phases[j].column && phases[j].extent != first.extent) continue;  // a value per row
+      for (const LoopBody::Store& st : phases[j].body.stores) {
+        const bool read_later = std::any_of(phases.begin() + static_cast<std::ptrdiff_t>(j) + 1, phases.end(),
+                                            [&](const Plan& later) { return reads(later.body, st.value); });
+        if (read_later && left >= slots) held.insert(st.value), left -= slots;
+      }
+    }
+    return held;
+  }
+  // Whether body `b` loads buffer v from memory.
+  static bool reads(const LoopBody& b, int32_t v) {
+    for (size_t i = 0; i < b.buffers.size(); ++i)
+      if (b.buffers[i] == v && !b.written[i]) return true;
+    return false;
+  }
+  // Whether plan `p` (not a column phase, which loops over slots anyway) reads or sets a held point.
+  bool touches_held_points(const Plan& p) const {
+    if (p.column || held_points_.empty()) return false;
+    return p.body.reads_held_points ||
+           std::any_of(p.body.stores.begin(), p.body.stores.end(), [&](const LoopBody::Store& st) { return held_points_.count(st.value) > 0; });
+  }
+  // With the bodies of `phases` (steps index … next − 1) built to read held points from registers:
+  // each held value's store at its point sets its register, and stays a store to memory only when
+  // something reads it there — a step after the run, the graph's results, a phase that could not
+  // read the register; otherwise its buffer is no argument of the kernel.
+  void store_held_points(std::vector<Plan>& phases, size_t index, size_t next) {
+    if (held_points_.empty()) return;
+    if (!reads_) reads_ = fusion::buffers_read(g_, s_);
+    for (int32_t v : held_points_) {
+      bool stored = std::find(g_.results.begin(), g_.results.end(), v) != g_.results.end();
+      for (size_t k = 0; k < reads_->size() && !stored; ++k)
+        stored = (k < index || k >= next) && std::find((*reads_)[k].begin(), (*reads_)[k].end(), v) != (*reads_)[k].end();
+      for (const Plan& ph : phases) stored = stored || reads(ph.body, v);
+      for (Plan& ph : phases)
+        for (const LoopBody::Store& st : ph.body.stores) {
+          if (st.value != v) continue;
+          std::string& stmt = ph.body.stmts[st.stmt];
+          stmt = fmt::format("e{}[s] = {};{}", v, reloaded(v, fmt::format("v{}", v)), stored ? " " + stmt : "");
+          if (stored) continue;
+          const auto at = std::find(ph.body.buffers.begin(), ph.body.buffers.end(), v) - ph.body.buffers.begin();
+          ph.body.buffers.erase(ph.body.buffers.begin() + at);
+          ph.body.written.erase(ph.body.written.begin() + at);
+          ph.body.least_read.erase(ph.body.least_read.begin() + at);
+        }
+    }
   }
   // Whether phase body `b` reads a slot in `wrote` or writes one in `wrote` or `read`: the slots
   // that the phases of its run since the last barrier wrote and read, at elements other threads
@@ -485,9 +547,13 @@ class Renderer {
       for (Plan& ph : phases) ph.block = ph.lanes = o_.block;
     *next = index + phases.size();
     const std::map<int32_t, int64_t> arg_bases = read_bases(phases);
+    run_ = phases.size() > 1;
     held_ = o_.hold_row_values ? held_values(phases) : std::set<int32_t>{};
-    if (!arg_bases.empty() || !held_.empty())
-      for (Plan& ph : phases) ph.body = body(ph.index, ph.body_rows, {.bases = arg_bases, .held = held_, .rows_reduced = ph.column});
+    held_points_ = o_.hold_row_points ? held_points(phases) : std::set<int32_t>{};
+    if (!arg_bases.empty() || !held_.empty() || !held_points_.empty())
+      for (Plan& ph : phases)
+        ph.body = body(ph.index, ph.body_rows, {.bases = arg_bases, .held = held_, .held_points = held_points_, .rows_reduced = ph.column});
+    store_held_points(phases, index, *next);
     const Plan& p = phases[0];
     if (p.points == 0) return false;
     const bool split = p.chunks > 1;
@@ -559,17 +625,21 @@ class Renderer {
       line("if (t >= {}) return;", p.points);
     }
     for (int32_t v : held_) line("{} q{};  // row t's, in every thread", type_of(v), v);
+    for (int32_t v : held_points_) line("{} e{}[{}];  // row t's at this thread's points", type_of(v), v, (p.extent + p.block - 1) / p.block);
+    prefetch(phases);
     std::set<int32_t> wrote, read;  // the slots the phases since the last barrier wrote and read
-    bool shared_read = false;       // a phase since the last barrier between phases read __shared__ arrays
+    // the __shared__ arrays (by reduction) read since the last barrier: a combining phase's own, read
+    // after its barrier, which fences the arrays of the phases before it
+    std::vector<int32_t> arrays;
     for (size_t j = 0; j < phases.size(); ++j) {
       if (phases.size() > 1) {  // each phase in a scope of its own, after a barrier if it touches what those phases did
-        if (j > 0 && conflicts(phases[j].body, wrote, read)) line("__syncthreads();"), wrote.clear(), read.clear(), shared_read = false;
+        if (j > 0 && conflicts(phases[j].body, wrote, read)) line("__syncthreads();"), wrote.clear(), read.clear(), arrays.clear();
         for (size_t i = 0; i < phases[j].body.buffers.size(); ++i) (phases[j].body.written[i] ? wrote : read).insert(slot(phases[j].body.buffers[i]));
         line("{{  // step {}", phases[j].index);
         indent_ += 2;
       }
       phase(phases[j]);
-      shared_read = shared_read || shares_arrays(phases[j]);
+      if (shares_arrays(phases[j])) arrays = phases[j].body.reductions;
       if (phases.size() > 1) close();
     }
     if (p.per_thread > 1) {
@@ -580,14 +650,17 @@ class Renderer {
     }
     std::vector<int64_t> bases;  // where each column phase's partials start in the scratch buffer
     if (strided) {
-      // the next row's phases store into the same shared arrays: not before every warp has read them
-      if (shared_read) line("__syncthreads();");
+      // the next row's first phase stores into its arrays before its barrier: not before every
+      // warp has read them (another phase's arrays it stores into after that barrier)
+      const std::vector<int32_t>& first = phases[0].body.reductions;
+      if (std::any_of(arrays.begin(), arrays.end(), [&](int32_t v) { return std::find(first.begin(), first.end(), v) != first.end(); }))
+        line("__syncthreads();");
       close();
       int64_t end = 0;
       for (const Plan& ph : phases) {
         if (!ph.column) continue;
         bases.push_back(end);
-        column_loop(ph, [&] {
+        point_loop(ph.points, ph.block, [&] {
           for (size_t r = 0; r < ph.body.reductions.size(); ++r)
             line("w[{} + r * {} + blockIdx.x] = k{}[s];", end + static_cast<int64_t>(r) * ph.points * l.grid, l.grid, ph.body.reductions[r]);
         });
@@ -620,15 +693,16 @@ class Renderer {
     return true;
   }
 
-  // A loop over the column sums s of column phase `p` (its column r = threadIdx.x + s·block) whose
-  // body, for the columns there are, `body` writes; unrolled, so that k{v}[s] are registers.
-  void column_loop(const Plan& p, const std::function<void()>& body) {
+  // A loop over the slots s of a thread's points among `count` (point r = threadIdx.x + s·block:
+  // a column phase's columns, a row's points) whose body, for the points there are, `body`
+  // writes; unrolled, so that k{v}[s] and e{v}[s] are registers.
+  void point_loop(int64_t count, int64_t block, const std::function<void()>& body) {
     line("#pragma unroll");
-    line("for (int s = 0; s < {}; ++s) {{", column_slots(p));
+    line("for (int s = 0; s < {}; ++s) {{", (count + block - 1) / block);
     indent_ += 2;
-    line("const i64 r = threadIdx.x + s * {};", p.block);
-    const bool ragged = p.points % p.block != 0;
-    if (ragged) line("if (r < {}) {{", p.points), indent_ += 2;
+    line("const i64 r = threadIdx.x + s * {};", block);
+    const bool ragged = count % block != 0;
+    if (ragged) line("if (r < {}) {{", count), indent_ += 2;
     body();
     if (ragged) close();
     close();
@@ -699,11 +773,9 @@ class Renderer {
   // Loads the loop does not walk (a row's max in a row's loop, a column's bias in a tile's) are
   // hoisted, not counted.
   int64_t loop_unroll(const Plan& p) const {
-    uint64_t looped = 0;
-    for (size_t k : p.reduced) looped |= loop_code::Nest::group_bit(k);
     if (!p.per_block || p.column) return 1;
     const int64_t step = p.chunks * p.lanes, rounds = (p.extent + step - 1) / step;
-    const int64_t fit = o_.unroll_max_round_bytes / std::max<int64_t>(1, p.body.point_bytes(looped));
+    const int64_t fit = o_.unroll_max_round_bytes / std::max<int64_t>(1, p.body.point_bytes(groups_of(p.reduced)));
     return std::clamp<int64_t>(std::min(rounds, fit), 1, std::max<int64_t>(1, o_.block_loop_max_rounds));
   }
 
@@ -720,33 +792,122 @@ class Renderer {
     line("for (; {}j0 < {}; j0 += {}) point(j0);", guard, bound, stride);
   }
 
-  // The statements of plan `p` inside its kernel (t and c set): loops over its points, the tree
-  // of a block's accumulators, the stores.
-  void phase(const Plan& p) {
-    const Nest& nest = p.body.nest;
-    const std::vector<int32_t>& reductions = p.body.reductions;
-    if (p.column) {  // row t, the columns of this thread: a{v} is column sum k{v}[s] meanwhile
-      split_groups(nest, p.reduced, "t", "q");
-      column_loop(p, [&] {
-        split_groups(nest, p.kept, "r", "qr");
-        for (int32_t v : reductions) line("float a{0} = k{0}[s];", v);
-        statements(p.body);
-        for (int32_t v : reductions) line("k{0}[s] = a{0};", v);
+  // The direct loads of the later phases of a run `phases` that read buffers no phase writes,
+  // issued at the row's start (in phase order, while prefetch_row_registers lasts: a slot's load
+  // takes a register per slot) into f{j}_l{n}s[s] (walking the slots) or f{j}_l{n}, j the phase's
+  // place in the run; prefetched_ names them for slotted. A load the first phase makes too (the
+  // same element, spelled alike) is left to the compiler, which reuses the first phase's: its
+  // buffer is read-only and __restrict__. Phases whose nests are alike (the same groups, so the
+  // same spelling is the same element) share the registers of a load.
+  void prefetch(const std::vector<Plan>& phases) {
+    prefetched_.clear();
+    std::set<int32_t> written;
+    for (const Plan& ph : phases)
+      for (size_t i = 0; i < ph.body.buffers.size(); ++i)
+        if (ph.body.written[i]) written.insert(ph.body.buffers[i]);
+    std::set<std::string> first;
+    for (const LoopBody::Load& l : phases[0].body.loads)
+      if (l.direct) first.insert(l.expr);
+    int64_t left = o_.prefetch_row_registers;
+    std::map<std::string, std::string> fetched;  // a load's expression → its registers (phases with phases[0]'s nest)
+    auto alike = [&](const Nest& n) { return n.groups == phases[0].body.nest.groups && n.sizes == phases[0].body.nest.sizes; };
+    for (size_t j = 1; j < phases.size(); ++j) {
+      const Plan& ph = phases[j];
+      if (every_thread(ph) || (!ph.column && !uses_slots(ph))) continue;
+      const int64_t count = ph.column ? ph.points : ph.extent, slots = (count + ph.block - 1) / ph.block;
+      const uint64_t looped = groups_of(ph.column ? ph.kept : ph.reduced);
+      std::vector<const LoopBody::Load*> once, slot_loads;
+      for (const LoopBody::Load& l : ph.body.loads) {
+        if (!l.direct || written.count(l.buffer) || first.count(l.expr)) continue;
+        if (const auto same = fetched.find(l.expr); same != fetched.end() && alike(ph.body.nest)) {
+          prefetched_[{ph.index, l.stmt}] = same->second;
+          continue;
+        }
+        const int64_t cost = l.walks & looped ? slots : 1;
+        if (cost > left) continue;
+        left -= cost;
+        (l.walks & looped ? slot_loads : once).push_back(&l);
+        prefetched_[{ph.index, l.stmt}] = fmt::format("f{}_{}", j, l.name);
+        if (alike(ph.body.nest)) fetched.emplace(l.expr, prefetched_[{ph.index, l.stmt}]);
+      }
+      if (once.empty() && slot_loads.empty()) continue;
+      for (const LoopBody::Load* l : once) line("{} f{}_{};", l->type, j, l->name);
+      for (const LoopBody::Load* l : slot_loads) line("{} f{}_{}s[{}];", l->type, j, l->name, slots);
+      line("{{  // step {}'s loads", ph.index);
+      indent_ += 2;
+      split_groups(ph.body.nest, ph.column ? ph.reduced : ph.kept, "t", "q");
+      for (const LoopBody::Load* l : once) line("f{}_{} = {};", j, l->name, l->expr);
+      if (!slot_loads.empty())
+        point_loop(count, ph.block, [&] {
+          split_groups(ph.body.nest, ph.column ? ph.kept : ph.reduced, "r", "qr");
+          for (const LoopBody::Load* l : slot_loads) line("f{}_{}s[s] = {};", j, l->name, l->expr);
+        });
+      close();
+    }
+  }
+
+  // Whether phase `p` (not a column phase) walks its row by slots: it reads or sets a held point,
+  // or it is a phase of a run whose slots' loads fit unroll_max_round_bytes, at most
+  // block_loop_max_rounds of them (a long row's phases keep their block loop).
+  bool uses_slots(const Plan& p) const {
+    if (touches_held_points(p)) return true;
+    if (!o_.row_slot_loads_first || !run_ || p.column || !p.per_block || p.chunks > 1 || p.tile) return false;
+    const int64_t slots = (p.extent + p.block - 1) / p.block;
+    return slots <= o_.block_loop_max_rounds && slots * p.body.point_bytes(groups_of(p.reduced)) <= o_.unroll_max_round_bytes;
+  }
+  static uint64_t groups_of(const std::vector<size_t>& groups) {
+    uint64_t m = 0;
+    for (size_t k : groups) m |= loop_code::Nest::group_bit(k);
+    return m;
+  }
+
+  // The statements of body `b` at a thread's points among `count` (slot s: point threadIdx.x +
+  // s·block; `split` names the groups `looped` from r): first its direct loads that walk those
+  // groups, for every slot, into registers {name}s[s] — all in flight together, where a point's
+  // branches (an IEEE division's slow path) would hold the next point's loads back, a memory
+  // latency per slot —, then each point's other statements between `before` and `after`. A direct
+  // load that walks none of them (a row's value) comes once, before both loops. Loads of step
+  // `index` that prefetch issued at the row's start read its registers instead.
+  void slotted(size_t index, const LoopBody& b, int64_t count, int64_t block, uint64_t looped, const std::function<void()>& split,
+               const std::function<void()>& before = nullptr, const std::function<void()>& after = nullptr) {
+    const int64_t slots = (count + block - 1) / block;
+    std::vector<bool> placed(b.stmts.size());
+    std::vector<const LoopBody::Load*> slot_loads, fetched;  // fetched: at the row's start (prefetch)
+    for (const LoopBody::Load& l : b.loads) {
+      const auto early = prefetched_.find({index, l.stmt});
+      if (!l.direct || (!o_.row_slot_loads_first && early == prefetched_.end())) continue;
+      if (l.walks & looped) (early != prefetched_.end() ? fetched : slot_loads).push_back(&l);
+      else if (early != prefetched_.end()) line("const {} {} = {};", l.type, l.name, early->second);
+      else line("{}", b.stmts[l.stmt]);
+      placed[l.stmt] = true;
+    }
+    if (!slot_loads.empty()) {
+      for (const LoopBody::Load* l : slot_loads) line("{} {}s[{}];", l->type, l->name, slots);
+      point_loop(count, block, [&] {
+        split();
+        for (const LoopBody::Load* l : slot_loads) line("{}s[s] = {};", l->name, l->expr);
       });
-      return;
     }
+    point_loop(count, block, [&] {
+      split();
+      if (before) before();
+      for (const LoopBody::Load* l : slot_loads) line("const {0} {1} = {1}s[s];", l->type, l->name);
+      for (const LoopBody::Load* l : fetched) line("const {} {} = {}s[s];", l->type, l->name, prefetched_.at({index, l->stmt}));
+      std::vector<bool> done = placed;  // the point's own direct loads first (statements)
+      for (const LoopBody::Load& l : b.loads)
+        if (l.direct && !done[l.stmt]) line("{}", b.stmts[l.stmt]), done[l.stmt] = true;
+      for (size_t i = 0; i < b.stmts.size(); ++i)
+        if (!done[i]) line("{}", b.stmts[i]);
+      if (after) after();
+    });
+  }
+
+  // The loops of plan `p` over its points (t and c set) around its statements: a block's threads
+  // take reduced points c·lanes + lane, stepping chunks·lanes, `unroll` a round; a thread's own
+  // reduced points in loops of their own.
+  void block_loop(const Plan& p) {
+    const Nest& nest = p.body.nest;
     const int64_t width = o_.tile_width;
-    const bool split = p.chunks > 1;
-    split_groups(nest, p.kept, "t", "q");
-    if (one_value(p) && !p.body.stores.empty() && held_.count(p.body.stores[0].value)) {  // every thread computes the row's values
-      LoopBody b = p.body;
-      for (const LoopBody::Store& st : b.stores)
-        b.stmts[st.stmt] = fmt::format("q{} = {}; if (threadIdx.x == 0) {}", st.value, reloaded(st.value, fmt::format("v{}", st.value)), b.stmts[st.stmt]);
-      statements(b);
-      return;
-    }
-    for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], p.body.identities[r]);
-    // a block's threads: reduced points c·lanes + lane, stepping chunks·lanes, `unroll` a round
     const int64_t step = p.chunks * p.lanes, unroll = loop_unroll(p);
     const std::string start = fmt::format("c * {} + {}", p.lanes, p.tile ? fmt::format("threadIdx.x / {}", width) : "threadIdx.x");
     // a tile's last kept points may lie past the end: their threads only join the tree
@@ -773,6 +934,40 @@ class Renderer {
     }
     const size_t loops = p.per_block ? (unroll == 1 ? 1 : 0) : p.reduced.size();
     for (size_t k = 0; k < loops; ++k) close();
+  }
+
+  // The statements of plan `p` inside its kernel (t and c set): loops over its points, the tree
+  // of a block's accumulators, the stores.
+  void phase(const Plan& p) {
+    const Nest& nest = p.body.nest;
+    const std::vector<int32_t>& reductions = p.body.reductions;
+    if (p.column) {  // row t, the columns of this thread: a{v} is column sum k{v}[s] meanwhile
+      split_groups(nest, p.reduced, "t", "q");
+      slotted(p.index, p.body, p.points, p.block, groups_of(p.kept), [&] { split_groups(nest, p.kept, "r", "qr"); },
+              [&] {
+                for (int32_t v : reductions) line("float a{0} = k{0}[s];", v);
+              },
+              [&] {
+                for (int32_t v : reductions) line("k{0}[s] = a{0};", v);
+              });
+      return;
+    }
+    const int64_t width = o_.tile_width;
+    const bool split = p.chunks > 1;
+    split_groups(nest, p.kept, "t", "q");
+    if (every_thread(p)) {  // every thread computes the row's values
+      LoopBody b = p.body;
+      for (const LoopBody::Store& st : b.stores)
+        b.stmts[st.stmt] = fmt::format("q{} = {}; if (threadIdx.x == 0) {}", st.value, reloaded(st.value, fmt::format("v{}", st.value)), b.stmts[st.stmt]);
+      statements(b);
+      return;
+    }
+    for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], p.body.identities[r]);
+    if (uses_slots(p)) {  // a phase of a run (one chunk, lanes = block): the row's points by slot
+      slotted(p.index, p.body, p.extent, p.block, groups_of(p.reduced), [&] { split_groups(nest, p.reduced, "r", "qr"); });
+    } else {
+      block_loop(p);
+    }
     const std::string result = nest.index(p.body.kept, 0);
     // the threads `who` store each reduction v's result `value(v)` (a split: its partial result)
     auto store = [&](const std::string& who, const std::function<std::string(int32_t)>& value) {
@@ -892,6 +1087,9 @@ void override_render_options(RenderOptions& o, const std::string& list) {
       {"block_loop_max_rounds", &RenderOptions::block_loop_max_rounds},
       {"unrolled_sm_threads", &RenderOptions::unrolled_sm_threads},
       {"hold_row_values", &RenderOptions::hold_row_values},
+      {"hold_row_points", &RenderOptions::hold_row_points},
+      {"prefetch_row_registers", &RenderOptions::prefetch_row_registers},
+      {"row_slot_loads_first", &RenderOptions::row_slot_loads_first},
   };
   std::string_view rest(list);
   while (!rest.empty()) {

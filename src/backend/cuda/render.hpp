@@ -70,6 +70,13 @@
 // per column phase (a thread per column) adds them in block order — deterministic, no atomics.
 // The memory plan keeps every buffer of the run alive to its end, so that blocks still in an
 // early phase never see a later phase's writes.
+// Every phase of a run gives thread x of the block the points x, x + block, … of each row (slot s:
+// x + s·block), so a value over the points that one phase computes and later phases read (a layer
+// norm's backward: the gradient before its row mean is subtracted) is held in registers
+// e{v}[s] (loop_code::Addressing::held_points) — those phases loop over the slots, unrolled — and
+// stored only when a kernel after the run or a graph result reads it: no pass through memory,
+// no barrier, no load a row latency later. Held points share column_phase_max_sums (registers) with the
+// column sums, ⌈row / block⌉ each.
 // Fusion never consumes a reduction result in the step computing it (fusion.cpp), so the
 // elementwise statements of a reducing step are independent per point: every strategy computes
 // each point of the space exactly once.
@@ -149,7 +156,14 @@ struct Kernels {
 // __launch_bounds__ ask for unrolled_sm_threads resident threads per SM, not the full 2048 (at
 // which ptxas keeps to 32 registers and issues each call's loads after the previous call's math).
 // Within a point, its loads at indices that name no value come first (LoopBody::Load::direct):
-// ptxas keeps a load below a branch such as an IEEE division's slow path.
+// ptxas keeps a load below a branch such as an IEEE division's slow path. For the same reason the
+// phases of a row run walk a row by slots when their loads fit (at most block_loop_max_rounds
+// slots loading at most unroll_max_round_bytes a thread): every slot's direct loads first, into
+// registers, then every slot's statements — the unrolled calls of a block loop would issue the
+// next point's loads only after this point's division, one memory latency per point. A later
+// phase's loads of buffers the run does not write (a residual's gradient that only the last
+// phase adds) are issued at the row's start, beside the first phase's, into registers
+// f{phase}_l{n}(s) (at most prefetch_row_registers a thread): a row then waits for memory once.
 struct RenderOptions {
   int64_t block = 256;                        // most threads per block; a power of two, at most 1024
   int64_t block_reduce_row_min_extent = 32;   // row reductions: reduced points per kept point, at least (a warp)
@@ -172,6 +186,9 @@ struct RenderOptions {
   int64_t block_loop_max_rounds = 8;          // … a block's loop: rounds unrolled, at most (GPT-2's loss rows of bf16: 16 bytes a thread in flight, 32 registers)
   int64_t unrolled_sm_threads = 1024;         // kernels with unrolled calls: threads per SM (__launch_bounds__: ≤ 64 registers)
   int64_t hold_row_values = 1;                // row runs: every thread holds its row's values in registers (0: they pass through memory)
+  int64_t hold_row_points = 1;                // row runs: values over the points that later phases read stay in registers (0: memory)
+  int64_t prefetch_row_registers = 16;        // row runs: registers a thread may fill at a row's start with later phases' loads (0: none)
+  int64_t row_slot_loads_first = 1;           // row runs: phases load every slot's points before computing any (0: each point's in turn)
   // Whether the device's fused-attention library runs an attention chain that maps (sdpa.hpp);
   // unset, or false for the problem: the own kernels (attention_kernel.hpp).
   std::function<bool(const Sdpa&)> sdpa;
