@@ -795,6 +795,13 @@ TEST(CudaRenderTable, ColumnSumsArePhasesOfTheirRowKernel) {
       EXPECT_EQ(s0.find("point(j0"), std::string::npos) << s0;
       static const std::regex slot_load(R"(\n( *)l(\d+)s\[s\] = [^\n]*\n(?:\1l\d+s\[s\] = [^\n]*\n)*\1?\s*\}\n)");
       EXPECT_TRUE(std::regex_search(s0, slot_load)) << s0;
+      // with room for fewer loads in flight, each point loads in turn (the held points' phases
+      // still walk the row by slots)
+      cuda::RenderOptions tight = cuda::render_options_for(132);
+      tight.unroll_max_round_bytes = 8;
+      const std::string loose = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, tight).source;
+      EXPECT_FALSE(std::regex_search(loose, slot_load)) << loose;
+      EXPECT_NE(loose.find("[s] = v"), std::string::npos) << loose;
       auto count = [&](const std::string& text) {
         size_t n = 0;
         for (size_t at = s0.find(text); at != std::string::npos; at = s0.find(text, at + 1)) ++n;

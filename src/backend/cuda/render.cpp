@@ -422,12 +422,13 @@ class Renderer {
     return held;
   }
   // The values over the points of a run of `phases` (several) that a later phase reads: held in
-  // registers e{v}[s] (render.hpp), ⌈row / block⌉ of them a value, while column_phase_max_sums
-  // leaves registers after the column sums.
+  // registers e{v}[s] (render.hpp), ⌈row / block⌉ of them a value (at most block_loop_max_rounds),
+  // while column_phase_max_sums leaves registers after the column sums.
   std::set<int32_t> held_points(const std::vector<Plan>& phases) const {
     std::set<int32_t> held;
     const Plan& first = phases[0];
     const int64_t slots = (first.extent + first.block - 1) / first.block;
+    if (slots > o_.block_loop_max_rounds) return held;
     int64_t left = o_.column_phase_max_sums - column_sums(phases);
     for (size_t j = 0; phases.size() > 1 && j < phases.size(); ++j) {
       if (!phases[j].column && phases[j].extent != first.extent) continue;  // a value per row
@@ -865,17 +866,22 @@ class Renderer {
   // s·block; `split` names the groups `looped` from r): first its direct loads that walk those
   // groups, for every slot, into registers {name}s[s] — all in flight together, where a point's
   // branches (an IEEE division's slow path) would hold the next point's loads back, a memory
-  // latency per slot —, then each point's other statements between `before` and `after`. A direct
-  // load that walks none of them (a row's value) comes once, before both loops. Loads of step
-  // `index` that prefetch issued at the row's start read its registers instead.
+  // latency per slot —, then each point's other statements between `before` and `after`; the
+  // slots' loads first only while they fit unroll_max_round_bytes (registers), else each point's
+  // in turn. A direct load that walks none of them (a row's value) comes once, before both loops.
+  // Loads of step `index` that prefetch issued at the row's start read its registers instead.
   void slotted(size_t index, const LoopBody& b, int64_t count, int64_t block, uint64_t looped, const std::function<void()>& split,
                const std::function<void()>& before = nullptr, const std::function<void()>& after = nullptr) {
     const int64_t slots = (count + block - 1) / block;
+    int64_t bytes = 0;  // a point's loads that walk the slots, but for those prefetched
+    for (const LoopBody::Load& l : b.loads)
+      if ((l.walks & looped) && !prefetched_.count({index, l.stmt})) bytes += l.bytes;
+    const bool loads_first = o_.row_slot_loads_first && slots * bytes <= o_.unroll_max_round_bytes;
     std::vector<bool> placed(b.stmts.size());
     std::vector<const LoopBody::Load*> slot_loads, fetched;  // fetched: at the row's start (prefetch)
     for (const LoopBody::Load& l : b.loads) {
       const auto early = prefetched_.find({index, l.stmt});
-      if (!l.direct || (!o_.row_slot_loads_first && early == prefetched_.end())) continue;
+      if (!l.direct || (!loads_first && early == prefetched_.end())) continue;
       if (l.walks & looped) (early != prefetched_.end() ? fetched : slot_loads).push_back(&l);
       else if (early != prefetched_.end()) line("const {} {} = {};", l.type, l.name, early->second);
       else line("{}", b.stmts[l.stmt]);
