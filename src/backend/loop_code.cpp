@@ -419,6 +419,7 @@ class BodyBuilder {
     b_.kept.assign(rank, 0);  // where a reduction result goes, over the space
     for (size_t d = rank, stride = 1; d-- > 0;)
       if (!red[d]) b_.kept[d] = static_cast<int64_t>(stride), stride *= static_cast<size_t>(st.space[d]);
+    point_strides_ = full;         // the element at the point (Addressing::held_points)
     row_strides_.assign(rank, 0);  // element t of a value per row (Addressing::held)
     for (size_t d = rank, stride = 1; d-- > 0;)
       if (red[d] == where_.rows_reduced) row_strides_[d] = static_cast<int64_t>(stride), stride *= static_cast<size_t>(st.space[d]);
@@ -535,7 +536,7 @@ class BodyBuilder {
   size_t index_;
   const std::function<std::string(int32_t)>& pointer_;
   const Addressing& where_;
-  std::vector<int64_t> row_strides_;
+  std::vector<int64_t> row_strides_, point_strides_;
   LoopBody b_;
   int loads_ = 0;
   std::map<int32_t, std::string> loaded_;  // value → its load at the point (a value read twice is loaded once)
@@ -590,9 +591,8 @@ class BodyBuilder {
   bool held_at_point(int32_t u, const View& w) const {
     if (!where_.held_points.count(w.buffer) || offset(w) != 0 || g_.type(u).dtype != g_.type(w.buffer).dtype) return false;
     const Shape& space = s_.steps[index_].space;
-    const std::vector<int64_t> own = fusion::contiguous_strides(space);
     for (size_t d = 0; d < space.size(); ++d)
-      if (space[d] != 1 && w.strides[d] != own[d]) return false;
+      if (space[d] != 1 && w.strides[d] != point_strides_[d]) return false;
     return true;
   }
   // Whether u, read through w, is a held value at its row's element (Addressing::held): offset 0,

@@ -12,7 +12,6 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "backend/cuda/attention_kernel.hpp"
@@ -143,7 +142,7 @@ class Renderer {
   std::set<int32_t> held_points_;              // … and the values over its points (held_points)
   bool run_ = false;                           // the kernel being rendered runs several phases
   std::map<std::pair<size_t, size_t>, std::string> prefetched_;  // (step, load's statement) → its register(s) (prefetch)
-  std::optional<std::vector<std::vector<int32_t>>> reads_;  // fusion::buffers_read, once a kernel holds points
+  std::vector<int32_t> last_read_;             // buffer → the last step reading it (fusion::buffers_read), once a kernel holds points
 
   // The problem in k.sdpa of attention step i when the library runs its chain (decided at the
   // chain's Attention step, which comes first), else −1.
@@ -427,15 +426,15 @@ class Renderer {
   std::set<int32_t> held_points(const std::vector<Plan>& phases) const {
     std::set<int32_t> held;
     const Plan& first = phases[0];
-    const int64_t slots = (first.extent + first.block - 1) / first.block;
-    if (slots > o_.block_loop_max_rounds) return held;
+    const int64_t n = slots(first);
+    if (n > o_.block_loop_max_rounds) return held;
     int64_t left = o_.column_phase_max_sums - column_sums(phases);
     for (size_t j = 0; phases.size() > 1 && j < phases.size(); ++j) {
       if (!phases[j].column && phases[j].extent != first.extent) continue;  // a value per row
       for (const LoopBody::Store& st : phases[j].body.stores) {
         const bool read_later = std::any_of(phases.begin() + static_cast<std::ptrdiff_t>(j) + 1, phases.end(),
                                             [&](const Plan& later) { return reads(later.body, st.value); });
-        if (read_later && left >= slots) held.insert(st.value), left -= slots;
+        if (read_later && left >= n) held.insert(st.value), left -= n;
       }
     }
     return held;
@@ -452,17 +451,21 @@ class Renderer {
     return p.body.reads_held_points ||
            std::any_of(p.body.stores.begin(), p.body.stores.end(), [&](const LoopBody::Store& st) { return held_points_.count(st.value) > 0; });
   }
-  // With the bodies of `phases` (steps index … next − 1) built to read held points from registers:
-  // each held value's store at its point sets its register, and stays a store to memory only when
+  // With the bodies of `phases` (steps … next − 1) built to read held points from registers: each
+  // held value's store at its point sets its register, and stays a store to memory only when
   // something reads it there — a step after the run, the graph's results, a phase that could not
   // read the register; otherwise its buffer is no argument of the kernel.
-  void store_held_points(std::vector<Plan>& phases, size_t index, size_t next) {
+  void store_held_points(std::vector<Plan>& phases, size_t next) {
     if (held_points_.empty()) return;
-    if (!reads_) reads_ = fusion::buffers_read(g_, s_);
+    if (last_read_.empty()) {
+      last_read_.assign(g_.types.size(), -1);
+      const std::vector<std::vector<int32_t>> reads = fusion::buffers_read(g_, s_);
+      for (size_t k = 0; k < reads.size(); ++k)
+        for (int32_t b : reads[k]) last_read_[static_cast<size_t>(b)] = static_cast<int32_t>(k);
+    }
     for (int32_t v : held_points_) {
-      bool stored = std::find(g_.results.begin(), g_.results.end(), v) != g_.results.end();
-      for (size_t k = 0; k < reads_->size() && !stored; ++k)
-        stored = (k < index || k >= next) && std::find((*reads_)[k].begin(), (*reads_)[k].end(), v) != (*reads_)[k].end();
+      bool stored = last_read_[static_cast<size_t>(v)] >= static_cast<int32_t>(next) ||
+                    std::find(g_.results.begin(), g_.results.end(), v) != g_.results.end();
       for (const Plan& ph : phases) stored = stored || reads(ph.body, v);
       for (Plan& ph : phases)
         for (const LoopBody::Store& st : ph.body.stores) {
@@ -503,7 +506,7 @@ class Renderer {
   int64_t column_sums(const std::vector<Plan>& phases) const {
     int64_t n = 0;
     for (const Plan& p : phases)
-      if (p.column) n += column_slots(p) * static_cast<int64_t>(p.body.reductions.size());
+      if (p.column) n += slots(p) * static_cast<int64_t>(p.body.reductions.size());
     return n;
   }
 
@@ -554,7 +557,7 @@ class Renderer {
     if (!arg_bases.empty() || !held_.empty() || !held_points_.empty())
       for (Plan& ph : phases)
         ph.body = body(ph.index, ph.body_rows, {.bases = arg_bases, .held = held_, .held_points = held_points_, .rows_reduced = ph.column});
-    store_held_points(phases, index, *next);
+    store_held_points(phases, *next);
     const Plan& p = phases[0];
     if (p.points == 0) return false;
     const bool split = p.chunks > 1;
@@ -609,7 +612,7 @@ class Renderer {
       line("const i64 c = 0;");
       for (const Plan& ph : phases)
         for (size_t r = 0; ph.column && r < ph.body.reductions.size(); ++r) {
-          std::vector<std::string> identities(static_cast<size_t>(column_slots(ph)), ph.body.identities[r]);
+          std::vector<std::string> identities(static_cast<size_t>(slots(ph)), ph.body.identities[r]);
           line("float k{}[{}] = {{{}}};", ph.body.reductions[r], identities.size(), fmt::join(identities, ", "));
         }
       line("for (i64 t = blockIdx.x; t < {}; t += {}) {{", p.points, l.grid);
@@ -626,7 +629,7 @@ class Renderer {
       line("if (t >= {}) return;", p.points);
     }
     for (int32_t v : held_) line("{} q{};  // row t's, in every thread", type_of(v), v);
-    for (int32_t v : held_points_) line("{} e{}[{}];  // row t's at this thread's points", type_of(v), v, (p.extent + p.block - 1) / p.block);
+    for (int32_t v : held_points_) line("{} e{}[{}];  // row t's at this thread's points", type_of(v), v, slots(p));
     prefetch(phases);
     std::set<int32_t> wrote, read;  // the slots the phases since the last barrier wrote and read
     // the __shared__ arrays (by reduction) read since the last barrier: a combining phase's own, read
@@ -661,7 +664,7 @@ class Renderer {
       for (const Plan& ph : phases) {
         if (!ph.column) continue;
         bases.push_back(end);
-        point_loop(ph.points, ph.block, [&] {
+        point_loop(ph, [&] {
           for (size_t r = 0; r < ph.body.reductions.size(); ++r)
             line("w[{} + r * {} + blockIdx.x] = k{}[s];", end + static_cast<int64_t>(r) * ph.points * l.grid, l.grid, ph.body.reductions[r]);
         });
@@ -694,16 +697,15 @@ class Renderer {
     return true;
   }
 
-  // A loop over the slots s of a thread's points among `count` (point r = threadIdx.x + s·block:
-  // a column phase's columns, a row's points) whose body, for the points there are, `body`
-  // writes; unrolled, so that k{v}[s] and e{v}[s] are registers.
-  void point_loop(int64_t count, int64_t block, const std::function<void()>& body) {
+  // A loop over the slots s of a thread's points of a row in phase `p` (row_points) whose body,
+  // for the points there are, `body` writes; unrolled, so that k{v}[s] and e{v}[s] are registers.
+  void point_loop(const Plan& p, const std::function<void()>& body) {
     line("#pragma unroll");
-    line("for (int s = 0; s < {}; ++s) {{", (count + block - 1) / block);
+    line("for (int s = 0; s < {}; ++s) {{", slots(p));
     indent_ += 2;
-    line("const i64 r = threadIdx.x + s * {};", block);
-    const bool ragged = count % block != 0;
-    if (ragged) line("if (r < {}) {{", count), indent_ += 2;
+    line("const i64 r = threadIdx.x + s * {};", p.block);
+    const bool ragged = row_points(p) % p.block != 0;
+    if (ragged) line("if (r < {}) {{", row_points(p)), indent_ += 2;
     body();
     if (ragged) close();
     close();
@@ -720,7 +722,13 @@ class Renderer {
   }
   static constexpr int64_t kMaxStaticShared = 48 * 1024;  // a kernel's static __shared__ memory, at most
 
-  static int64_t column_slots(const Plan& p) { return (p.points + p.block - 1) / p.block; }
+  // A phase of a run walks a row's points by slot (point r = threadIdx.x + s·block): a column
+  // phase's columns (its kept groups; its reduced groups count the rows), another phase's
+  // reduced points (its kept groups count the rows).
+  static int64_t row_points(const Plan& p) { return p.column ? p.points : p.extent; }
+  static int64_t slots(const Plan& p) { return (row_points(p) + p.block - 1) / p.block; }
+  static const std::vector<size_t>& point_groups(const Plan& p) { return p.column ? p.kept : p.reduced; }
+  static const std::vector<size_t>& row_groups(const Plan& p) { return p.column ? p.reduced : p.kept; }
 
   // loop_code::combine_expr of reduction v's accumulators x and y.
   std::string combine(int32_t v, const std::string& x, const std::string& y) const {
@@ -761,12 +769,13 @@ class Renderer {
   // The statements of a point: first its loads at indices that name no value (in their order),
   // then the others in theirs. ptxas keeps loads below a branch (an IEEE division's or square
   // root's slow path), so a point's loads are issued together only when they come first.
-  void statements(const LoopBody& b) {
-    std::vector<bool> first(b.stmts.size());
+  // Statements marked in `done` are left out (slotted wrote them already).
+  void statements(const LoopBody& b, std::vector<bool> done = {}) {
+    done.resize(b.stmts.size());
     for (const LoopBody::Load& l : b.loads)
-      if (l.direct) line("{}", b.stmts[l.stmt]), first[l.stmt] = true;
+      if (l.direct && !done[l.stmt]) line("{}", b.stmts[l.stmt]), done[l.stmt] = true;
     for (size_t i = 0; i < b.stmts.size(); ++i)
-      if (!first[i]) line("{}", b.stmts[i]);
+      if (!done[i]) line("{}", b.stmts[i]);
   }
 
   // The unroll of the loop over reduced points of plan `p`'s block (1: a plain loop): its rounds,
@@ -815,8 +824,7 @@ class Renderer {
     for (size_t j = 1; j < phases.size(); ++j) {
       const Plan& ph = phases[j];
       if (every_thread(ph) || (!ph.column && !uses_slots(ph))) continue;
-      const int64_t count = ph.column ? ph.points : ph.extent, slots = (count + ph.block - 1) / ph.block;
-      const uint64_t looped = groups_of(ph.column ? ph.kept : ph.reduced);
+      const uint64_t looped = groups_of(point_groups(ph));
       std::vector<const LoopBody::Load*> once, slot_loads;
       for (const LoopBody::Load& l : ph.body.loads) {
         if (!l.direct || written.count(l.buffer) || first.count(l.expr)) continue;
@@ -824,7 +832,7 @@ class Renderer {
           prefetched_[{ph.index, l.stmt}] = same->second;
           continue;
         }
-        const int64_t cost = l.walks & looped ? slots : 1;
+        const int64_t cost = l.walks & looped ? slots(ph) : 1;
         if (cost > left) continue;
         left -= cost;
         (l.walks & looped ? slot_loads : once).push_back(&l);
@@ -833,14 +841,14 @@ class Renderer {
       }
       if (once.empty() && slot_loads.empty()) continue;
       for (const LoopBody::Load* l : once) line("{} f{}_{};", l->type, j, l->name);
-      for (const LoopBody::Load* l : slot_loads) line("{} f{}_{}s[{}];", l->type, j, l->name, slots);
+      for (const LoopBody::Load* l : slot_loads) line("{} f{}_{}s[{}];", l->type, j, l->name, slots(ph));
       line("{{  // step {}'s loads", ph.index);
       indent_ += 2;
-      split_groups(ph.body.nest, ph.column ? ph.reduced : ph.kept, "t", "q");
+      split_groups(ph.body.nest, row_groups(ph), "t", "q");
       for (const LoopBody::Load* l : once) line("f{}_{} = {};", j, l->name, l->expr);
       if (!slot_loads.empty())
-        point_loop(count, ph.block, [&] {
-          split_groups(ph.body.nest, ph.column ? ph.kept : ph.reduced, "r", "qr");
+        point_loop(ph, [&] {
+          split_groups(ph.body.nest, point_groups(ph), "r", "qr");
           for (const LoopBody::Load* l : slot_loads) line("f{}_{}s[s] = {};", j, l->name, l->expr);
         });
       close();
@@ -853,8 +861,7 @@ class Renderer {
   bool uses_slots(const Plan& p) const {
     if (touches_held_points(p)) return true;
     if (!o_.row_slot_loads_first || !run_ || p.column || !p.per_block || p.chunks > 1 || p.tile) return false;
-    const int64_t slots = (p.extent + p.block - 1) / p.block;
-    return slots <= o_.block_loop_max_rounds && slots * p.body.point_bytes(groups_of(p.reduced)) <= o_.unroll_max_round_bytes;
+    return slots(p) <= o_.block_loop_max_rounds && slots(p) * p.body.point_bytes(groups_of(p.reduced)) <= o_.unroll_max_round_bytes;
   }
   static uint64_t groups_of(const std::vector<size_t>& groups) {
     uint64_t m = 0;
@@ -862,48 +869,48 @@ class Renderer {
     return m;
   }
 
-  // The statements of body `b` at a thread's points among `count` (slot s: point threadIdx.x +
-  // s·block; `split` names the groups `looped` from r): first its direct loads that walk those
-  // groups, for every slot, into registers {name}s[s] — all in flight together, where a point's
-  // branches (an IEEE division's slow path) would hold the next point's loads back, a memory
-  // latency per slot —, then each point's other statements between `before` and `after`; the
-  // slots' loads first only while they fit unroll_max_round_bytes (registers), else each point's
-  // in turn. A direct load that walks none of them (a row's value) comes once, before both loops.
-  // Loads of step `index` that prefetch issued at the row's start read its registers instead.
-  void slotted(size_t index, const LoopBody& b, int64_t count, int64_t block, uint64_t looped, const std::function<void()>& split,
-               const std::function<void()>& before = nullptr, const std::function<void()>& after = nullptr) {
-    const int64_t slots = (count + block - 1) / block;
+  // The statements of phase `p` at a thread's points of row t (point_loop; r splits into the
+  // point_groups): first its direct loads that walk those groups, for every slot, into registers
+  // {name}s[s] — all in flight together, where a point's branches (an IEEE division's slow path)
+  // would hold the next point's loads back, a memory latency per slot —, then each point's other
+  // statements between `before` and `after`; the slots' loads first only while they fit
+  // unroll_max_round_bytes (registers), else each point's in turn. A direct load that walks none
+  // of them (a row's value) comes once, before both loops. Loads that prefetch issued at the
+  // row's start read its registers instead.
+  void slotted(const Plan& p, const std::function<void()>& before = nullptr, const std::function<void()>& after = nullptr) {
+    const LoopBody& b = p.body;
+    const uint64_t looped = groups_of(point_groups(p));
+    auto split = [&] { split_groups(b.nest, point_groups(p), "r", "qr"); };
+    auto early = [&](const LoopBody::Load& l) {
+      const auto at = prefetched_.find({p.index, l.stmt});
+      return at == prefetched_.end() ? nullptr : &at->second;
+    };
     int64_t bytes = 0;  // a point's loads that walk the slots, but for those prefetched
     for (const LoopBody::Load& l : b.loads)
-      if ((l.walks & looped) && !prefetched_.count({index, l.stmt})) bytes += l.bytes;
-    const bool loads_first = o_.row_slot_loads_first && slots * bytes <= o_.unroll_max_round_bytes;
+      if ((l.walks & looped) && !early(l)) bytes += l.bytes;
+    const bool loads_first = o_.row_slot_loads_first && slots(p) * bytes <= o_.unroll_max_round_bytes;
     std::vector<bool> placed(b.stmts.size());
     std::vector<const LoopBody::Load*> slot_loads, fetched;  // fetched: at the row's start (prefetch)
     for (const LoopBody::Load& l : b.loads) {
-      const auto early = prefetched_.find({index, l.stmt});
-      if (!l.direct || (!loads_first && early == prefetched_.end())) continue;
-      if (l.walks & looped) (early != prefetched_.end() ? fetched : slot_loads).push_back(&l);
-      else if (early != prefetched_.end()) line("const {} {} = {};", l.type, l.name, early->second);
-      else line("{}", b.stmts[l.stmt]);
+      const std::string* registers = early(l);
+      if (!l.direct || (!loads_first && !registers)) continue;
+      if (l.walks & looped) (registers ? fetched : slot_loads).push_back(&l);
+      else line("const {} {} = {};", l.type, l.name, registers ? *registers : l.expr);
       placed[l.stmt] = true;
     }
     if (!slot_loads.empty()) {
-      for (const LoopBody::Load* l : slot_loads) line("{} {}s[{}];", l->type, l->name, slots);
-      point_loop(count, block, [&] {
+      for (const LoopBody::Load* l : slot_loads) line("{} {}s[{}];", l->type, l->name, slots(p));
+      point_loop(p, [&] {
         split();
         for (const LoopBody::Load* l : slot_loads) line("{}s[s] = {};", l->name, l->expr);
       });
     }
-    point_loop(count, block, [&] {
+    point_loop(p, [&] {
       split();
       if (before) before();
       for (const LoopBody::Load* l : slot_loads) line("const {0} {1} = {1}s[s];", l->type, l->name);
-      for (const LoopBody::Load* l : fetched) line("const {} {} = {}s[s];", l->type, l->name, prefetched_.at({index, l->stmt}));
-      std::vector<bool> done = placed;  // the point's own direct loads first (statements)
-      for (const LoopBody::Load& l : b.loads)
-        if (l.direct && !done[l.stmt]) line("{}", b.stmts[l.stmt]), done[l.stmt] = true;
-      for (size_t i = 0; i < b.stmts.size(); ++i)
-        if (!done[i]) line("{}", b.stmts[i]);
+      for (const LoopBody::Load* l : fetched) line("const {} {} = {}s[s];", l->type, l->name, *early(*l));
+      statements(b, placed);
       if (after) after();
     });
   }
@@ -948,8 +955,8 @@ class Renderer {
     const Nest& nest = p.body.nest;
     const std::vector<int32_t>& reductions = p.body.reductions;
     if (p.column) {  // row t, the columns of this thread: a{v} is column sum k{v}[s] meanwhile
-      split_groups(nest, p.reduced, "t", "q");
-      slotted(p.index, p.body, p.points, p.block, groups_of(p.kept), [&] { split_groups(nest, p.kept, "r", "qr"); },
+      split_groups(nest, row_groups(p), "t", "q");
+      slotted(p,
               [&] {
                 for (int32_t v : reductions) line("float a{0} = k{0}[s];", v);
               },
@@ -970,7 +977,7 @@ class Renderer {
     }
     for (size_t r = 0; r < reductions.size(); ++r) line("{} a{} = {};", type_of(reductions[r]), reductions[r], p.body.identities[r]);
     if (uses_slots(p)) {  // a phase of a run (one chunk, lanes = block): the row's points by slot
-      slotted(p.index, p.body, p.extent, p.block, groups_of(p.reduced), [&] { split_groups(nest, p.reduced, "r", "qr"); });
+      slotted(p);
     } else {
       block_loop(p);
     }
