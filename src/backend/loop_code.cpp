@@ -579,29 +579,21 @@ class BodyBuilder {
   std::string load(int32_t u, const std::function<std::string(size_t)>& at_group) {
     if (auto lit = literal_of(u)) return *lit;
     const View& w = at(u);
-    if (held_at_row(u, w)) return fmt::format("q{}", w.buffer);
-    if (held_at_point(u, w)) {
+    if (held_at(u, w, where_.held, row_strides_)) return fmt::format("q{}", w.buffer);
+    if (held_at(u, w, where_.held_points, point_strides_)) {
       b_.reads_held_points = true;
       return fmt::format("e{}[s]", w.buffer);
     }
     return load_at(u, b_.nest.index(w.strides, offset(w), at_group), b_.nest.walks(w.strides));
   }
-  // Whether u, read through w, is a held value at this point (Addressing::held_points): offset 0,
-  // the space's row-major strides over its dims longer than 1.
-  bool held_at_point(int32_t u, const View& w) const {
-    if (!where_.held_points.count(w.buffer) || offset(w) != 0 || g_.type(u).dtype != g_.type(w.buffer).dtype) return false;
+  // Whether u, read through w, is a value of `held` at the element that `strides` give (offset 0,
+  // those strides over the dims longer than 1): its row's (row_strides_, Addressing::held) or
+  // the point's own (point_strides_, Addressing::held_points).
+  bool held_at(int32_t u, const View& w, const std::set<int32_t>& held, const std::vector<int64_t>& strides) const {
+    if (!held.count(w.buffer) || offset(w) != 0 || g_.type(u).dtype != g_.type(w.buffer).dtype) return false;
     const Shape& space = s_.steps[index_].space;
     for (size_t d = 0; d < space.size(); ++d)
-      if (space[d] != 1 && w.strides[d] != point_strides_[d]) return false;
-    return true;
-  }
-  // Whether u, read through w, is a held value at its row's element (Addressing::held): offset 0,
-  // strides row_strides_ over the dims longer than 1.
-  bool held_at_row(int32_t u, const View& w) const {
-    if (!where_.held.count(w.buffer) || offset(w) != 0 || g_.type(u).dtype != g_.type(w.buffer).dtype) return false;
-    const Shape& space = s_.steps[index_].space;
-    for (size_t d = 0; d < space.size(); ++d)
-      if (space[d] != 1 && w.strides[d] != row_strides_[d]) return false;
+      if (space[d] != 1 && w.strides[d] != strides[d]) return false;
     return true;
   }
   // u's element at `index` (elements from its buffer's start), an index over the groups `walks`.
