@@ -351,62 +351,6 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
   }
 }
 
-// The nodes of g (parameters aside) in units — a group's nodes together (unit = -1 - group
-// index), any other node alone (its index) — ordered so that each unit follows the units it reads,
-// at the place of its first node when it can be (a priority queue on the first node's index).
-// nullopt when the groups read each other in a cycle; `stuck` is then a group that could not run.
-std::optional<std::vector<int32_t>> merged_order(const Graph& g, const std::vector<Group>& groups, size_t& stuck) {
-  const size_t n = g.nodes.size();
-  std::vector<int32_t> unit_of(n);
-  for (size_t i = 0; i < n; ++i) unit_of[i] = static_cast<int32_t>(groups.size() + i);
-  std::vector<int32_t> first(groups.size() + n);
-  for (size_t i = 0; i < n; ++i) first[groups.size() + i] = static_cast<int32_t>(i);
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    first[gi] = static_cast<int32_t>(n);
-    for (int32_t node : groups[gi].nodes()) {
-      unit_of[static_cast<size_t>(node)] = static_cast<int32_t>(gi);
-      first[gi] = std::min(first[gi], node);
-    }
-  }
-  std::vector<std::vector<int32_t>> next(first.size());
-  std::vector<int32_t> waiting(first.size(), 0);
-  for (size_t i = 0; i < n; ++i) {
-    const Node& node = g.nodes[i];
-    if (node.op == Op::Parameter) continue;
-    for (int32_t v : node.in) {
-      const int32_t from = unit_of[static_cast<size_t>(g.def[static_cast<size_t>(v)])], to = unit_of[i];
-      if (from == to || g.producer(v).op == Op::Parameter) continue;
-      next[static_cast<size_t>(from)].push_back(to);
-      ++waiting[static_cast<size_t>(to)];
-    }
-  }
-  using Entry = std::pair<int32_t, int32_t>;  // (first node, unit)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  std::vector<char> live(first.size(), 0);
-  for (size_t i = 0; i < n; ++i)
-    if (g.nodes[i].op != Op::Parameter) live[static_cast<size_t>(unit_of[i])] = 1;
-  size_t count = 0;
-  for (size_t u = 0; u < first.size(); ++u)
-    if (live[u]) {
-      ++count;
-      if (waiting[u] == 0) ready.push({first[u], static_cast<int32_t>(u)});
-    }
-  std::vector<int32_t> order;
-  while (!ready.empty()) {
-    const int32_t u = ready.top().second;
-    ready.pop();
-    order.push_back(u < static_cast<int32_t>(groups.size()) ? -1 - u : u - static_cast<int32_t>(groups.size()));
-    for (int32_t t : next[static_cast<size_t>(u)])
-      if (--waiting[static_cast<size_t>(t)] == 0) ready.push({first[static_cast<size_t>(t)], t});
-  }
-  if (order.size() == count) return order;
-  for (size_t gi = 0; gi < groups.size(); ++gi)
-    if (waiting[gi] > 0) {
-      stuck = gi;
-      break;
-    }
-  return std::nullopt;
-}
 
 Graph merge_graph(const Graph& g, std::map<const Graph*, std::shared_ptr<const Graph>>& done);
 
@@ -547,7 +491,12 @@ Graph merge_graph(const Graph& g, std::map<const Graph*, std::shared_ptr<const G
   }
   std::optional<std::vector<int32_t>> order;
   size_t stuck = 0;
-  while (!(order = merged_order(g, groups, stuck))) groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(stuck));
+  auto units = [&] {
+    std::vector<std::vector<int32_t>> nodes;
+    for (const Group& grp : groups) nodes.push_back(grp.nodes());
+    return nodes;
+  };
+  while (!(order = unit_order(g, units(), stuck))) groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(stuck));
   Emitter e(g, done);
   for (int32_t u : *order) {
     if (u < 0) e.group(groups[static_cast<size_t>(-1 - u)]);
@@ -557,6 +506,59 @@ Graph merge_graph(const Graph& g, std::map<const Graph*, std::shared_ptr<const G
 }
 
 }  // namespace
+
+std::optional<std::vector<int32_t>> unit_order(const Graph& g, const std::vector<std::vector<int32_t>>& groups, size_t& stuck) {
+  const size_t n = g.nodes.size();
+  std::vector<int32_t> unit_of(n);
+  for (size_t i = 0; i < n; ++i) unit_of[i] = static_cast<int32_t>(groups.size() + i);
+  std::vector<int32_t> first(groups.size() + n);
+  for (size_t i = 0; i < n; ++i) first[groups.size() + i] = static_cast<int32_t>(i);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    first[gi] = static_cast<int32_t>(n);
+    for (int32_t node : groups[gi]) {
+      unit_of[static_cast<size_t>(node)] = static_cast<int32_t>(gi);
+      first[gi] = std::min(first[gi], node);
+    }
+  }
+  std::vector<std::vector<int32_t>> next(first.size());
+  std::vector<int32_t> waiting(first.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = g.nodes[i];
+    if (node.op == Op::Parameter) continue;
+    for (int32_t v : node.in) {
+      const int32_t from = unit_of[static_cast<size_t>(g.def[static_cast<size_t>(v)])], to = unit_of[i];
+      if (from == to || g.producer(v).op == Op::Parameter) continue;
+      next[static_cast<size_t>(from)].push_back(to);
+      ++waiting[static_cast<size_t>(to)];
+    }
+  }
+  using Entry = std::pair<int32_t, int32_t>;  // (first node, unit)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  std::vector<char> live(first.size(), 0);
+  for (size_t i = 0; i < n; ++i)
+    if (g.nodes[i].op != Op::Parameter) live[static_cast<size_t>(unit_of[i])] = 1;
+  size_t count = 0;
+  for (size_t u = 0; u < first.size(); ++u)
+    if (live[u]) {
+      ++count;
+      if (waiting[u] == 0) ready.push({first[u], static_cast<int32_t>(u)});
+    }
+  std::vector<int32_t> order;
+  while (!ready.empty()) {
+    const int32_t u = ready.top().second;
+    ready.pop();
+    order.push_back(u < static_cast<int32_t>(groups.size()) ? -1 - u : u - static_cast<int32_t>(groups.size()));
+    for (int32_t t : next[static_cast<size_t>(u)])
+      if (--waiting[static_cast<size_t>(t)] == 0) ready.push({first[static_cast<size_t>(t)], t});
+  }
+  if (order.size() == count) return order;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    if (waiting[gi] > 0) {
+      stuck = gi;
+      break;
+    }
+  return std::nullopt;
+}
 
 ir::Graph merge_dots(const ir::Graph& g) {
   std::map<const Graph*, std::shared_ptr<const Graph>> done;

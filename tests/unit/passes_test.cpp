@@ -14,6 +14,7 @@
 #include "backend/cpu/lowering.hpp"
 #include "backend/merge_dots.hpp"
 #include "backend/ref/executor.hpp"
+#include "graph_results.hpp"
 #include "base/error.hpp"
 #include "ir/node_key.hpp"
 #include "passes/pipeline.hpp"
@@ -597,34 +598,8 @@ TEST(CanonicalDots, OperandsWhoseDimsCannotMergeAreTransposed) {
 
 // ---- merged products ----
 
-// Both graphs on the same normal inputs: results within `tol` (relative to the largest magnitude
-// of each result) — for rewrites that only reassociate sums.
-// Normal random arguments for g's parameters (the same for every call).
-std::vector<Tensor> random_args(const Graph& g) {
-  std::mt19937 rng(99);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<Tensor> args;
-  for (int32_t p : g.params) {
-    Tensor x(g.type(p).dtype, g.type(p).shape);
-    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, normal(rng));
-    args.push_back(x);
-  }
-  return args;
-}
-
-void expect_close_results(const Graph& before, const Graph& after, double tol = 1e-5) {
-  ASSERT_NO_THROW(ir::verify(after)) << ir::print(after);
-  const std::vector<Tensor> args = random_args(before);
-  std::vector<Tensor> x = ref::run(before, args), y = ref::run(after, args);
-  ASSERT_EQ(x.size(), y.size());
-  for (size_t r = 0; r < x.size(); ++r) {
-    ASSERT_EQ(type_str(x[r]), type_str(y[r])) << "result " << r;
-    double scale = 0;
-    for (int64_t i = 0; i < x[r].numel(); ++i) scale = std::max(scale, std::abs(x[r].get(i)));
-    for (int64_t i = 0; i < x[r].numel(); ++i)
-      ASSERT_NEAR(x[r].get(i), y[r].get(i), tol * scale) << "result " << r << " element " << i;
-  }
-}
+using testing_support::expect_close_results;
+using testing_support::random_args;
 
 // Σ_j dot(dy_j [2 128 4], w_j [256 4]) over `n` fresh parameter pairs (per-head input
 // gradients contracting the head columns); each dy_j is passed to `each` as it is made.
