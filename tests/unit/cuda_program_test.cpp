@@ -352,16 +352,30 @@ INSTANTIATE_TEST_SUITE_P(Devices, CudaGpt, ::testing::Values("emulated", "emulat
 
 // The same model written with a module per head (gpt2_gpu.shf --per-head 1): its per-head
 // projections merge into one product, whose per-head slices the optimizer's packed updates read
-// at their offsets (kernel arguments at a view), and it trains with the CPU's losses.
-TEST(CudaGptPerHead, LossesMatchCpu) {
+// at their offsets (kernel arguments at a view), its heads' attention chains into one over batch ×
+// heads (merge_heads: one library call a layer forward and one backward, as for the fused model,
+// not one a head), and it trains with the CPU's losses.
+class CudaGptPerHead : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaGptPerHead, LossesMatchCpu) {
   std::string why;
-  std::shared_ptr<cuda::Device> device = device_named("emulated", why);
+  std::shared_ptr<cuda::Device> device = device_named(GetParam(), why);
   if (!device) GTEST_SKIP() << why;
   const std::string program = gpt_program(true);
   std::string want = output_of(program, "gpt2_gpu.shf", nullptr), got = output_of(program, "gpt2_gpu.shf", device);
   EXPECT_NE(want.find("step 3 loss"), std::string::npos) << want;
   EXPECT_EQ(compare_numbers(got, want, 1e-3), "");
+  if (GetParam() == "emulated_sdpa") {
+    EXPECT_EQ(library_attention_runs(device), 1u * 2u * 4u);  // 1 layer, forward and backward, 4 steps
+    const auto& problems = dynamic_cast<const testing_support::EmulatedDevice&>(*device).sdpa_problems;
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_TRUE(problems[0].grad && problems[0].causal && problems[0].h == 2 && problems[0].b == 2 && problems[0].d == 32)
+        << cuda::sdpa_key(problems[0]);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, CudaGptPerHead, ::testing::Values("emulated", "emulated_sdpa"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // ---- the default device -------------------------------------------------------------------------
 

@@ -1,0 +1,109 @@
+// tests/unit/merge_heads_test.cpp — backend/merge_heads.cpp: attention heads written one by one
+// become one computation over a head axis, with the same results bit for bit under the reference
+// executor. Each function is traced, optimised and merged as the CUDA backend does (merge_dots,
+// then merge_heads).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "backend/merge_dots.hpp"
+#include "backend/merge_heads.hpp"
+#include "eval/interp.hpp"
+#include "graph_results.hpp"
+#include "passes/pipeline.hpp"
+#include "trace/tracer.hpp"
+
+namespace sheaf {
+namespace {
+
+constexpr const char* kProgram = R"(
+(def causal (* (- 1.0 (tril (ones [16 16]))) -1e9))
+(defn attend [q k v]
+  (let [s (+ (* (cast (@ q (transpose k [0 2 1])) :f32) 0.25) causal)]
+    (@ (cast (softmax s :axis -1) :bf16) v)))
+;; three heads whose q, k and v are columns of one projection [2 16 3·24]: h·24 + 0, 8, 16
+(defn sliced [qkv]
+  (concat (map (fn [h] (let [at (* h 24)]
+                         (attend (slice qkv at (+ at 8) :axis 2) (slice qkv (+ at 8) (+ at 16) :axis 2)
+                                 (slice qkv (+ at 16) (+ at 24) :axis 2))))
+               (range 3))
+          :axis -1))
+(def weights (random-normal 6 [2 16 24]))  ;; the loss weighs each output: a cotangent per head
+(defn sliced-vg [qkv w] ((value-and-grad (fn [qkv] (sum (* (cast (sliced qkv) :f32) w)))) qkv))
+;; heads as modules: each its own q, k, v weights (products too small for merge_dots to merge)
+(defn modules [ws x]
+  (concat (map (fn [w] (attend (@ x (get w :q)) (@ x (get w :k)) (@ x (get w :v)))) ws) :axis -1))
+(defn modules-vg [ws x w] ((value-and-grad (fn [ws] (sum (* (cast (modules ws x) :f32) w)))) ws))
+;; two attentions, the second reading the first's output: not siblings
+(defn chained [qkv]
+  (let [q (slice qkv 0 8 :axis 2) k (slice qkv 8 16 :axis 2) v (slice qkv 16 24 :axis 2)]
+    (attend (attend q k v) k v)))
+(def qkv (cast (random-normal 1 [2 16 72]) :bf16))
+(def x (cast (random-normal 2 [2 16 24]) :bf16))
+(def ws (map (fn [k] {:q (cast (random-normal k [24 8]) :bf16) :k (cast (random-normal (+ k 10) [24 8]) :bf16)
+                      :v (cast (random-normal (+ k 20) [24 8]) :bf16)})
+             (list 3 4 5)))
+)";
+
+class MergeHeads : public ::testing::Test {
+ protected:
+  void SetUp() override { in.run_text(kProgram, "<heads>"); }
+
+  // The optimised graph of fn on the program's globals `args`, and the same after merge_dots.
+  ir::Graph traced(const char* fn, std::vector<const char*> args) {
+    std::vector<Value> values;
+    for (const char* a : args) values.push_back(in.global(symbols::intern(a))->value);
+    trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, values, SrcLoc{}, false);
+    passes::optimize(t.graph);
+    return fusion::merge_dots(t.graph);
+  }
+
+  std::ostringstream out;
+  Interp in{out};
+};
+
+size_t count(const ir::Graph& g, ir::Op op) {
+  return static_cast<size_t>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) { return n.op == op; }));
+}
+
+// The heads' q, k and v, columns of one tensor at a regular stride, are read where they lie (a
+// reshape, slice and transpose of it), the three chains are one over [3, 2, 16, ..] — forward and
+// backward —, and the concatenation of their outputs is a transpose of the batched output.
+TEST_F(MergeHeads, SlicedHeadsAreOneChainReadInPlace) {
+  for (const char* fn : {"sliced", "sliced-vg"}) {
+    const ir::Graph g = fn == std::string("sliced") ? traced(fn, {"qkv"}) : traced(fn, {"qkv", "weights"});
+    ASSERT_EQ(count(g, ir::Op::Softmax), 3u) << fn;
+    const ir::Graph merged = fusion::merge_heads(g);
+    testing_support::expect_close_results(g, merged, 0.0);  // the same values
+    EXPECT_EQ(count(merged, ir::Op::Softmax), 1u) << ir::print(merged);
+    EXPECT_EQ(count(merged, ir::Op::SoftmaxGrad), fn == std::string("sliced") ? 0u : 1u) << ir::print(merged);
+    EXPECT_EQ(count(merged, ir::Op::DotGeneral), fn == std::string("sliced") ? 2u : 6u) << ir::print(merged);
+    EXPECT_EQ(count(merged, ir::Op::Concatenate), 0u) << ir::print(merged);  // nothing stacked by a copy
+    for (const ir::Node& n : merged.nodes)
+      if (n.op == ir::Op::Softmax) { EXPECT_EQ(merged.type(n.out).shape, (Shape{3, 2, 16, 16})) << ir::print(merged); }
+  }
+}
+
+// Heads as modules: their projections (each its own product here) are stacked by a
+// concatenation, and the chains still run as one, gradients included.
+TEST_F(MergeHeads, ModuleHeadsAreStackedAndRunAsOne) {
+  const ir::Graph g = traced("modules-vg", {"ws", "x", "weights"});
+  ASSERT_EQ(count(g, ir::Op::Softmax), 3u);
+  const ir::Graph merged = fusion::merge_heads(g);
+  testing_support::expect_close_results(g, merged, 0.0);  // the same values
+  EXPECT_EQ(count(merged, ir::Op::Softmax), 1u) << ir::print(merged);
+  EXPECT_EQ(count(merged, ir::Op::SoftmaxGrad), 1u) << ir::print(merged);
+}
+
+// A chain that reads another's output is not its sibling: both stay.
+TEST_F(MergeHeads, ChainsReadingEachOtherStayApart) {
+  const ir::Graph g = traced("chained", {"qkv"});
+  ASSERT_EQ(count(g, ir::Op::Softmax), 2u);
+  const ir::Graph merged = fusion::merge_heads(g);
+  testing_support::expect_close_results(g, merged, 0.0);  // the same values
+  EXPECT_EQ(count(merged, ir::Op::Softmax), 2u) << ir::print(merged);
+}
+
+}  // namespace
+}  // namespace sheaf
