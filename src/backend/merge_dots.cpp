@@ -20,8 +20,9 @@
 //     the same order).
 //   Concatenations of casts from one dtype (bf16 casts of f32 weights) are casts of one
 //     concatenation, so no cast is made per operand (exact).
-// A group's operands are concatenated in the order of their value ids, so that two groups over
-// the same values (dX's and dW's dY1 .. dYk) share one concatenation. A group of k products is
+// A group's operands are concatenated in the order of their value ids (a sum's: of its operands on
+// the side defined first), so that two groups over the same values share one concatenation (dX's
+// and dW's dY1 .. dYk; dX's and the projection's W1 .. Wk, whose order dY1 .. dYk then follow). A group of k products is
 // merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
 // into a concatenation, so that the copies cost far less than the products they widen (the
 // threshold holds even for a concatenation that reads all k operands at each element; fusion
@@ -36,6 +37,7 @@
 // casts and broadcasts that merged operands no longer read). Not part of optimize (passes.hpp).
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -209,7 +211,18 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       leaves.push_back(value);
     }
     for (auto& [key, dots] : by_key) {
-      std::sort(dots.begin(), dots.end(), [&](int32_t a, int32_t b) { return g.nodes[static_cast<size_t>(a)].in < g.nodes[static_cast<size_t>(b)].in; });
+      // In the order of the operands on the side defined first (the weights of an input gradient):
+      // the order a shared-operand group over them concatenates them in.
+      auto first_defined = [&](int side) {
+        int32_t m = std::numeric_limits<int32_t>::max();
+        for (int32_t d : dots) m = std::min(m, g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(side)]);
+        return m;
+      };
+      const size_t by = first_defined(1) < first_defined(0) ? 1 : 0;
+      std::sort(dots.begin(), dots.end(), [&](int32_t a, int32_t b) {
+        const std::vector<int32_t> &x = g.nodes[static_cast<size_t>(a)].in, &y = g.nodes[static_cast<size_t>(b)].in;
+        return std::pair(x[by], x[1 - by]) < std::pair(y[by], y[1 - by]);
+      });
       for (std::vector<int32_t>& part : paying_runs(g, dots)) grp.parts.push_back(std::move(part));
     }
     std::reverse(grp.adds.begin(), grp.adds.end());  // the root last

@@ -255,7 +255,7 @@ Shape with_heads(int64_t heads, const Shape& s) {
   return r;
 }
 
-std::vector<int64_t> shifted(std::vector<int64_t> dims) {
+std::vector<int64_t> shifted_dims(std::vector<int64_t> dims) {
   for (int64_t& d : dims) ++d;
   return dims;
 }
@@ -265,9 +265,9 @@ std::vector<int64_t> with_first(int64_t x, std::vector<int64_t> v) {
   return v;
 }
 
-class Emitter {
+class HeadsEmitter {
  public:
-  Emitter(const Graph& g, const Readers& rd, const std::vector<Region>& regions, const std::vector<int32_t>& class_of)
+  HeadsEmitter(const Graph& g, const Readers& rd, const std::vector<Region>& regions, const std::vector<int32_t>& class_of)
       : g_(g), rd_(rd), r_(g), class_of_(class_of) {
     for (const Region& region : regions)
       for (const std::vector<int32_t>& c : region.classes) classes_.push_back(&c);
@@ -275,7 +275,7 @@ class Emitter {
   }
 
   void node(const Node& n) {
-    if (n.op == Op::Concatenate && joined(n)) return;
+    if (n.op == Op::Concatenate && (joined(n) || interleaved(n))) return;
     r_.copy(n);
   }
 
@@ -291,14 +291,14 @@ class Emitter {
     ir::Attrs a = n0.attrs;
     switch (n0.op) {
       case Op::Softmax: case Op::SoftmaxGrad: ++a.axis; break;
-      case Op::Reduce: a.dims = shifted(a.dims); break;
-      case Op::BroadcastInDim: case Op::Transpose: a.dims = with_first(0, shifted(a.dims)); break;
+      case Op::Reduce: a.dims = shifted_dims(a.dims); break;
+      case Op::BroadcastInDim: case Op::Transpose: a.dims = with_first(0, shifted_dims(a.dims)); break;
       case Op::Slice:
         a.starts = with_first(0, a.starts), a.limits = with_first(heads, a.limits), a.strides = with_first(1, a.strides);
         break;
       case Op::DotGeneral:
-        a.dot.lhs_batch = with_first(0, shifted(a.dot.lhs_batch)), a.dot.rhs_batch = with_first(0, shifted(a.dot.rhs_batch));
-        a.dot.lhs_contract = shifted(a.dot.lhs_contract), a.dot.rhs_contract = shifted(a.dot.rhs_contract);
+        a.dot.lhs_batch = with_first(0, shifted_dims(a.dot.lhs_batch)), a.dot.rhs_batch = with_first(0, shifted_dims(a.dot.rhs_batch));
+        a.dot.lhs_contract = shifted_dims(a.dot.lhs_contract), a.dot.rhs_contract = shifted_dims(a.dot.rhs_contract);
         break;
       default: break;
     }
@@ -319,6 +319,7 @@ class Emitter {
   std::vector<const std::vector<int32_t>*> classes_;
   std::vector<int32_t> batched_;                       // class → its node's value in the new graph
   std::map<std::vector<int32_t>, int32_t> stacks_;     // per-head values → their stack
+  std::map<std::pair<std::vector<int32_t>, int64_t>, int32_t> joins_;  // (classes, axis) → interleaved(): their join
 
   int32_t class_of_value(int32_t v) const { return class_of_[static_cast<size_t>(g_.def[static_cast<size_t>(v)])]; }
 
@@ -417,6 +418,74 @@ class Emitter {
     return r_.add(Op::Reshape, {one}, {}, {{r_.out().type(b).dtype, s}}, loc);
   }
 
+  // A concatenation along axis a of the results of R classes of one region (each [.., w, ..] at a),
+  // head by head and class by class within a head, for heads h0 .. h0 + m − 1 (merge_dots' operand
+  // of an input gradient over per-head q, k and v: d(qkv) of some heads): columns
+  // [h0·R·w, (h0 + m)·R·w) of their join J [.., H·R·w, ..] — each class's node with its head axis
+  // moved before a, padded with zeros to [.., H, R, w, ..] at its place among the R, the pads summed
+  // (the form a batch-written model's gradient of slicing q, k and v from one tensor has, which an
+  // AttentionGrad step writes in place) and reshaped. One J serves every such concatenation.
+  bool interleaved(const Node& n) {
+    std::vector<int32_t> cls, head;  // per operand
+    for (int32_t u : n.in) {
+      const int32_t c = class_of_value(u);
+      if (c < 0) return false;
+      const std::vector<int32_t>& nodes = *classes_[static_cast<size_t>(c)];
+      cls.push_back(c);
+      head.push_back(static_cast<int32_t>(std::find(nodes.begin(), nodes.end(), g_.def[static_cast<size_t>(u)]) - nodes.begin()));
+    }
+    size_t roles = 1;
+    while (roles < n.in.size() && head[roles] == head[0]) ++roles;
+    const ir::Type& t = g_.type(n.in[0]);
+    const auto heads = static_cast<int64_t>(classes_[static_cast<size_t>(cls[0])]->size());
+    const int64_t m = static_cast<int64_t>(n.in.size() / roles), h0 = head[0];
+    if (roles < 2 || n.in.size() % roles != 0 || h0 + m > heads) return false;
+    std::vector<int32_t> role(cls.begin(), cls.begin() + static_cast<std::ptrdiff_t>(roles));
+    for (size_t j = 0; j < n.in.size(); ++j)
+      if (cls[j] != role[j % roles] || head[j] != h0 + static_cast<int32_t>(j / roles) || g_.type(n.in[j]) != t ||
+          static_cast<int64_t>(classes_[static_cast<size_t>(cls[j])]->size()) != heads)
+        return false;
+    for (size_t r = 0; r < roles; ++r)
+      if (std::count(role.begin(), role.end(), role[r]) != 1) return false;
+    const auto a = static_cast<size_t>(n.attrs.axis);
+    const int64_t w = t.shape[a], rs = static_cast<int64_t>(roles);
+    auto [it, fresh] = joins_.try_emplace(std::pair(role, n.attrs.axis), -1);
+    if (fresh) {
+      Shape one = t.shape;  // [.., H, 1, w, ..]
+      one.insert(one.begin() + static_cast<std::ptrdiff_t>(a), {heads, 1});
+      for (size_t r = 0; r < roles; ++r) {
+        const int32_t moved = to_axis(batched_[static_cast<size_t>(role[r])], a, n.loc);
+        const int32_t row = r_.add(Op::Reshape, {moved}, {}, {{t.dtype, one}}, n.loc);
+        ir::Attrs pad{.lo = std::vector<int64_t>(one.size(), 0), .hi = std::vector<int64_t>(one.size(), 0), .scalar = 0.0};
+        pad.lo[a + 1] = static_cast<int64_t>(r), pad.hi[a + 1] = rs - 1 - static_cast<int64_t>(r);
+        const int32_t placed = r_.emit(Op::Pad, {row}, std::move(pad), n.loc);
+        it->second = r == 0 ? placed : r_.emit(Op::Binary, {it->second, placed}, {.binary = Binary::Add}, n.loc);
+      }
+      Shape joined = t.shape;
+      joined[a] = heads * rs * w;
+      it->second = r_.add(Op::Reshape, {it->second}, {}, {{t.dtype, joined}}, n.loc);
+    }
+    int32_t v = it->second;
+    if (m != heads) {
+      const Shape whole = r_.out().type(v).shape;
+      ir::Attrs cut{.starts = std::vector<int64_t>(whole.size(), 0), .limits = whole, .strides = std::vector<int64_t>(whole.size(), 1)};
+      cut.starts[a] = h0 * rs * w, cut.limits[a] = (h0 + m) * rs * w;
+      v = r_.emit(Op::Slice, {v}, std::move(cut), n.loc);
+    }
+    r_.map_results(n, v);
+    return true;
+  }
+
+  // b [H, d..] with its head axis moved to position a of d: [d0 .. d(a−1), H, d(a) ..].
+  int32_t to_axis(int32_t b, size_t a, SrcLoc loc) {
+    const auto rank = static_cast<int64_t>(r_.out().type(b).shape.size()) - 1;
+    std::vector<int64_t> perm;
+    for (int64_t d = 1; d <= static_cast<int64_t>(a); ++d) perm.push_back(d);
+    perm.push_back(0);
+    for (int64_t d = static_cast<int64_t>(a) + 1; d <= rank; ++d) perm.push_back(d);
+    return r_.emit(Op::Transpose, {b}, {.dims = std::move(perm)}, loc);
+  }
+
   // A concatenation of every head's result of one class, in head order, along axis a: the class's
   // node [H, d..] with its head axis moved before a and merged into it.
   bool joined(const Node& n) {
@@ -424,13 +493,7 @@ class Emitter {
     if (c < 0 || n.in.size() != classes_[static_cast<size_t>(c)]->size()) return false;
     for (size_t h = 0; h < n.in.size(); ++h)
       if (g_.def[static_cast<size_t>(n.in[h])] != (*classes_[static_cast<size_t>(c)])[h]) return false;
-    const int32_t b = batched_[static_cast<size_t>(c)];
-    const auto rank = static_cast<int64_t>(g_.type(n.in[0]).shape.size());
-    std::vector<int64_t> perm;
-    for (int64_t d = 1; d <= n.attrs.axis; ++d) perm.push_back(d);
-    perm.push_back(0);
-    for (int64_t d = n.attrs.axis + 1; d <= rank; ++d) perm.push_back(d);
-    const int32_t moved = r_.emit(Op::Transpose, {b}, {.dims = std::move(perm)}, n.loc);
+    const int32_t moved = to_axis(batched_[static_cast<size_t>(c)], static_cast<size_t>(n.attrs.axis), n.loc);
     r_.map_results(n, r_.add(Op::Reshape, {moved}, {}, {g_.type(n.out)}, n.loc));
     return true;
   }
@@ -473,7 +536,7 @@ ir::Graph merge_heads(const ir::Graph& g) {
       for (int32_t i : nodes) class_of[static_cast<size_t>(i)] = c;
       ++c;
     }
-  Emitter e(g, rd, regions, class_of);
+  HeadsEmitter e(g, rd, regions, class_of);
   for (int32_t u : *order) {
     if (u < 0) e.cls(static_cast<size_t>(-1 - u));
     else e.node(g.nodes[static_cast<size_t>(u)]);

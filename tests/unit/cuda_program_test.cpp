@@ -270,10 +270,10 @@ TEST_P(CudaExamples, MlpLossAndAccuracyMatchCpu) {
 
 // The tiny GPT-2 of CudaGpt: 4 steps, each loss printed; `per_head`: one layer, written with a
 // module per head.
-std::string gpt_program(bool per_head = false) {
+std::string gpt_program(bool per_head = false, const std::string& shape = "") {
   std::string program = edited(testing_support::unit_dir() / "../../bench/gpt2_gpu.shf",
                                {{":vocab 50304 :d 768 :layers 12 :heads 12 :T 1024 :B 8",
-                                 fmt::format(":vocab 512 :d 64 :layers {} :heads 2 :T 64 :B 2", per_head ? 1 : 2)},
+                                 shape.empty() ? fmt::format(":vocab 512 :d 64 :layers {} :heads 2 :T 64 :B 2", per_head ? 1 : 2) : shape},
                                 {":lr 0.0003", ":lr 0.001"},
                                 {":per-head 0", per_head ? ":per-head 1" : ":per-head 0"}});
   return program.substr(0, program.find(";; ---- measurement ----")) +
@@ -372,6 +372,27 @@ TEST_P(CudaGptPerHead, LossesMatchCpu) {
     EXPECT_TRUE(problems[0].grad && problems[0].causal && problems[0].h == 2 && problems[0].b == 2 && problems[0].d == 32)
         << cuda::sdpa_key(problems[0]);
   }
+}
+
+// Wider heads (d 384, 6 heads of 64, 384 tokens): merge_dots merges the input gradients of the
+// per-head projections in runs of two heads, over d(q k v) of those heads joined head by head;
+// merge_heads makes each run's operand columns of one d(qkv), which the library's backward call
+// writes in place (rows 6 heads · 3 · 64 apart, not 64). The first three losses are the CPU's
+// (the fourth parts by ~1e-2: Adam turns the library's f32 scores, where the graph rounds them to
+// bf16, into steps of another sign for weights whose gradients are near 0, as in CudaGpt).
+TEST(CudaGptPerHeadWide, GradientsOfRunsOfHeadsAreWrittenInPlace) {
+  std::string why;
+  std::shared_ptr<cuda::Device> device = device_named("emulated_sdpa", why);
+  if (!device) GTEST_SKIP() << why;
+  const std::string program = gpt_program(true, ":vocab 512 :d 384 :layers 1 :heads 6 :T 64 :B 6");
+  auto first_three = [](const std::string& out) { return out.substr(0, out.find("step 3 loss")); };
+  std::string want = output_of(program, "gpt2_gpu.shf", nullptr), got = output_of(program, "gpt2_gpu.shf", device);
+  EXPECT_NE(want.find("step 2 loss"), std::string::npos) << want;
+  EXPECT_EQ(compare_numbers(first_three(got), first_three(want), 1e-3), "");
+  const auto& problems = dynamic_cast<const testing_support::EmulatedDevice&>(*device).sdpa_problems;
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].b * problems[0].h, 6 * 6) << cuda::sdpa_key(problems[0]);
+  for (const cuda::SdpaTensor* g : {&problems[0].dq, &problems[0].dk, &problems[0].dv_}) EXPECT_EQ(g->strides[2], 6 * 3 * 64) << cuda::sdpa_key(problems[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, CudaGptPerHead, ::testing::Values("emulated", "emulated_sdpa"),

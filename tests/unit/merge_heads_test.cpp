@@ -35,6 +35,17 @@ constexpr const char* kProgram = R"(
 (defn modules [ws x]
   (concat (map (fn [w] (attend (@ x (get w :q)) (@ x (get w :k)) (@ x (get w :v)))) ws) :axis -1))
 (defn modules-vg [ws x w] ((value-and-grad (fn [ws] (sum (* (cast (modules ws x) :f32) w)))) ws))
+;; each head's own q, k and v; their gradients joined head by head (dq0 dk0 dv0 dq1 ..), as
+;; merge_dots joins them for the input gradient of per-head projections — all heads, and heads 1, 2
+(defn own-heads [p]
+  (concat (map (fn [h] (attend (nth (get p :q) h) (nth (get p :k) h) (nth (get p :v) h))) (range 3)) :axis -1))
+(defn joined-grads [p w]
+  (let [g ((grad (fn [p] (sum (* (cast (own-heads p) :f32) w)))) p)
+        at (fn [role h] (nth (get g role) h))]
+    [(concat (at :q 0) (at :k 0) (at :v 0) (at :q 1) (at :k 1) (at :v 1) (at :q 2) (at :k 2) (at :v 2) :axis -1)
+     (concat (at :q 1) (at :k 1) (at :v 1) (at :q 2) (at :k 2) (at :v 2) :axis -1)]))
+(def per-head (let [one (fn [k] (cast (random-normal k [2 16 8]) :bf16))]
+                {:q (map one (list 11 12 13)) :k (map one (list 14 15 16)) :v (map one (list 17 18 19))}))
 ;; two attentions, the second reading the first's output: not siblings
 (defn chained [qkv]
   (let [q (slice qkv 0 8 :axis 2) k (slice qkv 8 16 :axis 2) v (slice qkv 16 24 :axis 2)]
@@ -94,6 +105,20 @@ TEST_F(MergeHeads, ModuleHeadsAreStackedAndRunAsOne) {
   testing_support::expect_close_results(g, merged, 0.0);  // the same values
   EXPECT_EQ(count(merged, ir::Op::Softmax), 1u) << ir::print(merged);
   EXPECT_EQ(count(merged, ir::Op::SoftmaxGrad), 1u) << ir::print(merged);
+}
+
+// The heads' gradients joined head by head are one tensor [2, 16, 3 heads, 3, 8] (the three
+// gradients padded to their place and summed: the form an AttentionGrad step writes in place), and
+// the join of heads 1 and 2 its slice: neither is a concatenation any more.
+TEST_F(MergeHeads, GradientsJoinedHeadByHeadAreOneTensor) {
+  const ir::Graph g = traced("joined-grads", {"per-head", "weights"});
+  ASSERT_EQ(count(g, ir::Op::Concatenate), 2u);  // the two joins (the heads' output is not used)
+  const ir::Graph merged = fusion::merge_heads(g);
+  testing_support::expect_close_results(g, merged, 0.0);  // the same values
+  EXPECT_EQ(count(merged, ir::Op::SoftmaxGrad), 1u) << ir::print(merged);
+  for (const ir::Node& n : merged.nodes)  // (the heads' own q, k and v are stacked along a new first axis)
+    if (n.op == ir::Op::Concatenate) { EXPECT_EQ(n.attrs.axis, 0) << ir::print(merged); }
+  EXPECT_EQ(count(merged, ir::Op::Pad), 3u) << ir::print(merged);
 }
 
 // A chain that reads another's output is not its sibling: both stay.
