@@ -19,7 +19,10 @@
 //     stride along one axis (q, k and v of every head in the projection's columns, the output's
 //     gradient in d(concat)), else by a concatenation. A head's result read outside the region is
 //     its slice of the class's node; a concatenation of every head's output along one axis, in
-//     head order, is a transpose and a reshape of it instead (the step writes that layout).
+//     head order, is a transpose and a reshape of it instead (the step writes that layout), and a
+//     concatenation of several classes' results head by head (merge_dots' join of the heads'
+//     gradients dq0 dk0 dv0 dq1 ..) is columns of one join of those classes, padded and summed
+//     (the gradient's form in a batch-written model, which the AttentionGrad step writes in place).
 // Classes are ordered with the nodes around them (unit_order); heads whose classes would read
 // each other through the rest of the graph (a cycle) are left as they are. Top level only.
 #include "backend/merge_heads.hpp"
