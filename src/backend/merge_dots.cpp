@@ -210,7 +210,8 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       }
       leaves.push_back(value);
     }
-    for (auto& [key, dots] : by_key) {
+    for (auto& keyed : by_key) {
+      std::vector<int32_t>& dots = keyed.second;
       // In the order of the operands on the side defined first (the weights of an input gradient):
       // the order a shared-operand group over them concatenates them in.
       auto first_defined = [&](int side) {
