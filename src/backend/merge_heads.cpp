@@ -278,7 +278,7 @@ class HeadsEmitter {
   }
 
   void node(const Node& n) {
-    if (n.op == Op::Concatenate && (joined(n) || interleaved(n))) return;
+    if (n.op == Op::Concatenate && joined(n)) return;
     r_.copy(n);
   }
 
@@ -322,7 +322,7 @@ class HeadsEmitter {
   std::vector<const std::vector<int32_t>*> classes_;
   std::vector<int32_t> batched_;                       // class → its node's value in the new graph
   std::map<std::vector<int32_t>, int32_t> stacks_;     // per-head values → their stack
-  std::map<std::pair<std::vector<int32_t>, int64_t>, int32_t> joins_;  // (classes, axis) → interleaved(): their join
+  std::map<std::pair<std::vector<int32_t>, int64_t>, int32_t> joins_;  // (classes, axis) → their join (joined())
 
   int32_t class_of_value(int32_t v) const { return class_of_[static_cast<size_t>(g_.def[static_cast<size_t>(v)])]; }
 
@@ -333,8 +333,10 @@ class HeadsEmitter {
     return a && b && a->dtype() == b->dtype() && a->shape() == b->shape() && std::equal(a->bytes(), a->bytes() + a->nbytes(), b->bytes());
   }
 
+  // Whether v is a result (its uses count its places among the results too) or a node outside the
+  // classes reads it.
   bool read_outside(int32_t v) const {
-    if (std::find(g_.results.begin(), g_.results.end(), v) != g_.results.end()) return true;
+    if (rd_.uses[static_cast<size_t>(v)] > static_cast<int32_t>(rd_.nodes[static_cast<size_t>(v)].size())) return true;
     return std::any_of(rd_.nodes[static_cast<size_t>(v)].begin(), rd_.nodes[static_cast<size_t>(v)].end(),
                        [&](int32_t r) { return class_of_[static_cast<size_t>(r)] < 0; });
   }
@@ -422,13 +424,15 @@ class HeadsEmitter {
   }
 
   // A concatenation along axis a of the results of R classes of one region (each [.., w, ..] at a),
-  // head by head and class by class within a head, for heads h0 .. h0 + m − 1 (merge_dots' operand
-  // of an input gradient over per-head q, k and v: d(qkv) of some heads): columns
-  // [h0·R·w, (h0 + m)·R·w) of their join J [.., H·R·w, ..] — each class's node with its head axis
-  // moved before a, padded with zeros to [.., H, R, w, ..] at its place among the R, the pads summed
-  // (the form a batch-written model's gradient of slicing q, k and v from one tensor has, which an
-  // AttentionGrad step writes in place) and reshaped. One J serves every such concatenation.
-  bool interleaved(const Node& n) {
+  // head by head and class by class within a head, for heads h0 .. h0 + m − 1: columns
+  // [h0·R·w, (h0 + m)·R·w) of their join J [.., H·R·w, ..]. One class (R = 1: the heads' outputs
+  // joined for the output projection): its node with the head axis moved before a and merged into
+  // it (the step writes that layout). Several (merge_dots' operand of an input gradient over
+  // per-head q, k and v: d(qkv) of some heads): each class's node so moved, padded with zeros to
+  // [.., H, R, w, ..] at its place among the R, the pads summed (the form a batch-written model's
+  // gradient of slicing q, k and v from one tensor has, which an AttentionGrad step writes in
+  // place) and reshaped. One J serves every such concatenation.
+  bool joined(const Node& n) {
     std::vector<int32_t> cls, head;  // per operand
     for (int32_t u : n.in) {
       const int32_t c = class_of_value(u);
@@ -442,7 +446,7 @@ class HeadsEmitter {
     const ir::Type& t = g_.type(n.in[0]);
     const auto heads = static_cast<int64_t>(classes_[static_cast<size_t>(cls[0])]->size());
     const int64_t m = static_cast<int64_t>(n.in.size() / roles), h0 = head[0];
-    if (roles < 2 || n.in.size() % roles != 0 || h0 + m > heads) return false;
+    if (n.in.size() % roles != 0 || h0 + m > heads) return false;
     std::vector<int32_t> role(cls.begin(), cls.begin() + static_cast<std::ptrdiff_t>(roles));
     for (size_t j = 0; j < n.in.size(); ++j)
       if (cls[j] != role[j % roles] || head[j] != h0 + static_cast<int32_t>(j / roles) || g_.type(n.in[j]) != t ||
@@ -453,7 +457,8 @@ class HeadsEmitter {
     const auto a = static_cast<size_t>(n.attrs.axis);
     const int64_t w = t.shape[a], rs = static_cast<int64_t>(roles);
     auto [it, fresh] = joins_.try_emplace(std::pair(role, n.attrs.axis), -1);
-    if (fresh) {
+    if (fresh && roles == 1) it->second = to_axis(batched_[static_cast<size_t>(role[0])], a, n.loc);
+    if (fresh && roles > 1) {
       Shape one = t.shape;  // [.., H, 1, w, ..]
       one.insert(one.begin() + static_cast<std::ptrdiff_t>(a), {heads, 1});
       for (size_t r = 0; r < roles; ++r) {
@@ -464,9 +469,11 @@ class HeadsEmitter {
         const int32_t placed = r_.emit(Op::Pad, {row}, std::move(pad), n.loc);
         it->second = r == 0 ? placed : r_.emit(Op::Binary, {it->second, placed}, {.binary = Binary::Add}, n.loc);
       }
-      Shape joined = t.shape;
-      joined[a] = heads * rs * w;
-      it->second = r_.add(Op::Reshape, {it->second}, {}, {{t.dtype, joined}}, n.loc);
+    }
+    if (fresh) {
+      Shape whole = t.shape;
+      whole[a] = heads * rs * w;
+      it->second = r_.add(Op::Reshape, {it->second}, {}, {{t.dtype, whole}}, n.loc);
     }
     int32_t v = it->second;
     if (m != heads) {
@@ -488,23 +495,11 @@ class HeadsEmitter {
     for (int64_t d = static_cast<int64_t>(a) + 1; d <= rank; ++d) perm.push_back(d);
     return r_.emit(Op::Transpose, {b}, {.dims = std::move(perm)}, loc);
   }
-
-  // A concatenation of every head's result of one class, in head order, along axis a: the class's
-  // node [H, d..] with its head axis moved before a and merged into it.
-  bool joined(const Node& n) {
-    const int32_t c = class_of_value(n.in[0]);
-    if (c < 0 || n.in.size() != classes_[static_cast<size_t>(c)]->size()) return false;
-    for (size_t h = 0; h < n.in.size(); ++h)
-      if (g_.def[static_cast<size_t>(n.in[h])] != (*classes_[static_cast<size_t>(c)])[h]) return false;
-    const int32_t moved = to_axis(batched_[static_cast<size_t>(c)], static_cast<size_t>(n.attrs.axis), n.loc);
-    r_.map_results(n, r_.add(Op::Reshape, {moved}, {}, {g_.type(n.out)}, n.loc));
-    return true;
-  }
 };
 
 }  // namespace
 
-ir::Graph merge_heads(const ir::Graph& g) {
+ir::Graph merge_heads(ir::Graph g) {
   const std::vector<std::vector<int32_t>> groups = sibling_heads(g);
   if (groups.empty()) return g;
   const Readers rd(g);

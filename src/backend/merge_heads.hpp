@@ -10,6 +10,7 @@
 
 namespace sheaf::fusion {
 
-ir::Graph merge_heads(const ir::Graph& g);
+// g itself when no heads merge (taken by value: the caller's temporary is moved, not copied).
+ir::Graph merge_heads(ir::Graph g);
 
 }  // namespace sheaf::fusion

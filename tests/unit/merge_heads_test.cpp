@@ -105,6 +105,10 @@ TEST_F(MergeHeads, ModuleHeadsAreStackedAndRunAsOne) {
   testing_support::expect_close_results(g, merged, 0.0);  // the same values
   EXPECT_EQ(count(merged, ir::Op::Softmax), 1u) << ir::print(merged);
   EXPECT_EQ(count(merged, ir::Op::SoftmaxGrad), 1u) << ir::print(merged);
+  const bool stacked = std::any_of(merged.nodes.begin(), merged.nodes.end(), [&](const ir::Node& n) {
+    return n.op == ir::Op::Concatenate && n.attrs.axis == 0 && merged.type(n.out).shape.front() == 3;
+  });
+  EXPECT_TRUE(stacked) << ir::print(merged);
 }
 
 // The heads' gradients joined head by head are one tensor [2, 16, 3 heads, 3, 8] (the three
