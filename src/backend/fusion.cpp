@@ -539,8 +539,8 @@ class Fuser {
 
   // The products that sum an operand's rows as they contract them (Epilogues::row_sums,
   // DotLayout::row_sum): reduce_sum of y over every dim but its last, where y is in memory
-  // whatever runs (a parameter, a product's result, an attention step's gradient: no loop
-  // computes y, which could sum it as it goes), and a product without batch dims and without a
+  // whatever runs (a parameter, a product's result, an attention step's gradient, or a reshape of
+  // one: no loop computes y, which could sum it as it goes), and a product without batch dims and without a
   // bias epilogue, of y's type, contracting exactly those dims of y. The pair is placed at the
   // earlier of its two nodes, where the later one's operands must be defined already.
   void find_row_sums() {
@@ -550,9 +550,11 @@ class Fuser {
       const int32_t y = r.in[0];
       const auto rank = static_cast<int64_t>(shape(y).size());
       const std::vector<int64_t> rows = leading_axes(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)));
-      const ir::Node& from = g_.producer(y);
-      const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral || in_chain(static_cast<size_t>(g_.def[y])) ||
-                             gelu_grad_result(y);
+      int32_t x = y;  // y's memory: a reshape of a value in memory is a view of it (merged heads' d(qkv))
+      while (g_.producer(x).op == Op::Reshape) x = g_.producer(x).in[0];
+      const ir::Node& from = g_.producer(x);
+      const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral || in_chain(static_cast<size_t>(g_.def[x])) ||
+                             gelu_grad_result(x);
       if (rank < 2 || r.attrs.dims != rows || !in_memory) continue;
       for (int32_t pi : readers_.nodes[static_cast<size_t>(y)]) {
         const ir::Node& p = g_.nodes[static_cast<size_t>(pi)];

@@ -19,11 +19,13 @@
 //     sums are slices of one sum of the concatenation (exact: each column adds the same values in
 //     the same order).
 //   Concatenations of casts from one dtype (bf16 casts of f32 weights) are casts of one
-//     concatenation, so no cast is made per operand (exact).
-// A group's operands are concatenated in the order of their value ids (a sum's: of its operands on
-// the side defined first), so that two groups over the same values share one concatenation (dX's
-// and dW's dY1 .. dYk; dX's and the projection's W1 .. Wk, whose order dY1 .. dYk then follow). A group of k products is
-// merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
+//     concatenation, so no cast is made per operand (exact); a concatenation's operand that is a
+//     concatenation along the same axis is read as its operands, and adjacent slices of one value
+//     are that value or one slice of it (no copy: merge_heads' re-merge of runs over one join).
+// A group's operands are concatenated in the order of their value ids, slices of one value in the
+// order they lie in it (a sum's: of its operands on the side defined first), so that two groups
+// over the same values share one concatenation (dX's and dW's dY1 .. dYk; dX's and the
+// projection's W1 .. Wk, whose order dY1 .. dYk then follow). A group of k products is merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
 // into a concatenation, so that the copies cost far less than the products they widen (the
 // threshold holds even for a concatenation that reads all k operands at each element; fusion
 // copies each operand into its region once, so it is conservative) — and, for
@@ -176,6 +178,14 @@ std::vector<int64_t> merge_key(const Graph& g, const Node& n, int kind, const in
   return k;
 }
 
+// Where operand v is in the order of a merged group's concatenation: its value id, or for a slice,
+// its source's id and its starts — slices of one value in the order they lie in it, so that their
+// concatenation is a slice of it (merge_heads' re-merge of runs over one join).
+std::pair<int32_t, std::vector<int64_t>> operand_place(const Graph& g, int32_t v) {
+  const Node& p = g.producer(v);
+  return p.op == Op::Slice ? std::pair(p.in[0], p.attrs.starts) : std::pair(v, std::vector<int64_t>{});
+}
+
 // Sums of products: every tree of float additions whose inner additions are read only by the
 // tree, its products (read only by the tree) grouped by merge_key along the last contracting dims.
 void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, std::vector<Group>& out) {
@@ -213,16 +223,18 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
     for (auto& keyed : by_key) {
       std::vector<int32_t>& dots = keyed.second;
       // In the order of the operands on the side defined first (the weights of an input gradient):
-      // the order a shared-operand group over them concatenates them in.
+      // the order a shared-operand group over them concatenates them in. Slices of one value
+      // come in the order they lie in it (place).
+      auto place = [&](int32_t v) { return operand_place(g, v); };
       auto first_defined = [&](int side) {
-        int32_t m = std::numeric_limits<int32_t>::max();
-        for (int32_t d : dots) m = std::min(m, g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(side)]);
+        auto m = place(g.nodes[static_cast<size_t>(dots[0])].in[static_cast<size_t>(side)]);
+        for (int32_t d : dots) m = std::min(m, place(g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(side)]));
         return m;
       };
       const size_t by = first_defined(1) < first_defined(0) ? 1 : 0;
       std::sort(dots.begin(), dots.end(), [&](int32_t a, int32_t b) {
         const std::vector<int32_t> &x = g.nodes[static_cast<size_t>(a)].in, &y = g.nodes[static_cast<size_t>(b)].in;
-        return std::pair(x[by], x[1 - by]) < std::pair(y[by], y[1 - by]);
+        return std::pair(place(x[by]), place(x[1 - by])) < std::pair(place(y[by]), place(y[1 - by]));
       });
       for (std::vector<int32_t>& part : paying_runs(g, dots)) grp.parts.push_back(std::move(part));
     }
@@ -355,7 +367,8 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
       if (!pays(g, keep, vary)) split_shared_by_sums(g, sums, side, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).back(), keep, out);
       if (keep.size() >= 2 && pays(g, keep, vary)) {
         std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
-          return g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)] < g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)];
+          return operand_place(g, g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)]) <
+                 operand_place(g, g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)]);
         });
         out.push_back(Group{.sum = false, .side = side, .parts = {keep}, .adds = bias_adds(g, rd, sums, keep, vary)});
       }
@@ -451,11 +464,20 @@ class Emitter {
     return it->second;
   }
 
-  // Values of the new graph concatenated along `axis`. Values that are all conversions from one
-  // dtype (a mixed-precision model's bf16 casts of its f32 weights and biases) are concatenated
-  // before one conversion: the per-value casts, which each concatenation of them would read from
-  // memory, are not made.
-  int32_t concat_values(const std::vector<int32_t>& in, int64_t axis, SrcLoc loc) {
+  // Values of the new graph concatenated along `axis`. A value that is itself a concatenation
+  // along `axis` is read as its operands (merge_heads' re-merge of products merged in runs joins
+  // the runs' concatenations). Values that are all conversions from one dtype (a mixed-precision
+  // model's bf16 casts of its f32 weights and biases) are concatenated before one conversion: the
+  // per-value casts, which each concatenation of them would read from memory, are not made. Values
+  // that are adjacent slices of one value along `axis` are one slice of it, or that value (no copy).
+  int32_t concat_values(const std::vector<int32_t>& values, int64_t axis, SrcLoc loc) {
+    std::vector<int32_t> in;
+    for (int32_t v : values) {
+      const Node& c = r_.out().producer(v);
+      if (c.op == Op::Concatenate && c.attrs.axis == axis) in.insert(in.end(), c.in.begin(), c.in.end());
+      else in.push_back(v);
+    }
+    if (const std::optional<int32_t> whole = adjacent_slices(in, axis, loc)) return *whole;
     std::vector<int32_t> from;
     for (int32_t v : in) {
       const Node& c = r_.out().producer(v);
@@ -464,8 +486,29 @@ class Emitter {
     }
     if (from.size() != in.size()) return r_.emit(Op::Concatenate, in, {.axis = axis}, loc);
     const DType to = r_.out().type(in[0]).dtype;
-    const int32_t cat = r_.emit(Op::Concatenate, from, {.axis = axis}, loc);
-    return r_.emit(Op::Convert, {cat}, {.dtype = to}, loc);
+    return r_.emit(Op::Convert, {concat_values(from, axis, loc)}, {.dtype = to}, loc);
+  }
+
+  // Values that are unit-stride slices of one value X, equal but along `axis`, where each starts
+  // where the one before ends: X, or its slice over their span.
+  std::optional<int32_t> adjacent_slices(const std::vector<int32_t>& in, int64_t axis, SrcLoc loc) {
+    const auto a = static_cast<size_t>(axis);
+    const Node& s0 = r_.out().producer(in[0]);
+    if (s0.op != Op::Slice) return std::nullopt;
+    int64_t end = s0.attrs.starts[a];
+    for (int32_t v : in) {
+      const Node& s = r_.out().producer(v);
+      if (s.op != Op::Slice || s.in[0] != s0.in[0] || s.attrs.starts[a] != end ||
+          std::any_of(s.attrs.strides.begin(), s.attrs.strides.end(), [](int64_t x) { return x != 1; }))
+        return std::nullopt;
+      for (size_t d = 0; d < s.attrs.starts.size(); ++d)
+        if (d != a && (s.attrs.starts[d] != s0.attrs.starts[d] || s.attrs.limits[d] != s0.attrs.limits[d])) return std::nullopt;
+      end = s.attrs.limits[a];
+    }
+    ir::Attrs span = s0.attrs;
+    span.limits[a] = end;
+    if (span.starts == std::vector<int64_t>(span.starts.size(), 0) && span.limits == r_.out().type(s0.in[0]).shape) return s0.in[0];
+    return r_.emit(Op::Slice, {s0.in[0]}, std::move(span), loc);
   }
 
   // One product over the shared operand and the others concatenated, plus the concatenated bias

@@ -22,7 +22,12 @@
 //     head order, is a transpose and a reshape of it instead (the step writes that layout), and a
 //     concatenation of several classes' results head by head (merge_dots' join of the heads'
 //     gradients dq0 dk0 dv0 dq1 ..) is columns of one join of those classes, padded and summed
-//     (the gradient's form in a batch-written model, which the AttentionGrad step writes in place).
+//     (the gradient's form in a batch-written model, which the AttentionGrad step writes in place);
+//     a run of that join may start and end inside a head (merge_dots cuts long joins by size).
+//   Re-merge: merge_dots runs again on the result, so that the products it had merged in runs over
+//     the heads' gradients (a run of 36 does not pay for concatenating them; now they are one join)
+//     become one each — the input and weight gradients of the projection, as in a batch-written
+//     model —, then common subexpressions are merged (the weights' concatenations of the runs).
 // Classes are ordered with the nodes around them (unit_order); heads whose classes would read
 // each other through the rest of the graph (a cycle) are left as they are. Top level only.
 #include "backend/merge_heads.hpp"
@@ -31,6 +36,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -424,14 +430,16 @@ class HeadsEmitter {
   }
 
   // A concatenation along axis a of the results of R classes of one region (each [.., w, ..] at a),
-  // head by head and class by class within a head, for heads h0 .. h0 + m − 1: columns
-  // [h0·R·w, (h0 + m)·R·w) of their join J [.., H·R·w, ..]. One class (R = 1: the heads' outputs
-  // joined for the output projection): its node with the head axis moved before a and merged into
-  // it (the step writes that layout). Several (merge_dots' operand of an input gradient over
-  // per-head q, k and v: d(qkv) of some heads): each class's node so moved, padded with zeros to
-  // [.., H, R, w, ..] at its place among the R, the pads summed (the form a batch-written model's
-  // gradient of slicing q, k and v from one tensor has, which an AttentionGrad step writes in
-  // place) and reshaped. One J serves every such concatenation.
+  // head by head and class by class within a head — flat place f = h·R + r for head h's result of
+  // the class of role r —, over a run of consecutive places f0 .. f0 + n − 1 in which every class
+  // appears (its start and end need not be a head's: merge_dots cuts a long join into runs by
+  // size): columns [f0·w, (f0 + n)·w) of their join J [.., H·R·w, ..]. One class (R = 1: the heads'
+  // outputs joined for the output projection): its node with the head axis moved before a and
+  // merged into it (the step writes that layout). Several (merge_dots' operand of an input gradient
+  // over per-head q, k and v: d(qkv) of some heads): each class's node so moved, padded with zeros
+  // to [.., H, R, w, ..] at its place among the R, the pads summed (the form a batch-written
+  // model's gradient of slicing q, k and v from one tensor has, which an AttentionGrad step writes
+  // in place) and reshaped. One J serves every such concatenation.
   bool joined(const Node& n) {
     std::vector<int32_t> cls, head;  // per operand
     for (int32_t u : n.in) {
@@ -441,27 +449,37 @@ class HeadsEmitter {
       cls.push_back(c);
       head.push_back(static_cast<int32_t>(std::find(nodes.begin(), nodes.end(), g_.def[static_cast<size_t>(u)]) - nodes.begin()));
     }
-    size_t roles = 1;
-    while (roles < n.in.size() && head[roles] == head[0]) ++roles;
     const ir::Type& t = g_.type(n.in[0]);
     const auto heads = static_cast<int64_t>(classes_[static_cast<size_t>(cls[0])]->size());
-    const int64_t m = static_cast<int64_t>(n.in.size() / roles), h0 = head[0];
-    if (n.in.size() % roles != 0 || h0 + m > heads) return false;
-    std::vector<int32_t> role(cls.begin(), cls.begin() + static_cast<std::ptrdiff_t>(roles));
-    for (size_t j = 0; j < n.in.size(); ++j)
-      if (cls[j] != role[j % roles] || head[j] != h0 + static_cast<int32_t>(j / roles) || g_.type(n.in[j]) != t ||
+    // Operand j at place f0 + j: role(c_j) − role(c_0) = j − (h_j − h_0)·R, one offset per class.
+    // R is the number of classes the run reads: right when one of them appears twice (were R
+    // larger, its two places would be R apart, not the R' found) or the run is one head's.
+    const auto rs = static_cast<int64_t>(std::set<int32_t>(cls.begin(), cls.end()).size());
+    const auto places = static_cast<int64_t>(n.in.size());
+    if (places == rs && head.front() != head.back()) return false;
+    std::map<int32_t, int64_t> offset;
+    for (size_t j = 0; j < n.in.size(); ++j) {
+      const int64_t d = static_cast<int64_t>(j) - (head[j] - head[0]) * rs;
+      if (offset.try_emplace(cls[j], d).first->second != d || g_.type(n.in[j]) != t ||
           static_cast<int64_t>(classes_[static_cast<size_t>(cls[j])]->size()) != heads)
         return false;
-    for (size_t r = 0; r < roles; ++r)
-      if (std::count(role.begin(), role.end(), role[r]) != 1) return false;
+    }
+    const int64_t low = std::min_element(offset.begin(), offset.end(), [](auto& x, auto& y) { return x.second < y.second; })->second;
+    std::vector<int32_t> role(offset.size(), -1);  // the classes by their role r
+    for (const auto& [c, d] : offset) {
+      if (d - low >= rs || role[static_cast<size_t>(d - low)] >= 0) return false;
+      role[static_cast<size_t>(d - low)] = c;
+    }
+    const int64_t f0 = head[0] * rs - low;
+    if (f0 < 0 || f0 + places > heads * rs) return false;
     const auto a = static_cast<size_t>(n.attrs.axis);
-    const int64_t w = t.shape[a], rs = static_cast<int64_t>(roles);
+    const int64_t w = t.shape[a];
     auto [it, fresh] = joins_.try_emplace(std::pair(role, n.attrs.axis), -1);
-    if (fresh && roles == 1) it->second = to_axis(batched_[static_cast<size_t>(role[0])], a, n.loc);
-    if (fresh && roles > 1) {
+    if (fresh && rs == 1) it->second = to_axis(batched_[static_cast<size_t>(role[0])], a, n.loc);
+    if (fresh && rs > 1) {
       Shape one = t.shape;  // [.., H, 1, w, ..]
       one.insert(one.begin() + static_cast<std::ptrdiff_t>(a), {heads, 1});
-      for (size_t r = 0; r < roles; ++r) {
+      for (size_t r = 0; r < role.size(); ++r) {
         const int32_t moved = to_axis(batched_[static_cast<size_t>(role[r])], a, n.loc);
         const int32_t row = r_.add(Op::Reshape, {moved}, {}, {{t.dtype, one}}, n.loc);
         ir::Attrs pad{.lo = std::vector<int64_t>(one.size(), 0), .hi = std::vector<int64_t>(one.size(), 0), .scalar = 0.0};
@@ -476,10 +494,10 @@ class HeadsEmitter {
       it->second = r_.add(Op::Reshape, {it->second}, {}, {{t.dtype, whole}}, n.loc);
     }
     int32_t v = it->second;
-    if (m != heads) {
+    if (places != heads * rs) {
       const Shape whole = r_.out().type(v).shape;
       ir::Attrs cut{.starts = std::vector<int64_t>(whole.size(), 0), .limits = whole, .strides = std::vector<int64_t>(whole.size(), 1)};
-      cut.starts[a] = h0 * rs * w, cut.limits[a] = (h0 + m) * rs * w;
+      cut.starts[a] = f0 * w, cut.limits[a] = (f0 + places) * w;
       v = r_.emit(Op::Slice, {v}, std::move(cut), n.loc);
     }
     r_.map_results(n, v);
@@ -539,7 +557,11 @@ ir::Graph merge_heads(ir::Graph g) {
     if (u < 0) e.cls(static_cast<size_t>(-1 - u));
     else e.node(g.nodes[static_cast<size_t>(u)]);
   }
-  return passes::eliminate_dead_code(e.finish());
+  // The heads' joins are now slices of one value: products that merge_dots merged in runs over
+  // them (the input and weight gradients of per-head projections) merge again, whole.
+  Graph merged = merge_dots(e.finish());
+  if (std::optional<Graph> shared = passes::common_subexpressions_merged(merged)) return std::move(*shared);
+  return merged;
 }
 
 }  // namespace sheaf::fusion

@@ -67,6 +67,10 @@ constexpr const char* kProgram = R"(
 (def lp {:w1 w1 :b1 b1 :w2 w2})
 (defn linear2-grad [x p]
   ((grad (fn [p] (let [y (linear2 x (get p :w1) (get p :b1) (get p :w2))] (sum (* y y))))) p))
+;; a product's result seen through a reshape, whose rows a product contracts and a sum sums
+(def z (random-normal 15 [2 32 16]))
+(defn reshaped-rows [x w1 z]
+  (let [h (reshape (@ x w1) 2 32 32)] [(sum h :axis [0 1]) (einsum "btf,btg->fg" h z)]))
 (defn linear-tanh [x w1 b1] (tanh (+ (@ x w1) b1)))
 (defn linear2-bf16 [x w1 b1 w2] (linear2 (cast x :bf16) (cast w1 :bf16) (cast b1 :bf16) (cast w2 :bf16)))
 (defn linear-gelu [x w1 b1] (gelu (+ (@ x w1) b1)))
@@ -411,6 +415,11 @@ TEST_P(Recompute, ProductsSumTheRowsTheyContract) {
   }
   // b1's gradient sums dh = dy·w2ᵀ (a product); b2 has none; dy = 2y is a loop's, which sums it
   EXPECT_EQ(sums, GetParam() ? std::vector<std::string>{"f32[32]"} : std::vector<std::string>{});
+  // a reshape of a product's result is that result's memory (merged heads' d(qkv) is one)
+  const Fused r = fuse(in, "reshaped-rows", {"x", "w1", "z"}, GetParam(), o);
+  size_t reshaped = 0;
+  for (const fusion::Step* st : steps_of(r, fusion::StepKind::Dot)) reshaped += st->dot.row_sum >= 0;
+  EXPECT_EQ(reshaped, GetParam() ? 1u : 0u) << ir::print(r.graph);
 }
 
 // GELU after a product (and its bias) and GELU's gradient before one are the products' GELU
