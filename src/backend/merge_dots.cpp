@@ -25,7 +25,8 @@
 // A group's operands are concatenated in the order of their value ids, slices of one value in the
 // order they lie in it (a sum's: of its operands on the side defined first), so that two groups
 // over the same values share one concatenation (dX's and dW's dY1 .. dYk; dX's and the
-// projection's W1 .. Wk, whose order dY1 .. dYk then follow). A group of k products is merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
+// projection's W1 .. Wk, whose order dY1 .. dYk then follow; a shared-operand group over exactly
+// the operands of a sum's part takes that part's order). A group of k products is merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
 // into a concatenation, so that the copies cost far less than the products they widen (the
 // threshold holds even for a concatenation that reads all k operands at each element; fusion
 // copies each operand into its region once, so it is conservative) — and, for
@@ -44,6 +45,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <set>
 #include <utility>
 
 #include "backend/merge_dots.hpp"
@@ -311,6 +313,30 @@ void split_shared_by_sums(const Graph& g, const std::vector<Group>& sums, int si
   }
 }
 
+// `dots` (products whose operands `vary` are concatenated along `axis`) in the order of a sum part
+// that concatenates exactly those operands along that axis, if one does: both then read one
+// concatenation (dX's and dW's of projections whose weights order the sum: q, k, v by their
+// einsum weights' ids, v first, while the gradients dq, dk, dv come in the other order).
+void in_sum_order(const Graph& g, const std::vector<Group>& sums, int vary, int64_t axis, std::vector<int32_t>& dots) {
+  for (const Group& s : sums)
+    for (const auto& part : s.parts)
+      for (int sum_side = 0; s.sum && sum_side < 2; ++sum_side) {
+        int64_t sum_axis = 0;
+        const std::vector<int32_t> operands = sum_operands(g, part, sum_side, sum_axis);
+        if (sum_axis != axis || operands.size() != dots.size()) continue;
+        std::vector<int32_t> ordered;
+        for (int32_t v : operands)
+          for (int32_t d : dots)
+            if (g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(vary)] == v) {
+              ordered.push_back(d);
+              break;
+            }
+        if (ordered.size() != dots.size() || std::set<int32_t>(ordered.begin(), ordered.end()).size() != dots.size()) continue;
+        dots = std::move(ordered);
+        return;
+      }
+}
+
 // The dim of dot n's result along which its operand `vary` runs (its last free dim).
 size_t varying_dim(const Graph& g, const Node& n, int vary) {
   return vary == 1 ? g.type(n.out).shape.size() - 1 : n.attrs.dot.lhs_batch.size() + free_of(g, n, vary).size() - 1;
@@ -370,6 +396,7 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
           return operand_place(g, g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)]) <
                  operand_place(g, g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)]);
         });
+        in_sum_order(g, sums, vary, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).back(), keep);
         out.push_back(Group{.sum = false, .side = side, .parts = {keep}, .adds = bias_adds(g, rd, sums, keep, vary)});
       }
       for (size_t k = first; k < out.size(); ++k)

@@ -778,6 +778,30 @@ TEST(MergeDots, SharedOperandProductsMergeOverTheConcatenationsOfSums) {
   }
 }
 
+TEST(MergeDots, SharedOperandProductsTakeTheOrderOfASumOverTheSameOperands) {
+  // dX = Σ_j dot(dy_j, w_j) orders its products by the weights (defined first: w1 w2 w3), while the
+  // gradients come in the other order (dy3 dy2 dy1, as einsum projections' are); the weight
+  // gradients dot(x, dy_j), which pay as a group of their own, take the sum's order, so that both
+  // products read one concatenation of the dy_j.
+  Graph g;
+  const DotDims input{.lhs_contract = {2}, .rhs_contract = {1}}, weight{.lhs_contract = {0, 1}, .rhs_contract = {0, 1}};
+  int32_t x = param(g, {DType::F32, {2, 128, 256}});
+  std::vector<int32_t> w, dy(3);
+  for (int j = 0; j < 3; ++j) w.push_back(param(g, {DType::F32, {256, 4}}));
+  for (int j = 2; j >= 0; --j) dy[static_cast<size_t>(j)] = param(g, {DType::F32, {2, 128, 4}});
+  int32_t sum = -1;
+  for (size_t j = 0; j < 3; ++j) {
+    int32_t term = g.emit(Op::DotGeneral, {dy[j], w[j]}, {.dot = input});
+    sum = sum < 0 ? term : bin(g, Binary::Add, sum, term);
+    g.results.push_back(g.emit(Op::DotGeneral, {x, dy[j]}, {.dot = weight}));
+  }
+  g.results.push_back(sum);
+  Graph out = fusion::merge_dots(g);
+  expect_close_results(g, out);
+  EXPECT_EQ(count(out, Op::DotGeneral), 2u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 2u) << ir::print(out);  // the dy_j once, the w_j once
+}
+
 // ---- common subexpressions ----
 
 TEST(Cse, MergesEqualNodesAndConstants) {
