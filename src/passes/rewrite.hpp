@@ -83,7 +83,7 @@ ir::Graph rewrite(const ir::Graph& g, const Visit& visit);
 std::optional<ir::Graph> rewrite_if_changed(const ir::Graph& g, const Visit& visit);
 // rewrite(), also inside the regions of while/case nodes, recursively (a region shared by several
 // nodes stays shared; a node whose regions it rebuilt keeps its op, operands and types). For the
-// lowerings a backend applies to a whole program (backend/cpu/lowering.hpp: widen_halves, canonical_dots).
+// lowerings a backend applies to a whole program (backend/cpu/lowering.hpp: widen_halves; backend/canonical_dots.hpp).
 ir::Graph rewrite_with_regions(const ir::Graph& g, const Visit& visit);
 
 // The value of a constant node, or nullptr.

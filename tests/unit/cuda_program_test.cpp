@@ -604,6 +604,23 @@ TEST(CudaResidency, LanguageModelStepHasNoHostStep) {
   EXPECT_EQ(r.got, r.want);
 }
 
+// An attention output projection written as an einsum on weights reshaped to [H Hd D]
+// ("bhtk,hkd->btd") contracts h and k, which are not adjacent in its [b h t k] operand; it and its
+// weight gradient ("bhtk,btd->hkd") run as cuBLASLt products over one transpose of that operand
+// (canonical_dots), not on the host. The gradients match the reference executor's.
+TEST(CudaResidency, EinsumOutputProjectionsRunOnTheDevice) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  EmulatedAndReference r(R"(
+(def p {:ctx (cast (random-normal 1 [2 3 16 8]) :bf16) :wo (cast (random-normal 2 [3 8 24]) :bf16)})
+(def dy (random-normal 3 [2 16 24]))
+(defn loss [p] (sum (* (cast (einsum "bhtk,hkd->btd" (get p :ctx) (get p :wo)) :f32) dy)))
+(defn grads [p] ((grad loss) p))
+(print "{}" (repeat [i 3] [g nil] (tree-map (fn [x] (round (* 10 (sum (abs (cast x :f32)))))) (grads p)))))");
+  EXPECT_EQ(r.stats.host_steps, 0u) << "a product ran on the host";
+  EXPECT_EQ(r.stats.work.products, 2 * r.stats.calls);  // the projection's and its weight gradient's
+  EXPECT_EQ(r.got, r.want);
+}
+
 // A classifier's accuracy (argmax over the classes, compared with the labels), an argmin and the
 // top 5 over a long axis run as kernels: no host step, so repeated calls are captured and
 // replayed. Ties go to the first index, NaN wins (the rounded logits tie; one row holds a NaN).

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "backend/canonical_dots.hpp"
 #include "backend/cpu/lowering.hpp"
 #include "backend/merge_dots.hpp"
 #include "backend/cpu/parallel.hpp"
@@ -74,7 +75,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(canonical_dots(fusion::merge_dots(widen_halves(passes::lower_composites(g, true).graph))));
+  p.graph = std::make_shared<const ir::Graph>(fusion::canonical_dots(fusion::merge_dots(widen_halves(passes::lower_composites(g, true).graph))));
   add_unit(*p.graph, p);
   p.source = render(p.units);
   return p;

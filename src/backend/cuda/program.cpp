@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "backend/merge_dots.hpp"
+#include "backend/canonical_dots.hpp"
 #include "backend/merge_heads.hpp"
 #include "backend/recycled_buffers.hpp"
 #include "backend/ref/executor.hpp"
@@ -266,7 +267,8 @@ struct Program::Impl {
   std::vector<void*> args;
 
   Impl(const ir::Graph& graph, std::shared_ptr<Allocator> a, const ProgramOptions& o)
-      : lowered(passes::lower_composites(fusion::merge_heads(fusion::merge_dots(graph)), false)), g(lowered.graph), alloc(std::move(a)), options(o), spare(graph.results.size(), 3) {}
+      : lowered(passes::lower_composites(fusion::canonical_dots(fusion::merge_heads(fusion::merge_dots(graph))), false)), g(lowered.graph),
+        alloc(std::move(a)), options(o), spare(graph.results.size(), 3) {}
 
   DevicePtr at(int32_t slot, int64_t offset_elements, DType t) const {
     return buffers[static_cast<size_t>(slot)] + static_cast<uint64_t>(offset_elements) * dtype_size(t);
