@@ -10,6 +10,8 @@ Builds nothing. In one run, on a machine with an NVIDIA GPU, it runs
                  with --own-attention)
   sheaf per-head the model written with a module per head (gpt2_gpu.shf --per-head 1: per-head q,
                  k, v layers, softmax written out, heads concatenated; only with --per-head)
+  sheaf einsum   the model in another common style (gpt2_gpu.shf --einsum 1: einsum projections on
+                 [D H Hd] weights, a `where` mask, layer-norm from mean and variance; only with --einsum)
   torch          bench/twins/gpt2_torch_gpu.py --device cuda, eager (explicit bf16 casts as the
                  Sheaf program, fused AdamW where available)
   torch compile  the same with --compile (torch.compile; only with torch ≥ 2)
@@ -25,7 +27,7 @@ A missing peer prints `-` and the run goes on; nothing fails on a slow result.
 2 steps, every column with --device cpu (torch.compile skipped), and writes no file unless --out.
 usage: python3 bench/gpu.py [--sheaf build/sheaf] [--models small,medium] [--B 8] [--steps 10] [--rounds 1]
                             [--timeout S] [--peak-tflops X] [--no-compile] [--own-attention]
-                            [--per-head] [--out bench/gpu_results.md]
+                            [--per-head] [--einsum] [--out bench/gpu_results.md]
        python3 bench/gpu.py --tiny --sheaf build/sheaf
 """
 import argparse
@@ -41,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "gpt2_gpu.shf")
 TORCH_TWIN = os.path.join(HERE, "twins", "gpt2_torch_gpu.py")
 JAX_TWIN = os.path.join(HERE, "twins", "gpt2_jax_gpu.py")
-COLUMNS = ["sheaf", "sheaf own attention", "sheaf per-head", "torch", "torch compile", "jax"]
+COLUMNS = ["sheaf", "sheaf own attention", "sheaf per-head", "sheaf einsum", "torch", "torch compile", "jax"]
 FIGURES = ["gpt2_first_step_s", "gpt2_second_step_s", "gpt2_ms_per_step", "gpt2_tokens_per_s", "gpt2_mfu"]
 # name → (--d, --layers, --heads); vocab 50304 and T 1024 are the programs' defaults
 MODELS = {"small": (768, 12, 12), "medium": (1024, 24, 16)}
@@ -117,6 +119,8 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     ap.add_argument("--per-head", action="store_true",
                     help="also a sheaf column for the model written with a module per head (gpt2_gpu.shf --per-head 1)")
+    ap.add_argument("--einsum", action="store_true",
+                    help="also a sheaf column for the model written with einsum projections (gpt2_gpu.shf --einsum 1)")
     ap.add_argument("--own-attention", action="store_true",
                     help="also run sheaf with SHEAF_CUDNN=0 (its own attention kernels instead of cuDNN's)")
     ap.add_argument("--out", default=None, help="default bench/gpu_results.md (none with --tiny)")
@@ -161,6 +165,8 @@ def main():
     peers = [("sheaf own attention", None)] if args.own_attention else []
     if args.per_head:
         peers.append(("sheaf per-head", None))
+    if args.einsum:
+        peers.append(("sheaf einsum", None))
     if py_torch:
         peers.append(("torch", [py_torch, TORCH_TWIN, "--device", device]))
         if compile_ok:
@@ -183,7 +189,7 @@ def main():
                 print("%s, round %d of %d: %s" % (model, r + 1, args.rounds, column), file=sys.stderr)
                 on_line = loss_lines(column, losses)
                 env = dict(os.environ, SHEAF_CUDNN="0") if column == "sheaf own attention" else None
-                style = ["--per-head", "1"] if column == "sheaf per-head" else []
+                style = {"sheaf per-head": ["--per-head", "1"], "sheaf einsum": ["--einsum", "1"]}.get(column, [])
                 found = (run_sheaf(args.sheaf, PROGRAM, device, ["--"] + model_args + style, timeout=args.timeout, on_line=on_line, env=env)
                          if cmd is None else results(cmd + model_args, timeout=args.timeout, on_line=on_line))
                 print("  %s: %s" % (column, ", ".join("%s %g %s" % (k, v, u) for k, (v, u) in sorted(found.items())) or "no results"),

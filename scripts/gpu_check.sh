@@ -12,8 +12,9 @@
 #   run     the XOR and MLP examples with --device cuda --jit-profile, then the same on the CPU,
 #           losses side by side                                           → run.log
 #   bench   python3 bench/gpu.py --sheaf .gpu/sheaf (GPT-2 small and medium, bf16, sheaf with cuDNN's
-#           attention and with its own; $BENCH_ARGS, default --steps 10 --rounds 1 --timeout 150
-#           --own-attention), ≤ $BENCH_S (540) s                          → bench.log, gpu_results.md
+#           attention and with its own, and the per-head and einsum styles; $BENCH_ARGS, default
+#           --steps 10 --rounds 1 --timeout 150 --own-attention --per-head --einsum), ≤ $BENCH_S
+#           (540) s                                                        → bench.log, gpu_results.md
 #   sanitize compute-sanitizer's memcheck, racecheck and synccheck over two steps of a tiny GPT-2
 #           (bench/gpt2_gpu.shf's tiny config), each ≤ 60 s                → sanitize.log
 #   profile the GPT-2 small step with SHEAF_CUDA_PROFILE=1 --jit-profile: the time of every
@@ -130,7 +131,7 @@ run() {
 }
 
 bench() {
-  PYTHONUNBUFFERED=1 timeout "${BENCH_S:-540}" python3 bench/gpu.py --sheaf "$SHEAF" ${BENCH_ARGS:---steps 10 --rounds 1 --timeout 150 --own-attention} \
+  PYTHONUNBUFFERED=1 timeout "${BENCH_S:-540}" python3 bench/gpu.py --sheaf "$SHEAF" ${BENCH_ARGS:---steps 10 --rounds 1 --timeout 150 --own-attention --per-head --einsum} \
     --out "$OUT/gpu_results.md" 2>&1 | tee "$OUT/bench.log"
 }
 

@@ -269,13 +269,14 @@ TEST_P(CudaExamples, MlpLossAndAccuracyMatchCpu) {
 }
 
 // The tiny GPT-2 of CudaGpt: 4 steps, each loss printed; `per_head`: one layer, written with a
-// module per head.
-std::string gpt_program(bool per_head = false, const std::string& shape = "") {
+// module per head; `einsum`: written in gpt_step_style2.shf's style.
+std::string gpt_program(bool per_head = false, const std::string& shape = "", bool einsum = false) {
   std::string program = edited(testing_support::unit_dir() / "../../bench/gpt2_gpu.shf",
                                {{":vocab 50304 :d 768 :layers 12 :heads 12 :T 1024 :B 8",
                                  shape.empty() ? fmt::format(":vocab 512 :d 64 :layers {} :heads 2 :T 64 :B 2", per_head ? 1 : 2) : shape},
                                 {":lr 0.0003", ":lr 0.001"},
-                                {":per-head 0", per_head ? ":per-head 1" : ":per-head 0"}});
+                                {":per-head 0", per_head ? ":per-head 1" : ":per-head 0"},
+                                {":einsum 0", einsum ? ":einsum 1" : ":einsum 0"}});
   return program.substr(0, program.find(";; ---- measurement ----")) +
          "(loop [s state0 i 0] (when (< i 4) (let [[l s] (train-step s idx tgt)] (print \"step {} loss {:.4f}\" i l) (recur s (+ i 1)))))\n";
 }
@@ -393,6 +394,21 @@ TEST(CudaGptPerHeadWide, GradientsOfRunsOfHeadsAreWrittenInPlace) {
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0].b * problems[0].h, 6 * 6) << cuda::sdpa_key(problems[0]);
   for (const cuda::SdpaTensor* g : {&problems[0].dq, &problems[0].dk, &problems[0].dv_}) EXPECT_EQ(g->strides[2], 6 * 3 * 64) << cuda::sdpa_key(problems[0]);
+}
+
+// The same model in gpt_step_style2.shf's style (gpt2_gpu.shf --einsum 1: einsum projections on
+// [D H Hd] weights — the output projection contracts two dims of attention's output —, a `where`
+// mask, layer-norm from mean and variance): every product runs on the device, none on the host,
+// and it trains with the CPU's losses.
+TEST(CudaGptEinsum, LossesMatchCpuWithEveryProductOnTheDevice) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
+  OnEmulatedGpu gpu;
+  const std::string program = gpt_program(false, "", true);
+  gpu.in.run_text(program, "gpt2_gpu.shf");
+  const std::string want = output_of(program, "gpt2_gpu.shf", nullptr);
+  EXPECT_NE(want.find("step 3 loss"), std::string::npos) << want;
+  EXPECT_EQ(compare_numbers(gpu.out.str(), want, 1e-3), "");
+  EXPECT_EQ(gpu.stats().host_steps, 0u) << "a product ran on the host";
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, CudaGptPerHead, ::testing::Values("emulated", "emulated_sdpa"),
