@@ -26,10 +26,11 @@
 // order they lie in it (a sum's: of its operands on the side defined first), so that two groups
 // over the same values share one concatenation (dX's and dW's dY1 .. dYk; dX's and the
 // projection's W1 .. Wk, whose order dY1 .. dYk then follow; a shared-operand group over exactly
-// the operands of a sum's part takes that part's order). A group of k products is merged only when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies
-// into a concatenation, so that the copies cost far less than the products they widen (the
-// threshold holds even for a concatenation that reads all k operands at each element; fusion
-// copies each operand into its region once, so it is conservative) — and, for
+// the operands of a sum's part takes that part's order). A group of k products is merged only
+// when each does at least k·kFlopsPerCopied flops (2·m·n·k) per element it copies into a
+// concatenation, so that the copies cost far less than the products they widen (the threshold
+// holds even for a concatenation that reads all k operands at each element; fusion copies each
+// operand into its region once, so it is conservative) — and, for
 // a shared operand, only products that do not read each other's results; a shared-operand group
 // that does not pay as a whole still merges the products whose other operands a sum group
 // concatenates anyway, over that concatenation (the per-head weight gradients dot(X, dY_h) over
