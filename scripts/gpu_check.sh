@@ -181,6 +181,7 @@ ab() {
     one no-unroll-over-9-byte-points 10 SHEAF_CUDA_RENDER=unroll_max_round_bytes=17
     one block-loops-4-rounds 10 SHEAF_CUDA_RENDER=block_loop_max_rounds=4
     one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024
+    one row-runs-blocks-of-128 10 SHEAF_CUDA_RENDER=block=128,column_phase_max_sums=32
     one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1
     one cudnn-uncached-two-threads 10 CUDA_CACHE_DISABLE=1
     one cudnn-uncached-one-thread 10 CUDA_CACHE_DISABLE=1 SHEAF_CUDNN_SERIAL_BUILD=1
