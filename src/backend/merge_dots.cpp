@@ -46,7 +46,6 @@
 #include <memory>
 #include <optional>
 #include <queue>
-#include <set>
 #include <utility>
 
 #include "backend/merge_dots.hpp"
@@ -286,6 +285,32 @@ std::vector<int32_t> sum_operands(const Graph& g, const std::vector<int32_t>& pa
   return r;
 }
 
+// The operands that the parts of the sum groups among `groups` concatenate along `axis`, a list
+// per part and side.
+std::vector<std::vector<int32_t>> sum_operands_along(const Graph& g, const std::vector<Group>& groups, int64_t axis) {
+  std::vector<std::vector<int32_t>> lists;
+  for (const Group& s : groups)
+    for (const auto& part : s.parts)
+      for (int side = 0; s.sum && side < 2; ++side) {
+        int64_t sum_axis = 0;
+        std::vector<int32_t> operands = sum_operands(g, part, side, sum_axis);
+        if (sum_axis == axis) lists.push_back(std::move(operands));
+      }
+  return lists;
+}
+
+// The products of `dots` whose operand `vary` is each of `operands`, in their order, one each;
+// none unless every operand has its own.
+std::vector<int32_t> products_over(const Graph& g, const std::vector<int32_t>& operands, const std::vector<int32_t>& dots, int vary) {
+  std::vector<int32_t> found;
+  for (int32_t v : operands) {
+    auto it = std::find_if(dots.begin(), dots.end(), [&](int32_t d) { return g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(vary)] == v; });
+    if (it == dots.end() || std::find(found.begin(), found.end(), *it) != found.end()) return {};
+    found.push_back(*it);
+  }
+  return found;
+}
+
 // Splits off `dots` (products sharing operand 1 - vary, the others concatenated along `axis`) the
 // groups whose other operands a sum group concatenates already, along the same axis: that copy is
 // made anyway, so they merge whatever their number (the weight gradients dot(X, dY1) .. of per-head
@@ -293,24 +318,11 @@ std::vector<int32_t> sum_operands(const Graph& g, const std::vector<int32_t>& pa
 // part's operand order, so that both read one concatenation; `dots` keeps the rest.
 void split_shared_by_sums(const Graph& g, const std::vector<Group>& sums, int side, int64_t axis, std::vector<int32_t>& dots,
                           std::vector<Group>& out) {
-  const int vary = 1 - side;
-  for (const Group& s : sums) {
-    if (!s.sum) continue;
-    for (const auto& part : s.parts)
-      for (int sum_side = 0; sum_side < 2; ++sum_side) {
-        int64_t sum_axis = 0;
-        const std::vector<int32_t> operands = sum_operands(g, part, sum_side, sum_axis);
-        if (sum_axis != axis) continue;
-        std::vector<int32_t> group;
-        for (int32_t v : operands) {
-          auto it = std::find_if(dots.begin(), dots.end(), [&](int32_t d) { return g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(vary)] == v; });
-          if (it == dots.end() || std::find(group.begin(), group.end(), *it) != group.end()) break;
-          group.push_back(*it);
-        }
-        if (group.size() != operands.size()) continue;
-        for (int32_t d : group) std::erase(dots, d);
-        out.push_back(Group{.sum = false, .side = side, .parts = {group}});
-      }
+  for (const std::vector<int32_t>& operands : sum_operands_along(g, sums, axis)) {
+    std::vector<int32_t> group = products_over(g, operands, dots, 1 - side);
+    if (group.empty()) continue;
+    for (int32_t d : group) std::erase(dots, d);
+    out.push_back(Group{.sum = false, .side = side, .parts = {std::move(group)}});
   }
 }
 
@@ -319,20 +331,9 @@ void split_shared_by_sums(const Graph& g, const std::vector<Group>& sums, int si
 // concatenation (dX's and dW's of projections whose weights order the sum: q, k, v by their
 // einsum weights' ids, v first, while the gradients dq, dk, dv come in the other order).
 void in_sum_order(const Graph& g, const std::vector<Group>& sums, int vary, int64_t axis, std::vector<int32_t>& dots) {
-  for (const Group& s : sums)
-    for (const auto& part : s.parts)
-      for (int sum_side = 0; s.sum && sum_side < 2; ++sum_side) {
-        int64_t sum_axis = 0;
-        const std::vector<int32_t> operands = sum_operands(g, part, sum_side, sum_axis);
-        if (sum_axis != axis || operands.size() != dots.size()) continue;
-        std::vector<int32_t> ordered;
-        for (int32_t v : operands)
-          for (int32_t d : dots)
-            if (g.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(vary)] == v) {
-              ordered.push_back(d);
-              break;
-            }
-        if (ordered.size() != dots.size() || std::set<int32_t>(ordered.begin(), ordered.end()).size() != dots.size()) continue;
+  for (const std::vector<int32_t>& operands : sum_operands_along(g, sums, axis))
+    if (operands.size() == dots.size())
+      if (std::vector<int32_t> ordered = products_over(g, operands, dots, vary); !ordered.empty()) {
         dots = std::move(ordered);
         return;
       }
