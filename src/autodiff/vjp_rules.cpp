@@ -57,19 +57,23 @@ Tensor expand(const Tensor& g, const Shape& shape, const std::vector<int64_t>& a
 }
 
 // broadcast_in_dim reversed: x axis i went to result axis dims[i]; every other result axis and
-// every expanded size-1 axis is summed away.
+// every expanded size-1 axis is summed away, by one reduction (a bias [H, 1, Hd] broadcast over
+// [B, H, T, Hd] sums B and T in one pass over g, not one pass per kind of axis).
 Tensor unbroadcast(const Tensor& g, const Tensor& x, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> added;
+  std::vector<int64_t> summed, kept;  // g's axes summed; those of x's axes that are not
   for (int64_t a = 0; a < g.rank(); ++a)
-    if (std::find(dims.begin(), dims.end(), a) == dims.end()) added.push_back(a);
-  Tensor r = added.empty() ? g : reduce(Reduce::Sum, g, added);
-  std::vector<int64_t> perm(dims.size());  // r's axes follow sorted(dims)
-  for (size_t i = 0; i < dims.size(); ++i) perm[i] = rank_among(dims, dims[i]);
-  r = transpose(r, perm);
-  std::vector<int64_t> expanded;
-  for (int64_t i = 0; i < x.rank(); ++i)
-    if (x.dim(i) == 1 && r.dim(i) != 1) expanded.push_back(i);
-  return expanded.empty() ? r : reduce(Reduce::Sum, r, expanded, /*keepdims=*/true);
+    if (std::find(dims.begin(), dims.end(), a) == dims.end()) summed.push_back(a);
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    const int64_t a = dims[static_cast<size_t>(i)];
+    if (x.dim(i) == 1 && g.dim(a) != 1) summed.push_back(a);
+    else kept.push_back(a);
+  }
+  std::sort(summed.begin(), summed.end());
+  Tensor r = summed.empty() ? g : reduce(Reduce::Sum, g, summed);
+  std::vector<int64_t> perm(kept.size());  // r's axes follow sorted(kept)
+  for (size_t i = 0; i < kept.size(); ++i) perm[i] = rank_among(kept, kept[i]);
+  if (!std::is_sorted(kept.begin(), kept.end())) r = transpose(r, perm);
+  return r.rank() == x.rank() ? r : reshape(r, x.shape());
 }
 
 // slice reversed: the cotangent placed back at the sliced positions, zeros elsewhere.

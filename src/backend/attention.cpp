@@ -162,12 +162,18 @@ class Matcher {
 
   // AttentionGrad::concat and concat_nodes of `a`, when the gradients are concatenated so.
   void find_concat(AttentionGrad& a) const {
-    std::vector<int32_t> nodes, pads;
-    int32_t top = -1;
+    std::vector<int32_t> nodes, pads, ends;
+    int32_t top = -1, cat = -1;  // the adds' last value; the concatenation's node
     for (const GradProduct* p : {&a.dq, &a.dk, &a.dv}) {
       const ir::Node* n = sole_reader(g_.nodes[static_cast<size_t>(p->node)].out);
-      for (; n && (n->op == Op::Transpose || n->op == Op::Reshape); n = sole_reader(n->out)) nodes.push_back(node_index(*n));
-      if (!n || n->op != Op::Pad || n->attrs.scalar != 0) return;
+      int32_t end = g_.nodes[static_cast<size_t>(p->node)].out;
+      for (; n && (n->op == Op::Transpose || n->op == Op::Reshape); n = sole_reader(n->out)) nodes.push_back(node_index(*n)), end = n->out;
+      if (n && n->op == Op::Concatenate && pads.empty() && (cat < 0 || node_index(*n) == cat)) {  // merge_dots' concatenation
+        cat = node_index(*n);
+        ends.push_back(end);
+        continue;
+      }
+      if (!n || n->op != Op::Pad || n->attrs.scalar != 0 || !ends.empty()) return;
       pads.push_back(node_index(*n));
       nodes.push_back(pads.back());
       int32_t v = n->out;
@@ -177,6 +183,17 @@ class Matcher {
       }
       if (top >= 0 && v != top) return;
       top = v;
+    }
+    if (cat >= 0) {  // the concatenation reads exactly the three, each once
+      const ir::Node& c = g_.nodes[static_cast<size_t>(cat)];
+      std::vector<int32_t> in = c.in;
+      std::sort(in.begin(), in.end()), std::sort(ends.begin(), ends.end());
+      if (in != ends || std::adjacent_find(in.begin(), in.end()) != in.end()) return;
+      nodes.push_back(cat);
+      std::sort(nodes.begin(), nodes.end());
+      a.concat = cat;
+      a.concat_nodes = std::move(nodes);
+      return;
     }
     // the adds under `top` sum exactly the three pads, whose spans along one axis tile it
     std::vector<int32_t> leaves;

@@ -75,8 +75,10 @@ struct AttentionGrad {
   // The gradients' concatenation (a training step's d(qkv), the gradient of slicing q, k and v out
   // of one tensor): dQ, dK and dV each reach, through transposes and reshapes read only on that
   // way, a pad with zeros along one axis read only by an add; those adds, read only by one
-  // another, sum the three pads, which cover the axis once. `concat`: the last add's node (−1:
-  // none); `concat_nodes`: the transposes, reshapes, pads and adds, ascending.
+  // another, sum the three pads, which cover the axis once. Or the three ways end in one
+  // concatenate of exactly them (merge_dots' operand of the merged input and weight gradients of
+  // separate q, k and v projections). `concat`: the last add's node, or the concatenate (−1:
+  // none); `concat_nodes`: the transposes, reshapes, pads and adds (or the concatenate), ascending.
   int32_t concat = -1;
   std::vector<int32_t> concat_nodes;
 };

@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "base/error.hpp"
 #include "passes/rewrite.hpp"
@@ -502,9 +503,9 @@ class Fuser {
     return true;
   }
 
-  // The products a bias add joins (Epilogues::bias): dot_general without batch dims
-  // whose one free rhs dim is its result's last, read only by an add (same type) of a
-  // broadcast_in_dim of a vector onto that last dim, whose sum only products read (a loop reading
+  // The products a bias add joins (Epilogues::bias): dot_general without batch dims, read only
+  // by an add (same type) of a broadcast_in_dim of a row onto the rhs's free dims, its result's
+  // last (a vector along the last; an einsum's [H, Hd] along [.., H, Hd]), whose sum only products read (a loop reading
   // it would add the bias as it loads, for free) — unless the add is an attention operand's bias
   // that its Attention step folds. The epilogue rounds once where the graph rounds the product and
   // then the sum: the same bits in f32, not in f16/bf16, whose sums join their product only where
@@ -527,10 +528,12 @@ class Fuser {
         const ir::Node& d = g_.producer(add.in[side]);
         const ir::Node& row = g_.producer(add.in[1 - side]);
         if (d.op != Op::DotGeneral || readers_.sole(d.out) != static_cast<int32_t>(i) || !d.attrs.dot.lhs_batch.empty() ||
-            g_.type(d.out) != g_.type(add.out) || shape(d.in[1]).size() != d.attrs.dot.rhs_contract.size() + 1 ||
-            row.op != Op::BroadcastInDim || shape(row.in[0]).size() != 1 ||
-            row.attrs.dims[0] != static_cast<int64_t>(shape(add.out).size()) - 1)
+            g_.type(d.out) != g_.type(add.out) || row.op != Op::BroadcastInDim)
           continue;
+        const size_t free = shape(d.in[1]).size() - d.attrs.dot.rhs_contract.size(), rank = shape(add.out).size();
+        std::vector<int64_t> trailing(free);
+        std::iota(trailing.begin(), trailing.end(), static_cast<int64_t>(rank - free));
+        if (free == 0 || shape(row.in[0]).size() != free || row.attrs.dims != trailing) continue;
         pair(g_.def[d.out], static_cast<int32_t>(i));
         break;
       }
@@ -538,7 +541,8 @@ class Fuser {
   }
 
   // The products that sum an operand's rows as they contract them (Epilogues::row_sums,
-  // DotLayout::row_sum): reduce_sum of y over every dim but its last, where y is in memory
+  // DotLayout::row_sum): reduce_sum of y over its leading dims, keeping one or more (a bias
+  // gradient [tokens, features] → [features]; an einsum's [B, T, H, Hd] → [H, Hd]), where y is in memory
   // whatever runs (a parameter, a product's result, an attention step's gradient, or a reshape of
   // one: no loop computes y, which could sum it as it goes), and a product without batch dims and without a
   // bias epilogue, of y's type, contracting exactly those dims of y. The pair is placed at the
@@ -549,13 +553,13 @@ class Fuser {
       if (r.op != Op::Reduce || r.attrs.reduce != Reduce::Sum || in_chain(i) || claimed(i)) continue;
       const int32_t y = r.in[0];
       const auto rank = static_cast<int64_t>(shape(y).size());
-      const std::vector<int64_t> rows = leading_axes(static_cast<size_t>(std::max<int64_t>(rank - 1, 0)));
+      const std::vector<int64_t> rows = leading_axes(r.attrs.dims.size());
       int32_t x = y;  // y's memory: a reshape of a value in memory is a view of it (merged heads' d(qkv))
       while (g_.producer(x).op == Op::Reshape) x = g_.producer(x).in[0];
       const ir::Node& from = g_.producer(x);
       const bool in_memory = from.op == Op::Parameter || from.op == Op::DotGeneral || in_chain(static_cast<size_t>(g_.def[x])) ||
                              gelu_grad_result(x);
-      if (rank < 2 || r.attrs.dims != rows || !in_memory) continue;
+      if (rows.empty() || static_cast<int64_t>(rows.size()) >= rank || r.attrs.dims != rows || !in_memory) continue;
       for (int32_t pi : readers_.nodes[static_cast<size_t>(y)]) {
         const ir::Node& p = g_.nodes[static_cast<size_t>(pi)];
         if (p.op != Op::DotGeneral || !p.attrs.dot.lhs_batch.empty() || g_.type(p.out).dtype != g_.type(y).dtype ||
@@ -724,9 +728,11 @@ class Fuser {
   bool place_biased_dot(int32_t di, const ir::Node& d, int32_t ai, const ir::Node& add) {
     const int32_t row = add.in[add.in[0] == d.out ? 1 : 0];
     const View& w = view_of(row);
-    const size_t es = dtype_size(g_.type(row).dtype), last = w.strides.size() - 1;
-    bool plain = w.strides[last] == 1 && (w.offset * static_cast<int64_t>(es)) % 16 == 0;
-    for (size_t j = 0; j < last; ++j) plain = plain && w.strides[j] == 0;
+    const size_t es = dtype_size(g_.type(row).dtype), free = shape(g_.producer(row).in[0]).size(), lead = w.strides.size() - free;
+    bool plain = (w.offset * static_cast<int64_t>(es)) % 16 == 0;
+    int64_t stride = 1;  // the row's dims row-major, the others broadcast
+    for (size_t j = w.strides.size(); j-- > lead;) plain = plain && w.strides[j] == stride, stride *= shape(row)[j];
+    for (size_t j = 0; j < lead; ++j) plain = plain && w.strides[j] == 0;
     return plain && place_dot(di, d, {.add = ai, .row = row});
   }
 
@@ -1009,8 +1015,9 @@ class Fuser {
   }
 
   // Where the values from the concatenation C of a chain's gradients (AttentionGrad::concat) down
-  // to the gradients lie in C's own buffer, when views can say (a pad's operand: C's region; a
-  // reshape's and a transpose's operand: their result's elements, reshaped or permuted back).
+  // to the gradients lie in C's own buffer, when views can say (a pad's or a concatenate's operand:
+  // C's region; a reshape's and a transpose's operand: their result's elements, reshaped or
+  // permuted back).
   std::optional<std::vector<std::pair<int32_t, View>>> concat_views(const AttentionGrad& ag) const {
     const int32_t c = g_.nodes[static_cast<size_t>(ag.concat)].out;
     std::vector<std::pair<int32_t, View>> views;
@@ -1020,6 +1027,14 @@ class Fuser {
       const ir::Node& n = g_.nodes[static_cast<size_t>(ag.concat_nodes[i])];
       if (n.op == Op::Binary) continue;  // the adds: nothing but C is stored
       View w = whole;
+      if (n.op == Op::Concatenate) {  // C itself: each operand its region along the axis
+        const auto axis = static_cast<size_t>(n.attrs.axis);
+        for (int32_t u : n.in) {
+          views.emplace_back(u, w);
+          w.offset += shape(u)[axis] * whole.strides[axis];
+        }
+        continue;
+      }
       if (n.op == Op::Pad) {
         for (size_t d = 0; d < w.strides.size(); ++d) w.offset += n.attrs.lo[d] * w.strides[d];
       } else {

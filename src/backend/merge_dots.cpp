@@ -7,17 +7,20 @@
 //     along their last free dim become one dot(X, concat(W1 .. Wk)) and a slice of it per old
 //     product (the q, k, v projections of attention heads written one by one, and their weight
 //     gradients dot(X, dY1) .. dot(X, dYk)); the same with X on the right. When each product is
-//     read only by the addition of its bias row bi (broadcast along its varying dim), the merged
-//     product adds broadcast(concat(b1 .. bk)) and the additions are its slices (exact).
+//     read only by the addition of its bias row bi (broadcast along its varying dim, maybe along
+//     others too), the merged product adds broadcast(concat(b1 .. bk)) and the additions are its
+//     slices (exact) — also through a transpose between product and addition, then transposed
+//     slices (einsum projections "... t d, d h k -> ... h t k" with their biases [H 1 Hd]).
 //   Sum of products: dot(A1, B1) + .. + dot(Ak, Bk), each product read only by the additions,
 //     with equal dims and operands that differ only along their last contracting dims, becomes
 //     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections); a sum too
 //     long to pay as one merges in runs of consecutive products that do (all heads' input
 //     gradients summed into one cotangent, as the reverse sweep gives a layer norm per head).
-//   Row sums: when every operand that a sum of products concatenates is also summed over all its
-//     dims but the concatenated one (each head's bias gradient beside its input gradient), those
-//     sums are slices of one sum of the concatenation (exact: each column adds the same values in
-//     the same order).
+//   Row sums: when every operand that a sum of products concatenates is also summed over all the
+//     dims its product does not contract (each head's bias gradient beside its input gradient; the
+//     sum may read the operand before a transpose, as an einsum's bias gradient reads dq [B H T Hd]
+//     where the product reads [B T H Hd]), those sums are slices of one sum of the concatenation
+//     (exact: each column adds the same values in the same order).
 //   Concatenations of casts from one dtype (bf16 casts of f32 weights) are casts of one
 //     concatenation, so no cast is made per operand (exact); a concatenation's operand that is a
 //     concatenation along the same axis is read as its operands, and adjacent slices of one value
@@ -66,9 +69,21 @@ using ir::Op;
 
 constexpr double kFlopsPerCopied = 128;  // 2·(the other operand's free size): ≥ 64 rows or columns
 
+// The bias that the addition `add` puts on dot d's result, maybe through a transpose of it
+// (d + bias: a projection with its bias; transpose(d) + bias: an einsum's "... t d, d h k ->
+// ... h t k" with its bias [H, 1, Hd]): `row`, broadcast along d's result dims `dims`
+// (ascending, `along` among them; the row's size-1 dims that the broadcast widens dropped, to
+// shape `shape`), `perm` the transpose's (empty: none). row −1: not such a bias.
+struct AddedBias {
+  int32_t row = -1;
+  std::vector<int64_t> dims, perm;
+  Shape shape;
+};
+
 // Products merged into one: parts[i] are dot nodes, in the order their operands concatenate.
 // Shared operand: one part, `side` the operand they share (0 lhs, 1 rhs), and `adds`, when each
-// product's only reader adds a bias along its varying dim, those additions (in the same order).
+// product's only reader adds a bias along its varying dim (bias_of), those additions (in the same
+// order).
 // Sum: the additions of the tree (its root last), one merged product per part, the tree's
 // other leaves (`rest`, values), and per part and operand side the reduce nodes that sum each of
 // the part's operands on that side over its rows (`row_sums`; empty where not every operand has
@@ -78,11 +93,14 @@ struct Group {
   int side = 0;
   std::vector<std::vector<int32_t>> parts;
   std::vector<int32_t> adds;
+  std::vector<AddedBias> biases;    // shared operand: what each of `adds` adds
+  std::vector<int32_t> transposes;  // shared operand: the transposes between the products and `adds`
   std::vector<int32_t> rest;
   std::vector<std::array<std::vector<int32_t>, 2>> row_sums;
 
   std::vector<int32_t> nodes() const {
     std::vector<int32_t> r = adds;
+    r.insert(r.end(), transposes.begin(), transposes.end());
     for (const auto& p : parts) r.insert(r.end(), p.begin(), p.end());
     for (const auto& sides : row_sums)
       for (const auto& sums : sides) r.insert(r.end(), sums.begin(), sums.end());
@@ -115,27 +133,46 @@ double flops_per_element(const Graph& g, const Node& n, int side) {
   return flops / static_cast<double>(std::max<int64_t>(1, shape_numel(g.type(n.in[static_cast<size_t>(side)]).shape)));
 }
 
-// The dims of a rank-r value but `axis`: those a row sum of it reduces.
-std::vector<int64_t> all_but(size_t rank, int64_t axis) {
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
-    if (d != axis) dims.push_back(d);
-  return dims;
+// The dims of operand `side` of dot n that it does not contract: the rows that a row sum of the
+// operand adds up, keeping the contracted dims (its columns: a bias gradient beside an input
+// gradient, [tokens, features] → [features], or [B, T, H, Hd] → [H, Hd] under an einsum's).
+std::vector<int64_t> row_dims(const Graph& g, const Node& n, int side) {
+  const std::vector<int64_t>& contract = side ? n.attrs.dot.rhs_contract : n.attrs.dot.lhs_contract;
+  std::vector<int64_t> rows;
+  for (int64_t d = 0; d < static_cast<int64_t>(g.type(n.in[static_cast<size_t>(side)]).shape.size()); ++d)
+    if (std::find(contract.begin(), contract.end(), d) == contract.end()) rows.push_back(d);
+  return rows;
 }
 
-// Per operand of `part` on `side`, concatenated along its last contracting dim, an unclaimed
-// reduce_sum of it over every other dim; none unless each has one.
+// Whether node x sums value v over `rows`, or v = transpose(u) and x sums u over those dims
+// (mapped to u's) keeping the others in v's order (a bias gradient summed from an attention
+// gradient that merge_dots' operand reads transposed): either way x's result is v's row sum.
+bool sums_rows(const Graph& g, const Node& x, int32_t v, const std::vector<int64_t>& rows) {
+  if (x.op != Op::Reduce || x.attrs.reduce != Reduce::Sum) return false;
+  if (x.in[0] == v) return x.attrs.dims == rows;
+  const Node& t = g.producer(v);
+  if (t.op != Op::Transpose || x.in[0] != t.in[0]) return false;
+  std::vector<int64_t> summed, kept;
+  for (int64_t d = 0; d < static_cast<int64_t>(t.attrs.dims.size()); ++d)
+    (std::binary_search(rows.begin(), rows.end(), d) ? summed : kept).push_back(t.attrs.dims[static_cast<size_t>(d)]);
+  std::sort(summed.begin(), summed.end());
+  return x.attrs.dims == summed && std::is_sorted(kept.begin(), kept.end());
+}
+
+// Per operand of `part` on `side` (concatenated along its last contracting dim), an unclaimed
+// sum of it over its rows (row_dims, sums_rows); none unless each has one.
 std::vector<int32_t> row_sums_of(const Graph& g, const Readers& rd, const std::vector<bool>& claimed, const std::vector<int32_t>& part,
                                  int side) {
   std::vector<int32_t> sums;
   for (int32_t d : part) {
     const Node& n = g.nodes[static_cast<size_t>(d)];
     const int32_t v = n.in[static_cast<size_t>(side)];
-    const std::vector<int64_t> rows = all_but(g.type(v).shape.size(), (side ? n.attrs.dot.rhs_contract : n.attrs.dot.lhs_contract).back());
-    const auto& readers = rd.nodes[static_cast<size_t>(v)];
+    const std::vector<int64_t> rows = row_dims(g, n, side);
+    const Node& t = g.producer(v);
+    std::vector<int32_t> readers = rd.nodes[static_cast<size_t>(v)];
+    if (t.op == Op::Transpose) readers.insert(readers.end(), rd.nodes[static_cast<size_t>(t.in[0])].begin(), rd.nodes[static_cast<size_t>(t.in[0])].end());
     const auto it = std::find_if(readers.begin(), readers.end(), [&](int32_t r) {
-      const Node& x = g.nodes[static_cast<size_t>(r)];
-      return x.op == Op::Reduce && x.attrs.reduce == Reduce::Sum && x.attrs.dims == rows && !claimed[static_cast<size_t>(r)] &&
+      return sums_rows(g, g.nodes[static_cast<size_t>(r)], v, rows) && !claimed[static_cast<size_t>(r)] &&
              std::find(sums.begin(), sums.end(), r) == sums.end();
     });
     if (it == readers.end()) return {};
@@ -344,31 +381,53 @@ size_t varying_dim(const Graph& g, const Node& n, int vary) {
   return vary == 1 ? g.type(n.out).shape.size() - 1 : n.attrs.dot.lhs_batch.size() + free_of(g, n, vary).size() - 1;
 }
 
-// The bias row of the addition `a` of dot d's result: the vector that `a`'s other operand
-// broadcasts along dim `along` of d's result (d + bias: a projection with its bias), or -1.
-int32_t bias_row(const Graph& g, const Node& d, const Node& a, size_t along) {
-  if (!is_float_add(g, a) || g.type(a.out) != g.type(d.out)) return -1;
-  const Node& b = g.producer(a.in[a.in[0] == d.out ? 1 : 0]);
-  const bool row = b.op == Op::BroadcastInDim && b.attrs.dims == std::vector<int64_t>{static_cast<int64_t>(along)};
-  return row && (a.in[0] == d.out) != (a.in[1] == d.out) ? b.in[0] : -1;
+// bias_of's result (AddedBias) for the addition `add`: see the struct.
+AddedBias bias_of(const Graph& g, const Readers& rd, const Node& d, int32_t add, size_t along) {
+  if (add < 0) return {};
+  const Node* a = &g.nodes[static_cast<size_t>(add)];
+  int32_t x = d.out;
+  AddedBias b;
+  if (a->op == Op::Transpose) {
+    b.perm = a->attrs.dims;
+    x = a->out;
+    if (rd.sole(x) < 0) return {};
+    a = &g.nodes[static_cast<size_t>(rd.sole(x))];
+  }
+  if (!is_float_add(g, *a) || g.type(a->out) != g.type(x) || (a->in[0] == x) == (a->in[1] == x)) return {};
+  const Node& bc = g.producer(a->in[a->in[0] == x ? 1 : 0]);
+  if (bc.op != Op::BroadcastInDim) return {};
+  const Shape& row = g.type(bc.in[0]).shape;
+  for (size_t j = 0; j < row.size(); ++j) {
+    const int64_t at = bc.attrs.dims[j];
+    if (row[j] == 1 && g.type(x).shape[static_cast<size_t>(at)] != 1) continue;  // widened: constant along it
+    const int64_t dim = b.perm.empty() ? at : b.perm[static_cast<size_t>(at)];
+    if (!b.dims.empty() && dim <= b.dims.back()) return {};
+    b.dims.push_back(dim);
+    b.shape.push_back(row[j]);
+  }
+  if (std::find(b.dims.begin(), b.dims.end(), static_cast<int64_t>(along)) == b.dims.end()) return {};
+  b.row = bc.in[0];
+  return b;
 }
 
-// The bias additions of a shared-operand group's products, in their order, when every product is
-// read only by one that no sum group has taken (its bias then joins the merged product: one
-// addition of the concatenated rows, whose slices the readers read, instead of one per product);
-// else none.
-std::vector<int32_t> bias_adds(const Graph& g, const Readers& rd, const std::vector<Group>& sums, const std::vector<int32_t>& dots,
-                               int vary) {
-  std::vector<int32_t> adds;
-  for (int32_t d : dots) {
+// The bias additions of a shared-operand group's products (Group::adds, biases, transposes), in
+// their order, when every product is read only by one (bias_of; all alike) that no sum group has
+// taken: its bias then joins the merged product (one addition of the concatenated rows, whose
+// slices the readers read, instead of one per product). Else none.
+void bias_adds(const Graph& g, const Readers& rd, const std::vector<Group>& sums, int vary, Group& grp) {
+  for (int32_t d : grp.parts[0]) {
     const Node& n = g.nodes[static_cast<size_t>(d)];
-    const int32_t a = rd.sole(n.out);
-    if (a < 0 || bias_row(g, n, g.nodes[static_cast<size_t>(a)], varying_dim(g, n, vary)) < 0 ||
-        std::any_of(sums.begin(), sums.end(), [&](const Group& s) { return std::find(s.adds.begin(), s.adds.end(), a) != s.adds.end(); }))
-      return {};
-    adds.push_back(a);
+    const AddedBias b = bias_of(g, rd, n, rd.sole(n.out), varying_dim(g, n, vary));
+    if (b.row < 0 || (!grp.biases.empty() && (b.dims != grp.biases[0].dims || b.perm != grp.biases[0].perm))) break;
+    int32_t a = rd.sole(n.out);
+    if (!b.perm.empty()) grp.transposes.push_back(a), a = rd.sole(g.nodes[static_cast<size_t>(a)].out);
+    if (std::any_of(sums.begin(), sums.end(), [&](const Group& s) { return std::find(s.adds.begin(), s.adds.end(), a) != s.adds.end(); }))
+      break;
+    grp.adds.push_back(a);
+    grp.biases.push_back(b);
   }
-  return adds;
+  if (grp.adds.size() == grp.parts[0].size()) return;
+  grp.adds.clear(), grp.biases.clear(), grp.transposes.clear();
 }
 
 // Products sharing an operand (lhs first, then rhs among the rest), the other operand concatenated
@@ -399,7 +458,8 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
                  operand_place(g, g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)]);
         });
         in_sum_order(g, sums, vary, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).back(), keep);
-        out.push_back(Group{.sum = false, .side = side, .parts = {keep}, .adds = bias_adds(g, rd, sums, keep, vary)});
+        out.push_back(Group{.sum = false, .side = side, .parts = {keep}});
+        bias_adds(g, rd, sums, vary, out.back());
       }
       for (size_t k = first; k < out.size(); ++k)
         for (int32_t d : out[k].parts[0]) claimed[static_cast<size_t>(d)] = true;
@@ -431,7 +491,7 @@ class Emitter {
 
   void group(const Group& grp) {
     if (!grp.sum) {
-      shared(grp.parts[0], grp.side, grp.adds);
+      shared(grp);
       return;
     }
     const Node& root = g_.nodes[static_cast<size_t>(grp.adds.back())];
@@ -442,8 +502,8 @@ class Emitter {
       const int32_t lhs = concat(part, 0, n0.attrs.dot.lhs_contract.back(), n0.loc);
       const int32_t rhs = concat(part, 1, n0.attrs.dot.rhs_contract.back(), n0.loc);
       terms.push_back(r_.emit(Op::DotGeneral, {lhs, rhs}, {.dot = n0.attrs.dot}, n0.loc));
-      row_sums(grp.row_sums[p][0], lhs, n0.attrs.dot.lhs_contract.back());
-      row_sums(grp.row_sums[p][1], rhs, n0.attrs.dot.rhs_contract.back());
+      row_sums(grp.row_sums[p][0], n0, 0, lhs, n0.attrs.dot.lhs_contract.back());
+      row_sums(grp.row_sums[p][1], n0, 1, rhs, n0.attrs.dot.rhs_contract.back());
     }
     for (int32_t v : grp.rest) terms.push_back(r_.map(v));
     int32_t total = terms[0];
@@ -459,20 +519,23 @@ class Emitter {
   std::map<const Graph*, std::shared_ptr<const Graph>>& done_;
   std::map<std::pair<std::vector<int32_t>, int64_t>, int32_t> concats_;  // (new operands, axis) → concatenation
 
-  // The reduce nodes `sums` (Group::row_sums), each over the rows of one operand of concatenation
-  // `cat` (along `axis`), as slices of one sum of `cat` over its rows.
-  void row_sums(const std::vector<int32_t>& sums, int32_t cat, int64_t axis) {
+  // The reduce nodes `sums` (Group::row_sums), each over the rows of one operand `side` of
+  // product n0's part, as slices of one sum of their concatenation `cat` (along `axis`) over its rows.
+  void row_sums(const std::vector<int32_t>& sums, const Node& n0, int side, int32_t cat, int64_t axis) {
     if (sums.empty()) return;
     const Node& r0 = g_.nodes[static_cast<size_t>(sums[0])];
-    const int32_t total = r_.emit(Op::Reduce, {cat}, {.reduce = Reduce::Sum, .dims = all_but(r_.out().type(cat).shape.size(), axis)}, r0.loc);
+    const std::vector<int64_t> rows = row_dims(g_, n0, side);
+    const int32_t total = r_.emit(Op::Reduce, {cat}, {.reduce = Reduce::Sum, .dims = rows}, r0.loc);
+    const auto dim = static_cast<size_t>(axis - std::count_if(rows.begin(), rows.end(), [&](int64_t d) { return d < axis; }));
     std::vector<int64_t> widths;
-    for (int32_t r : sums) widths.push_back(g_.type(g_.nodes[static_cast<size_t>(r)].out).shape[0]);
-    map_to_slices(sums, widths, total, 0);
+    for (int32_t r : sums) widths.push_back(g_.type(g_.nodes[static_cast<size_t>(r)].out).shape[dim]);
+    map_to_slices(sums, widths, total, dim);
   }
 
   // Each of the nodes `old` (of g_) replaced by its slice of `whole` along `dim`, consecutive,
-  // widths[i] wide.
-  void map_to_slices(const std::vector<int32_t>& old, const std::vector<int64_t>& widths, int32_t whole, size_t dim) {
+  // widths[i] wide (transposed by `perm`, when given).
+  void map_to_slices(const std::vector<int32_t>& old, const std::vector<int64_t>& widths, int32_t whole, size_t dim,
+                     const std::vector<int64_t>& perm = {}) {
     const Shape shape = r_.out().type(whole).shape;  // a copy: each emit below may grow the types it lives in
     int64_t at = 0;
     for (size_t i = 0; i < old.size(); ++i) {
@@ -480,7 +543,8 @@ class Emitter {
       ir::Attrs a{.starts = std::vector<int64_t>(shape.size(), 0), .limits = shape, .strides = std::vector<int64_t>(shape.size(), 1)};
       a.starts[dim] = at;
       a.limits[dim] = at += widths[i];
-      r_.map_results(n, r_.emit(Op::Slice, {whole}, std::move(a), n.loc));
+      const int32_t slice = r_.emit(Op::Slice, {whole}, std::move(a), n.loc);
+      r_.map_results(n, perm.empty() ? slice : r_.emit(Op::Transpose, {slice}, {.dims = perm}, n.loc));
     }
   }
 
@@ -496,8 +560,9 @@ class Emitter {
   // Values of the new graph concatenated along `axis`. A value that is itself a concatenation
   // along `axis` is read as its operands (merge_heads' re-merge of products merged in runs joins
   // the runs' concatenations). Values that are all conversions from one dtype (a mixed-precision
-  // model's bf16 casts of its f32 weights and biases) are concatenated before one conversion: the
-  // per-value casts, which each concatenation of them would read from memory, are not made. Values
+  // model's bf16 casts of its f32 weights and biases, maybe reshaped: [D, D] weights as [D, H, Hd])
+  // are concatenated before one conversion: the per-value casts, which each concatenation of them
+  // would read from memory, are not made. Values
   // that are adjacent slices of one value along `axis` are one slice of it, or that value (no copy).
   int32_t concat_values(const std::vector<int32_t>& values, int64_t axis, SrcLoc loc) {
     std::vector<int32_t> in;
@@ -509,9 +574,14 @@ class Emitter {
     if (const std::optional<int32_t> whole = adjacent_slices(in, axis, loc)) return *whole;
     std::vector<int32_t> from;
     for (int32_t v : in) {
-      const Node& c = r_.out().producer(v);
-      if (c.op != Op::Convert || r_.out().type(c.in[0]).dtype != r_.out().type(from.empty() ? c.in[0] : from[0]).dtype) break;
-      from.push_back(c.in[0]);
+      int32_t c = v;  // v = convert(x), or reshape(convert(x)) = convert(reshape(x))
+      if (r_.out().producer(c).op == Op::Reshape) c = r_.out().producer(c).in[0];
+      if (r_.out().producer(c).op != Op::Convert) break;
+      const int32_t x = r_.out().producer(c).in[0];
+      const DType t = r_.out().type(x).dtype;
+      if (!from.empty() && r_.out().type(from[0]).dtype != t) break;
+      const Shape shape = r_.out().type(v).shape;
+      from.push_back(c == v ? x : r_.add(Op::Reshape, {x}, {}, {{t, shape}}, loc));
     }
     if (from.size() != in.size()) return r_.emit(Op::Concatenate, in, {.axis = axis}, loc);
     const DType to = r_.out().type(in[0]).dtype;
@@ -541,29 +611,41 @@ class Emitter {
   }
 
   // One product over the shared operand and the others concatenated, plus the concatenated bias
-  // rows when `adds` (Group::adds) are given; each old product, or its bias addition, a slice of it.
-  void shared(const std::vector<int32_t>& dots, int side, const std::vector<int32_t>& adds) {
+  // rows when the group has `adds`; each old product, or its bias addition, a slice of it (through
+  // the bias's transpose, when it has one).
+  void shared(const Group& grp) {
+    const std::vector<int32_t>& dots = grp.parts[0];
     const Node& n0 = g_.nodes[static_cast<size_t>(dots[0])];
-    const int vary = 1 - side;
+    const int vary = 1 - grp.side;
     const int64_t axis = free_of(g_, n0, vary).back();
     const int32_t cat = concat(dots, vary, axis, n0.loc);
-    const int32_t x = r_.map(n0.in[static_cast<size_t>(side)]);
-    int32_t merged = r_.emit(Op::DotGeneral, side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);
+    const int32_t x = r_.map(n0.in[static_cast<size_t>(grp.side)]);
+    int32_t merged = r_.emit(Op::DotGeneral, grp.side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);
     const size_t dim = varying_dim(g_, n0, vary);
-    if (!adds.empty()) {
+    std::vector<int64_t> perm;
+    if (!grp.adds.empty()) {
+      const AddedBias& b0 = grp.biases[0];
+      const Node& a0 = g_.nodes[static_cast<size_t>(grp.adds[0])];
       std::vector<int32_t> rows;
-      for (size_t i = 0; i < dots.size(); ++i) {
-        const Node& d = g_.nodes[static_cast<size_t>(dots[i])];
-        rows.push_back(r_.map(bias_row(g_, d, g_.nodes[static_cast<size_t>(adds[i])], dim)));
+      for (const AddedBias& b : grp.biases) {
+        int32_t row = r_.map(b.row);
+        if (r_.out().type(row).shape == b.shape) {
+          rows.push_back(row);
+          continue;
+        }
+        if (r_.out().producer(row).op == Op::Reshape) row = r_.out().producer(row).in[0];
+        const DType t = r_.out().type(row).dtype;
+        rows.push_back(r_.add(Op::Reshape, {row}, {}, {{t, b.shape}}, a0.loc));
       }
-      const Node& a0 = g_.nodes[static_cast<size_t>(adds[0])];
-      const int32_t row = concat_values(rows, 0, a0.loc);
-      const int32_t spread = r_.add(Op::BroadcastInDim, {row}, {.dims = {static_cast<int64_t>(dim)}}, {r_.out().type(merged)}, a0.loc);
+      const auto along = std::find(b0.dims.begin(), b0.dims.end(), static_cast<int64_t>(dim)) - b0.dims.begin();
+      const int32_t row = concat_values(rows, along, a0.loc);
+      const int32_t spread = r_.add(Op::BroadcastInDim, {row}, {.dims = b0.dims}, {r_.out().type(merged)}, a0.loc);
       merged = r_.emit(Op::Binary, {merged, spread}, a0.attrs, a0.loc);
+      perm = b0.perm;
     }
     std::vector<int64_t> widths;
     for (int32_t d : dots) widths.push_back(g_.type(g_.nodes[static_cast<size_t>(d)].in[static_cast<size_t>(vary)]).shape[static_cast<size_t>(axis)]);
-    map_to_slices(adds.empty() ? dots : adds, widths, merged, dim);
+    map_to_slices(grp.adds.empty() ? dots : grp.adds, widths, merged, dim, perm);
   }
 };
 

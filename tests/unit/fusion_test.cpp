@@ -11,8 +11,11 @@
 
 #include <sstream>
 
+#include "backend/canonical_dots.hpp"
 #include "backend/fusion.hpp"
 #include "backend/loop_code.hpp"
+#include "backend/merge_dots.hpp"
+#include "backend/merge_heads.hpp"
 #include "eval/interp.hpp"
 #include "passes/pipeline.hpp"
 #include "trace/tracer.hpp"
@@ -78,6 +81,17 @@ constexpr const char* kProgram = R"(
 (defn gelu-and-input [x w1 b1] (let [h (+ (@ x w1) b1)] [(gelu h) (* h 2.0)]))
 (defn linear-gelu-grad [x p]
   ((grad (fn [p] (let [y (@ (gelu (+ (@ x (get p :w1)) (get p :b1))) (get p :w2))] (sum (* y y))))) p))
+;; attention in another style: q, k, v by einsums on [D H Hd] weights, each with a bias [H 1 Hd]
+(def ex (cast (random-normal 16 [4 64 256]) :bf16))
+(defn elayer [k] {:w (random-normal k [256 64]) :b (random-normal (+ k 1) [64])})
+(def eparams {:q (elayer 17) :k (elayer 19) :v (elayer 21)})
+(defn eheads [p x]
+  (let [proj (fn [l] (+ (einsum "btd,dhk->bhtk" x (cast (reshape (get l :w) 256 2 32) :bf16))
+                        (cast (reshape (get l :b) 2 1 32) :bf16)))
+        q (proj (get p :q)) k (proj (get p :k)) v (proj (get p :v))
+        s (* (cast (einsum "bhtk,bhsk->bhts" q k) :f32) 0.125)]
+    (einsum "bhts,bhsk->bhtk" (cast (softmax (where mask s -1e9) :axis -1) :bf16) v)))
+(defn eheads-vg [p x] ((value-and-grad (fn [a] (sum (cast (eheads (get a :p) (get a :x)) :f32)))) {:p p :x x}))
 (defn odd-heads [qkv]
   (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
@@ -109,6 +123,19 @@ Fused fuse(Interp& in, const char* fn, std::vector<const char*> args, bool gpu, 
       if (std::find(f.graph.results.begin(), f.graph.results.end(), v) == f.graph.results.end())
         f.intermediates.push_back(ir::type_str(f.graph.type(v)));
   }
+  return f;
+}
+
+// As `fuse`, with the passes a backend runs before fusion (CUDA's: merge_dots, merge_heads,
+// canonical_dots), for GetParam()'s schedule with a fused-attention library's options.
+Fused fuse_merged(Interp& in, const char* fn, std::vector<const char*> args, bool gpu) {
+  std::vector<Value> values;
+  for (const char* a : args) values.push_back(in.global(symbols::intern(a))->value);
+  trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, values, SrcLoc{}, false);
+  passes::optimize(t.graph);
+  passes::Lowered l = passes::lower_composites(fusion::canonical_dots(fusion::merge_heads(fusion::merge_dots(t.graph))), false);
+  Fused f{std::move(l.graph), {}, 0, {}, std::move(l.sites)};
+  f.schedule = fusion::fuse(f.graph, {.gpu = gpu, .fold_attention_bias = false, .epilogues = fusion::Epilogues::all(), .composites = &f.sites});
   return f;
 }
 
@@ -420,6 +447,37 @@ TEST_P(Recompute, ProductsSumTheRowsTheyContract) {
   size_t reshaped = 0;
   for (const fusion::Step* st : steps_of(r, fusion::StepKind::Dot)) reshaped += st->dot.row_sum >= 0;
   EXPECT_EQ(reshaped, GetParam() ? 1u : 0u) << ir::print(r.graph);
+}
+
+// Attention written with einsum projections on [D H Hd] weights, each with its bias [H 1 Hd]
+// (bench/gpt2_gpu.shf --einsum), runs on a GPU as the batch-written form does: one q, k, v product
+// whose epilogue adds the biases' [H 3Hd] concatenation (the Attention step reads q, k and v from
+// it, transposed); the AttentionGrad step writes dq, dk, dv into the concatenation that the input
+// and weight gradients read (no copy); the weight gradient's product sums that concatenation's
+// rows over b and t (the biases' gradients, [H 3Hd]). On the CPU none of the epilogues.
+TEST_P(Recompute, EinsumProjectionsRunAsTheBatchWrittenForm) {
+  const Fused f = fuse_merged(in, "eheads-vg", {"eparams", "ex"}, GetParam());
+  std::vector<std::string> biases, row_sums;
+  for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
+    if (st->dot.bias >= 0) biases.push_back(ir::type_str(f.graph.type(f.graph.producer(st->dot.bias).in[0])));
+    if (st->dot.row_sum >= 0) row_sums.push_back(ir::type_str(f.graph.type(st->dot.row_sum)));
+  }
+  const bool gpu = GetParam();
+  EXPECT_EQ(biases, gpu ? std::vector<std::string>{"bf16[2x96]"} : std::vector<std::string>{}) << ir::print(f.graph);
+  EXPECT_EQ(row_sums, gpu ? std::vector<std::string>{"bf16[2x96]"} : std::vector<std::string>{}) << ir::print(f.graph);
+  const auto grads = steps_of(f, fusion::StepKind::AttentionGrad);
+  ASSERT_EQ(grads.size(), gpu ? 1u : 0u);
+  if (!gpu) return;
+  const fusion::AttentionLayout& b = grads[0]->attention;
+  for (const auto& o : {b.grad_q, b.grad_k, b.grad_v}) {
+    ASSERT_GE(o.value, 0);
+    EXPECT_FALSE(f.schedule.has_buffer[o.value]);
+    const fusion::View& w = *f.schedule.view[o.value];
+    EXPECT_EQ(f.graph.producer(w.buffer).op, ir::Op::Concatenate);
+    EXPECT_EQ(f.graph.type(w.buffer).shape, (Shape{4, 64, 2, 96}));
+  }
+  for (const fusion::Step* st : steps_of(f, fusion::StepKind::Loop))  // (the weights' and biases' concatenations are loops)
+    for (int32_t n : st->nodes) EXPECT_NE(f.graph.type(f.graph.nodes[static_cast<size_t>(n)].out).shape, (Shape{4, 64, 2, 96})) << "a loop copies gradients";
 }
 
 // GELU after a product (and its bias) and GELU's gradient before one are the products' GELU

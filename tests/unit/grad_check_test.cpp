@@ -700,6 +700,24 @@ TEST(GradCheckExtra, TracingMaterialisesNoZeroCotangents) {
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KB of peak memory grew while tracing";
 }
 
+// The gradient of a broadcast sums every axis it widened in one reduction: a bias [H 1 Hd] added
+// to [B H T Hd] (an einsum's heads) gets its gradient by one pass over the cotangent, summing B
+// (a new axis) and T (a size-1 axis widened) together, not one pass for each kind of axis.
+TEST(GradCheckExtra, BroadcastGradientSumsItsAxesInOnePass) {
+  std::ostringstream out;
+  Interp in(out);
+  in.run_text("(def x (random-normal 1 [3 2 5 4]))\n"
+              "(defn g [b] ((grad (fn [b] (sum (* x (+ x (reshape b 2 1 4)))))) b))\n"
+              "(def b (random-normal 2 [8]))\n",
+              "unbroadcast.shf");
+  std::vector<Value> args{in.global(symbols::intern("b"))->value};
+  trace::Traced t = trace::trace_call(in, in.global(symbols::intern("g"))->value, args, SrcLoc{}, false);
+  std::vector<std::vector<int64_t>> reduced;  // but the loss's sum
+  for (const ir::Node& n : t.graph.nodes)
+    if (n.op == ir::Op::Reduce && !t.graph.type(n.out).shape.empty()) reduced.push_back(n.attrs.dims);
+  EXPECT_EQ(reduced, (std::vector<std::vector<int64_t>>{{0, 2}})) << ir::print(t.graph);
+}
+
 // A subexpression traced twice (a layer norm per attention head) gets one backward pass: the
 // reverse sweep value-numbers the forward nodes and sends the duplicate's cotangent to the first
 // copy (autodiff/reverse.cpp). The gradient of `twice` records the second forward copy of `ln`

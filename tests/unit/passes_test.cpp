@@ -664,6 +664,17 @@ TEST(MergeDots, HalfPrecisionProductsMergeLikeF32Ones) {
   EXPECT_EQ(count(out, Op::Concatenate), 1u) << ir::print(out);
 }
 
+// merge_dots' result `out` of g (three projections of a cast x, each with a bias, in mixed
+// precision) is one product that adds one bias, exactly as g: the weights and the biases
+// concatenated and each concatenation cast once.
+void expect_one_biased_product(const Graph& g, const Graph& out) {
+  expect_close_results(g, out, 0.0);
+  EXPECT_EQ(count(out, Op::DotGeneral), 1u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Binary), 1u) << ir::print(out);
+  EXPECT_EQ(count(out, Op::Concatenate), 2u) << ir::print(out);  // the weights and the biases
+  EXPECT_EQ(count(out, Op::Convert), 3u) << ir::print(out);      // x and the two concatenations
+}
+
 TEST(MergeDots, BiasesAndCastsOfMergedProductsJoinThem) {
   // Heads as modules in mixed precision: q_h = bf16(x)·bf16(w_h) + bf16(b_h). The merged product
   // reads one conversion of concat(w_1..w_3) (no cast per weight) and adds one broadcast of one
@@ -679,11 +690,7 @@ TEST(MergeDots, BiasesAndCastsOfMergedProductsJoinThem) {
     g.results.push_back(bin(g, Binary::Add, g.emit(Op::DotGeneral, {x, w}, {.dot = dims}), row));
   }
   Graph out = fusion::merge_dots(g);
-  expect_close_results(g, out, 0.0);
-  EXPECT_EQ(count(out, Op::DotGeneral), 1u) << ir::print(out);
-  EXPECT_EQ(count(out, Op::Binary), 1u) << ir::print(out);
-  EXPECT_EQ(count(out, Op::Concatenate), 2u) << ir::print(out);  // the weights and the biases
-  EXPECT_EQ(count(out, Op::Convert), 3u) << ir::print(out);  // x and the two concatenations
+  expect_one_biased_product(g, out);
   for (const ir::Node& n : out.nodes) {
     if (n.op == Op::DotGeneral) { EXPECT_EQ(out.producer(n.in[1]).op, Op::Convert) << ir::print(out); }
   }
@@ -710,6 +717,15 @@ TEST(MergeDots, SummedProductsBecomeOneProductOverConcatenatedContractions) {
   EXPECT_EQ(count(out, Op::Binary), 2u);
 }
 
+// merge_dots' result `out` of g agrees with g, its first `sums` results (row sums) bit for bit.
+void expect_row_sums_exact(const Graph& g, const Graph& out, size_t sums) {
+  expect_close_results(g, out);
+  const std::vector<Tensor> args = random_args(g);
+  const std::vector<Tensor> before = ref::run(g, args), after = ref::run(out, args);
+  for (size_t r = 0; r < sums; ++r)
+    for (int64_t i = 0; i < before[r].numel(); ++i) EXPECT_EQ(before[r].get(i), after[r].get(i)) << "row sum " << r << " element " << i;
+}
+
 TEST(MergeDots, RowSumsOfASumsOperandsAreSlicesOfOneSum) {
   // Three heads' input gradient Σ_h dot(dy_h, w_h) beside their bias gradients Σ_rows dy_h: the
   // product reads concat(dy_1..3), and the three bias gradients are slices of one row sum of that
@@ -720,16 +736,65 @@ TEST(MergeDots, RowSumsOfASumsOperandsAreSlicesOfOneSum) {
   g.results.push_back(g.emit(Op::Reduce, {param(g, {DType::F32, {2, 128, 4}})}, {.reduce = Reduce::Sum, .dims = {0, 1}}));
   g.results.push_back(sum);
   Graph out = fusion::merge_dots(g);
-  expect_close_results(g, out);  // the input gradient adds in another order
-  const std::vector<Tensor> args = random_args(g);
-  const std::vector<Tensor> before = ref::run(g, args), after = ref::run(out, args);
-  for (size_t r = 0; r < 4; ++r)
-    for (int64_t i = 0; i < before[r].numel(); ++i) EXPECT_EQ(before[r].get(i), after[r].get(i)) << "row sum " << r << " element " << i;
+  expect_row_sums_exact(g, out, 4);  // the input gradient adds in another order
   EXPECT_EQ(count(out, Op::DotGeneral), 1u) << ir::print(out);
   EXPECT_EQ(count(out, Op::Reduce), 2u) << ir::print(out);
   for (const ir::Node& n : out.nodes) {
     if (n.op == Op::Reduce && out.type(n.out).shape == Shape{12}) { EXPECT_EQ(out.producer(n.in[0]).op, Op::Concatenate) << ir::print(out); }
   }
+}
+
+TEST(MergeDots, EinsumProjectionsJoinTheirBiasesUnderATranspose) {
+  // q, k, v as einsums "b t d, d h k -> b h t k" on [D H Hd] weights in mixed precision, each with
+  // its bias [H 1 Hd]: the product gives [b t h k], transposed before the bias is added. The merged
+  // product over concat(w_q, w_k, w_v) (one cast of one concatenation) adds one broadcast of the
+  // biases' [H 3Hd] concatenation (one cast) along its h and k dims, and each of q, k, v is a
+  // transposed slice of that sum — the form a product's bias epilogue takes. Exact.
+  Graph g;
+  int32_t x = g.emit(Op::Convert, {param(g, {DType::F32, {2, 128, 16}})}, {.dtype = DType::BF16});
+  const DotDims dims{.lhs_contract = {2}, .rhs_contract = {0}};
+  for (int i = 0; i < 3; ++i) {
+    int32_t w = g.add(Op::Reshape, {g.emit(Op::Convert, {param(g, {DType::F32, {16, 16}})}, {.dtype = DType::BF16})}, {},
+                      {{DType::BF16, {16, 2, 8}}});
+    int32_t b = g.add(Op::Reshape, {g.emit(Op::Convert, {param(g, {DType::F32, {16}})}, {.dtype = DType::BF16})}, {},
+                      {{DType::BF16, {2, 1, 8}}});
+    int32_t heads = g.emit(Op::Transpose, {g.emit(Op::DotGeneral, {x, w}, {.dot = dims})}, {.dims = {0, 2, 1, 3}});
+    int32_t row = g.add(Op::BroadcastInDim, {b}, {.dims = {1, 2, 3}}, {{DType::BF16, {2, 2, 128, 8}}}, {});
+    g.results.push_back(bin(g, Binary::Add, heads, row));
+  }
+  Graph out = fusion::merge_dots(g);
+  expect_one_biased_product(g, out);
+  EXPECT_EQ(count(out, Op::Transpose), 3u) << ir::print(out);
+  for (const ir::Node& n : out.nodes)
+    if (n.op == Op::BroadcastInDim) {
+      EXPECT_EQ(out.type(n.in[0]).shape, (Shape{2, 24})) << ir::print(out);
+      EXPECT_EQ(n.attrs.dims, (std::vector<int64_t>{2, 3})) << ir::print(out);
+    }
+}
+
+TEST(MergeDots, RowSumsOfOperandsReadTransposedAreSlicesOfOneSum) {
+  // The backward of the einsum projections above: dX = Σ dot(transpose(dq_i), w_i) contracting
+  // h and k of [b t h k] (merged over the concatenation of the transposed gradients), beside the
+  // bias gradients Σ_{b,t} dq_i of the untransposed [b h t k] gradients, which are slices of one
+  // sum of that concatenation over b and t, exactly.
+  Graph g;
+  std::vector<int32_t> terms;
+  for (int i = 0; i < 3; ++i) {
+    int32_t dq = param(g, {DType::F32, {2, 2, 128, 8}});
+    int32_t heads = g.emit(Op::Transpose, {dq}, {.dims = {0, 2, 1, 3}});
+    terms.push_back(g.emit(Op::DotGeneral, {heads, param(g, {DType::F32, {256, 2, 8}})}, {.dot = {.lhs_contract = {2, 3}, .rhs_contract = {1, 2}}}));
+    g.results.push_back(g.emit(Op::Reduce, {dq}, {.reduce = Reduce::Sum, .dims = {0, 2}}));
+  }
+  g.results.push_back(bin(g, Binary::Add, bin(g, Binary::Add, terms[0], terms[1]), terms[2]));
+  Graph out = fusion::merge_dots(g);
+  expect_row_sums_exact(g, out, 3);  // the input gradient adds in another order
+  EXPECT_EQ(count(out, Op::DotGeneral), 1u) << ir::print(out);
+  ASSERT_EQ(count(out, Op::Reduce), 1u) << ir::print(out);
+  for (const ir::Node& n : out.nodes)
+    if (n.op == Op::Reduce) {
+      EXPECT_EQ(out.producer(n.in[0]).op, Op::Concatenate) << ir::print(out);
+      EXPECT_EQ(out.type(n.out).shape, (Shape{2, 24})) << ir::print(out);
+    }
 }
 
 TEST(MergeDots, ASumTooLongToPayAsOneMergesInRuns) {
