@@ -4,7 +4,7 @@
 // fills few of its tensor cores (attention heads written as modules: 36 products of 64 columns a
 // layer, one once merged). Products of one float dtype (operands and result: f32, f16, bf16).
 //   Shared operand: dot(X, W1) .. dot(X, Wk) with equal dims whose other operands differ only
-//     along their last free dim become one dot(X, concat(W1 .. Wk)) and a slice of it per old
+//     along their first free dim become one dot(X, concat(W1 .. Wk)) and a slice of it per old
 //     product (the q, k, v projections of attention heads written one by one, and their weight
 //     gradients dot(X, dY1) .. dot(X, dYk)); the same with X on the right. When each product is
 //     read only by the addition of its bias row bi (broadcast along its varying dim, maybe along
@@ -12,7 +12,7 @@
 //     slices (exact) — also through a transpose between product and addition, then transposed
 //     slices (einsum projections "... t d, d h k -> ... h t k" with their biases [H 1 Hd]).
 //   Sum of products: dot(A1, B1) + .. + dot(Ak, Bk), each product read only by the additions,
-//     with equal dims and operands that differ only along their last contracting dims, becomes
+//     with equal dims and operands that differ only along their first contracting dims, becomes
 //     dot(concat(A1 .. Ak), concat(B1 .. Bk)) (the input gradient of those projections); a sum too
 //     long to pay as one merges in runs of consecutive products that do (all heads' input
 //     gradients summed into one cotangent, as the reverse sweep gives a layer norm per head).
@@ -25,8 +25,13 @@
 //     concatenation, so no cast is made per operand (exact); a concatenation's operand that is a
 //     concatenation along the same axis is read as its operands, and adjacent slices of one value
 //     are that value or one slice of it (no copy: merge_heads' re-merge of runs over one join).
-// A group's operands are concatenated in the order of their value ids, slices of one value in the
-// order they lie in it (a sum's: of its operands on the side defined first), so that two groups
+// Operands concatenate along their first free (or contracted) dim, the outermost: one with
+// several, an einsum's [D H Hd] weights, joins as [D 3H Hd], so that each old product's part of
+// a row of the merged result is contiguous, as in a batch-written [D 3D] weight (its slices are
+// views that merge into matrices: the three weights' gradients are read where the merged weight
+// gradient lies, not copied out). A group's operands are concatenated in the order of their value
+// ids, slices of one value in the order they lie in it (a sum's: of its operands on the side
+// defined first), so that two groups
 // over the same values share one concatenation (dX's and dW's dY1 .. dYk; dX's and the
 // projection's W1 .. Wk, whose order dY1 .. dYk then follow; a shared-operand group over exactly
 // the operands of a sum's part takes that part's order). A group of k products is merged only
@@ -159,7 +164,7 @@ bool sums_rows(const Graph& g, const Node& x, int32_t v, const std::vector<int64
   return x.attrs.dims == summed && std::is_sorted(kept.begin(), kept.end());
 }
 
-// Per operand of `part` on `side` (concatenated along its last contracting dim), an unclaimed
+// Per operand of `part` on `side` (concatenated along its first contracting dim), an unclaimed
 // sum of it over its rows (row_dims, sums_rows); none unless each has one.
 std::vector<int32_t> row_sums_of(const Graph& g, const Readers& rd, const std::vector<bool>& claimed, const std::vector<int32_t>& part,
                                  int side) {
@@ -226,7 +231,7 @@ std::pair<int32_t, std::vector<int64_t>> operand_place(const Graph& g, int32_t v
 }
 
 // Sums of products: every tree of float additions whose inner additions are read only by the
-// tree, its products (read only by the tree) grouped by merge_key along the last contracting dims.
+// tree, its products (read only by the tree) grouped by merge_key along the first contracting dims.
 void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, std::vector<Group>& out) {
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& root = g.nodes[i];
@@ -254,7 +259,7 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       const int32_t reader = rd.sole(value);
       if (is_float_dot(g, n) && reader >= 0 && !claimed[static_cast<size_t>(p)] && !n.attrs.dot.lhs_contract.empty() &&
           flops_per_element(g, n, 0) >= kFlopsPerCopied && flops_per_element(g, n, 1) >= kFlopsPerCopied) {
-        const int64_t axis[2] = {n.attrs.dot.lhs_contract.back(), n.attrs.dot.rhs_contract.back()};
+        const int64_t axis[2] = {n.attrs.dot.lhs_contract.front(), n.attrs.dot.rhs_contract.front()};
         by_key[merge_key(g, n, 0, axis, -1)].push_back(p);
       }
       leaves.push_back(value);
@@ -313,10 +318,10 @@ std::vector<int32_t> independent(const Graph& g, const std::vector<int32_t>& dot
   return keep;
 }
 
-// The operands `side` of sum part `part` concatenate along `axis` (its last contracting dim there).
+// The operands `side` of sum part `part` concatenate along `axis` (its first contracting dim there).
 std::vector<int32_t> sum_operands(const Graph& g, const std::vector<int32_t>& part, int side, int64_t& axis) {
   const DotDims& d = g.nodes[static_cast<size_t>(part[0])].attrs.dot;
-  axis = side ? d.rhs_contract.back() : d.lhs_contract.back();
+  axis = side ? d.rhs_contract.front() : d.lhs_contract.front();
   std::vector<int32_t> r;
   for (int32_t p : part) r.push_back(g.nodes[static_cast<size_t>(p)].in[static_cast<size_t>(side)]);
   return r;
@@ -376,9 +381,9 @@ void in_sum_order(const Graph& g, const std::vector<Group>& sums, int vary, int6
       }
 }
 
-// The dim of dot n's result along which its operand `vary` runs (its last free dim).
+// The dim of dot n's result along which its operand `vary` is concatenated (its first free dim).
 size_t varying_dim(const Graph& g, const Node& n, int vary) {
-  return vary == 1 ? g.type(n.out).shape.size() - 1 : n.attrs.dot.lhs_batch.size() + free_of(g, n, vary).size() - 1;
+  return n.attrs.dot.lhs_batch.size() + (vary == 1 ? free_of(g, n, 0).size() : 0);
 }
 
 // bias_of's result (AddedBias) for the addition `add`: see the struct.
@@ -431,7 +436,7 @@ void bias_adds(const Graph& g, const Readers& rd, const std::vector<Group>& sums
 }
 
 // Products sharing an operand (lhs first, then rhs among the rest), the other operand concatenated
-// along its last free dim.
+// along its first free dim.
 void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, std::vector<Group>& out) {
   const std::vector<Group> sums = out;
   for (int side = 0; side < 2; ++side) {
@@ -443,7 +448,7 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
       const std::vector<int64_t> f = free_of(g, n, vary);
       if (f.empty()) continue;
       int64_t axis[2] = {-1, -1};
-      axis[vary] = f.back();
+      axis[vary] = f.front();
       by_key[merge_key(g, n, 1 + side, axis, n.in[static_cast<size_t>(side)])].push_back(static_cast<int32_t>(i));
     }
     for (auto& [key, dots] : by_key) {
@@ -451,13 +456,13 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
       std::vector<int32_t> keep = independent(g, dots);
       if (keep.size() < 2) continue;
       const size_t first = out.size();
-      if (!pays(g, keep, vary)) split_shared_by_sums(g, sums, side, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).back(), keep, out);
+      if (!pays(g, keep, vary)) split_shared_by_sums(g, sums, side, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).front(), keep, out);
       if (keep.size() >= 2 && pays(g, keep, vary)) {
         std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
           return operand_place(g, g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)]) <
                  operand_place(g, g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)]);
         });
-        in_sum_order(g, sums, vary, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).back(), keep);
+        in_sum_order(g, sums, vary, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).front(), keep);
         out.push_back(Group{.sum = false, .side = side, .parts = {keep}});
         bias_adds(g, rd, sums, vary, out.back());
       }
@@ -499,11 +504,11 @@ class Emitter {
     for (size_t p = 0; p < grp.parts.size(); ++p) {
       const std::vector<int32_t>& part = grp.parts[p];
       const Node& n0 = g_.nodes[static_cast<size_t>(part[0])];
-      const int32_t lhs = concat(part, 0, n0.attrs.dot.lhs_contract.back(), n0.loc);
-      const int32_t rhs = concat(part, 1, n0.attrs.dot.rhs_contract.back(), n0.loc);
+      const int32_t lhs = concat(part, 0, n0.attrs.dot.lhs_contract.front(), n0.loc);
+      const int32_t rhs = concat(part, 1, n0.attrs.dot.rhs_contract.front(), n0.loc);
       terms.push_back(r_.emit(Op::DotGeneral, {lhs, rhs}, {.dot = n0.attrs.dot}, n0.loc));
-      row_sums(grp.row_sums[p][0], n0, 0, lhs, n0.attrs.dot.lhs_contract.back());
-      row_sums(grp.row_sums[p][1], n0, 1, rhs, n0.attrs.dot.rhs_contract.back());
+      row_sums(grp.row_sums[p][0], n0, 0, lhs, n0.attrs.dot.lhs_contract.front());
+      row_sums(grp.row_sums[p][1], n0, 1, rhs, n0.attrs.dot.rhs_contract.front());
     }
     for (int32_t v : grp.rest) terms.push_back(r_.map(v));
     int32_t total = terms[0];
@@ -617,7 +622,7 @@ class Emitter {
     const std::vector<int32_t>& dots = grp.parts[0];
     const Node& n0 = g_.nodes[static_cast<size_t>(dots[0])];
     const int vary = 1 - grp.side;
-    const int64_t axis = free_of(g_, n0, vary).back();
+    const int64_t axis = free_of(g_, n0, vary).front();
     const int32_t cat = concat(dots, vary, axis, n0.loc);
     const int32_t x = r_.map(n0.in[static_cast<size_t>(grp.side)]);
     int32_t merged = r_.emit(Op::DotGeneral, grp.side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);

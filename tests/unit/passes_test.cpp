@@ -748,8 +748,10 @@ TEST(MergeDots, EinsumProjectionsJoinTheirBiasesUnderATranspose) {
   // q, k, v as einsums "b t d, d h k -> b h t k" on [D H Hd] weights in mixed precision, each with
   // its bias [H 1 Hd]: the product gives [b t h k], transposed before the bias is added. The merged
   // product over concat(w_q, w_k, w_v) (one cast of one concatenation) adds one broadcast of the
-  // biases' [H 3Hd] concatenation (one cast) along its h and k dims, and each of q, k, v is a
-  // transposed slice of that sum — the form a product's bias epilogue takes. Exact.
+  // biases' [3H Hd] concatenation (one cast) along its h and k dims, and each of q, k, v is a
+  // transposed slice of that sum — the form a product's bias epilogue takes. The weights join
+  // along their first free dim, h, as [D 3H Hd]: in each row of the product, q's columns, then
+  // k's, then v's, as a batch-written [D 3D] weight has them. Exact.
   Graph g;
   int32_t x = g.emit(Op::Convert, {param(g, {DType::F32, {2, 128, 16}})}, {.dtype = DType::BF16});
   const DotDims dims{.lhs_contract = {2}, .rhs_contract = {0}};
@@ -767,16 +769,16 @@ TEST(MergeDots, EinsumProjectionsJoinTheirBiasesUnderATranspose) {
   EXPECT_EQ(count(out, Op::Transpose), 3u) << ir::print(out);
   for (const ir::Node& n : out.nodes)
     if (n.op == Op::BroadcastInDim) {
-      EXPECT_EQ(out.type(n.in[0]).shape, (Shape{2, 24})) << ir::print(out);
+      EXPECT_EQ(out.type(n.in[0]).shape, (Shape{6, 8})) << ir::print(out);
       EXPECT_EQ(n.attrs.dims, (std::vector<int64_t>{2, 3})) << ir::print(out);
     }
 }
 
 TEST(MergeDots, RowSumsOfOperandsReadTransposedAreSlicesOfOneSum) {
   // The backward of the einsum projections above: dX = Σ dot(transpose(dq_i), w_i) contracting
-  // h and k of [b t h k] (merged over the concatenation of the transposed gradients), beside the
-  // bias gradients Σ_{b,t} dq_i of the untransposed [b h t k] gradients, which are slices of one
-  // sum of that concatenation over b and t, exactly.
+  // h and k of [b t h k] (merged over the concatenation of the transposed gradients along h, the
+  // first contracted dim), beside the bias gradients Σ_{b,t} dq_i of the untransposed [b h t k]
+  // gradients, which are slices of one sum of that concatenation over b and t, exactly.
   Graph g;
   std::vector<int32_t> terms;
   for (int i = 0; i < 3; ++i) {
@@ -793,7 +795,7 @@ TEST(MergeDots, RowSumsOfOperandsReadTransposedAreSlicesOfOneSum) {
   for (const ir::Node& n : out.nodes)
     if (n.op == Op::Reduce) {
       EXPECT_EQ(out.producer(n.in[0]).op, Op::Concatenate) << ir::print(out);
-      EXPECT_EQ(out.type(n.out).shape, (Shape{2, 24})) << ir::print(out);
+      EXPECT_EQ(out.type(n.out).shape, (Shape{6, 8})) << ir::print(out);
     }
 }
 
