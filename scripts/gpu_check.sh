@@ -34,7 +34,8 @@
 #           cuDNN's plans built without the driver's JIT cache (CUDA_CACHE_DISABLE=1), forward and
 #           backward on two threads and one after the other (SHEAF_CUDNN_SERIAL_BUILD=1);
 #           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
-#           preparation                                                       → ab.txt
+#           preparation, where a first step goes before the GPU runs (traces, the builds by
+#           phase, first calls' host time, device allocations)                 → ab.txt
 #   ncu     Nsight Compute on the two layer-norm backward row runs of one step (or the kernels of
 #           $NCU_KERNELS, a regex): duration, throughput, occupancy, stalls     → ncu.txt
 # OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
@@ -171,6 +172,8 @@ ab() {
     (cd "$dir" && env "$@" timeout 90 "$SHEAF" --device cuda --jit-profile gpt2_gpu.shf -- --steps "$steps") >"$dir/run.txt" 2>&1
     echo "(exit $?)"; grep -E "RESULT gpt2_(first|second|ms)|loss .* after [0-9]+ steps" "$dir/run.txt"
     grep -o -E "[0-9]+ captures, [0-9]+ replays|attention: .*" "$dir/run.txt"
+    # where a first step goes before the GPU runs: traces, builds by phase, first calls, allocations
+    grep -o -E "[0-9]+ traces \([0-9.]+ms|[0-9]+ built \([^)]*\)|first calls [0-9.]+ms on the host|[0-9]+ device allocations \([0-9.]+ms\)" "$dir/run.txt"
   }
   {
     one cold 10; one as-is 10; one row-values-in-memory 10 SHEAF_CUDA_RENDER=hold_row_values=0

@@ -76,6 +76,17 @@ TEST(Backend, EveryDeviceNameCompilesAndRunsAlike) {
   EXPECT_EQ(runs_alike(gpu, t), "");
   EXPECT_EQ(gpu.stats().built, 1u);
   EXPECT_EQ(gpu.stats().run.calls, 1u);
+  // where the build and the first call went (the --jit-profile line): its phases add up to at
+  // most the build, the kernels' rendering and loading among them; the call's buffers came from
+  // the device
+  const cuda::BuildTimes& b = gpu.stats().build;
+  EXPECT_GT(b.kernels, 0.0);
+  EXPECT_LE(b.passes + b.fusion + b.kernels + b.setup, gpu.stats().build_s);
+  EXPECT_GT(gpu.stats().run.first_calls_s, 0.0);
+  std::ostringstream report;
+  gpu.report(report, 0);
+  EXPECT_NE(report.str().find("1 built ("), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find(" device allocations ("), std::string::npos) << report.str();
 }
 
 // The reference executor under another name, counting its compiles.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/clock.hpp"
 #include "base/error.hpp"
 
 namespace sheaf::cuda {
@@ -39,6 +40,7 @@ DevicePtr Allocator::allocate(size_t bytes) {
     stats_.cached -= size;
     ++stats_.hits;
   } else {
+    const Clock::time_point t0 = Clock::now();
     try {
       p = device_->allocate(size);
     } catch (const SheafError&) {
@@ -52,6 +54,8 @@ DevicePtr Allocator::allocate(size_t bytes) {
       }
     }
     stats_.device_bytes += size;
+    ++stats_.device_allocations;
+    stats_.device_s += seconds_since(t0);
   }
   stats_.in_use += size;
   stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);

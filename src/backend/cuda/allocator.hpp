@@ -20,6 +20,8 @@ struct AllocatorStats {
   uint64_t requests = 0, hits = 0;  // hits: served from the cache
   size_t in_use = 0, peak_in_use = 0, cached = 0;  // bytes (rounded)
   size_t device_bytes = 0;          // held from the device (in use + cached)
+  uint64_t device_allocations = 0;  // requests the device served (the cache could not)
+  double device_s = 0;              // host time in those (a stream-ordered pool growing, cuMemAlloc)
 };
 
 class Allocator {

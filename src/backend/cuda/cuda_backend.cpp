@@ -63,6 +63,7 @@ std::unique_ptr<CompiledGraph> CudaBackend::compile(const ir::Graph& g, const Co
                         p->program().kernels().source + "\n/* launch table\n" + p->program().launch_table() + "*/\n");
     ++stats_.built;
     stats_.build_s += seconds_since(t0);
+    stats_.build += p->program().build_times();
     return p;
   } catch (const SheafError& e) {
     if (std::getenv("SHEAF_CUDA_STRICT")) throw;
@@ -77,11 +78,15 @@ void CudaBackend::report(std::ostream& os, double) const {
   const AllocatorStats& m = gpu_->stats();
   std::string tuning = describe_product_tuning(gpu_->device().product_tuning());
   if (const std::string a = gpu_->device().describe_sdpa(); !a.empty()) tuning += (tuning.empty() ? "" : "; ") + a;
-  os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms); inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
-                    "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached{}{}\n",
-                    gpu_->device().describe(), stats_.built, stats_.build_s * 1e3, r.resident, r.reused, r.uploaded, r.captured,
-                    r.replayed, r.host_steps, r.in_place, m.in_use / 1048576.0, m.peak_in_use / 1048576.0, m.cached / 1048576.0,
-                    tuning.empty() ? "" : "; ", tuning);
+  const BuildTimes& b = stats_.build;
+  os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms: passes {:.1f}, fusion {:.1f}, kernels {:.1f}, buffers {:.1f}); "
+                    "first calls {:.1f}ms on the host; inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
+                    "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached, "
+                    "{} device allocations ({:.1f}ms){}{}\n",
+                    gpu_->device().describe(), stats_.built, stats_.build_s * 1e3, b.passes * 1e3, b.fusion * 1e3, b.kernels * 1e3,
+                    b.setup * 1e3, r.first_calls_s * 1e3, r.resident, r.reused, r.uploaded, r.captured, r.replayed, r.host_steps,
+                    r.in_place, m.in_use / 1048576.0, m.peak_in_use / 1048576.0, m.cached / 1048576.0, m.device_allocations,
+                    m.device_s * 1e3, tuning.empty() ? "" : "; ", tuning);
   os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP and {:.3f} GB; "
                     "moved {:.3f} GB against a floor of {:.3f} GB ({:.2f}x: inputs, results and products' operands "
                     "crossing memory once)\n",

@@ -16,6 +16,7 @@ namespace sheaf::cuda {
 struct CudaStats {
   uint64_t built = 0;  // programs built
   double build_s = 0;
+  BuildTimes build;    // where build_s went
   ProgramStats run;    // what the programs did
 };
 

@@ -14,6 +14,7 @@
 #include "backend/recycled_buffers.hpp"
 #include "backend/ref/executor.hpp"
 #include "passes/composites.hpp"
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "base/interrupt.hpp"
 
@@ -287,8 +288,14 @@ struct Program::Impl {
   DevicePtr on_device(const Tensor& t);  // t's device address (uploaded into a held buffer if it is on the host)
 };
 
-Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, const ProgramOptions& o, bool loop_body)
-    : impl_(std::make_unique<Impl>(graph, std::move(allocator), o)) {
+Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, const ProgramOptions& o, bool loop_body) {
+  Clock::time_point t0 = Clock::now();
+  auto lap = [&t0](double& into) {
+    into += seconds_since(t0);
+    t0 = Clock::now();
+  };
+  impl_ = std::make_unique<Impl>(graph, std::move(allocator), o);
+  lap(times_.passes);
   Impl& p = *impl_;
   const ir::Graph& g = p.g;
   // Attention kernels need bf16 tensor-core products (sm_80+); a loop body's parameters are
@@ -299,10 +306,12 @@ Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, c
   p.schedule = fusion::fuse(g, {.gpu = true, .attention = compute_capability(device.arch()) >= 80, .aligned_params = !loop_body,
                                 .fold_attention_bias = !device.has_sdpa(), .epilogues = o.epilogues, .composites = &p.lowered.sites});
   p.memory = fusion::plan_memory(g, p.schedule);
+  lap(times_.fusion);
   RenderOptions ro = render_options_for(device.multiprocessors());
   override_render_options(ro, o.render);
   std::vector<std::string> names;
   std::tie(kernels_, names, p.module) = render_and_load(g, p.schedule, p.memory, ro, device, o.cache_dir);
+  lap(times_.kernels);
   for (const Launch& l : kernels_.launches) {
     p.kernel_index.push_back(static_cast<size_t>(std::find(names.begin(), names.end(), l.kernel) - names.begin()));
     p.has_host = p.has_host || l.kind == Launch::Kind::Host;
@@ -347,6 +356,7 @@ Program::Program(const ir::Graph& graph, std::shared_ptr<Allocator> allocator, c
                         s.steps[static_cast<size_t>(st)].kind != StepKind::While);
   }
   p.uploads.resize(g.params.size());
+  lap(times_.setup);
 }
 
 Program::~Program() = default;
@@ -687,6 +697,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   Impl& p = *impl_;
   const ir::Graph& g = p.g;
   const fusion::MemoryPlan& m = p.memory;
+  const Clock::time_point start = Clock::now();
+  const bool first_call = p.runs == 0;
   ++stats.calls;
   stats.work += p.work;
   p.buffers = p.table;
@@ -746,6 +758,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   }
   p.held.clear();
   p.host_results.clear();
+  if (first_call) stats.first_calls_s += seconds_since(start);
   return results;
 }
 

@@ -68,8 +68,21 @@ struct LaunchTime {
   }
 };
 
+// Where a program's build went (seconds): the passes before fusion (merge_dots .. composites
+// lowered), fusion and the memory plan, rendering and loading the kernels (NVRTC or the cubin
+// cache, and cuDNN's plans beside them), and the rest (buffers and constants, and the builds of
+// its while loops' programs).
+struct BuildTimes {
+  double passes = 0, fusion = 0, kernels = 0, setup = 0;
+  BuildTimes& operator+=(const BuildTimes& t) {
+    passes += t.passes, fusion += t.fusion, kernels += t.kernels, setup += t.setup;
+    return *this;
+  }
+};
+
 struct ProgramStats {
   uint64_t calls = 0;                                // calls of a program
+  double first_calls_s = 0;                          // host time of each program's first call (allocations, uploads, launches)
   uint64_t reused = 0, uploaded = 0, resident = 0;  // inputs: reused upload, fresh upload, already on the GPU
   uint64_t captured = 0, replayed = 0;               // whole-call captures made and replayed
   uint64_t host_steps = 0;                           // Host steps run (each downloads and uploads)
@@ -122,6 +135,7 @@ class Program {
   std::vector<Tensor> run(std::span<const Tensor> args, ProgramStats& stats);
 
   const Kernels& kernels() const { return kernels_; }
+  const BuildTimes& build_times() const { return times_; }
   // The launch table, a line per launch and its step: a kernel's name (shared kernels: an earlier
   // step's), grid, block, the bytes of its buffers, its step's space and ops; a product's batch,
   // m×n×k, FLOPs and dtype; copies and host steps.
@@ -133,6 +147,7 @@ class Program {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   Kernels kernels_;
+  BuildTimes times_;
 };
 
 }  // namespace sheaf::cuda
