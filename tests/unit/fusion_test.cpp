@@ -92,6 +92,15 @@ constexpr const char* kProgram = R"(
         s (* (cast (einsum "bhtk,bhsk->bhts" q k) :f32) 0.125)]
     (einsum "bhts,bhsk->bhtk" (cast (softmax (where mask s -1e9) :axis -1) :bf16) v)))
 (defn eheads-vg [p x] ((value-and-grad (fn [a] (sum (cast (eheads (get a :p) (get a :x)) :f32)))) {:p p :x x}))
+;; and as Hugging Face models write it: separate q, k, v linear layers, heads split by reshape and
+;; transpose, scores by @
+(defn hheads [p x]
+  (let [split (fn [t] (transpose (reshape t 4 64 2 32) [0 2 1 3]))
+        proj (fn [l] (split (+ (@ x (cast (get l :w) :bf16)) (cast (get l :b) :bf16))))
+        q (proj (get p :q)) k (proj (get p :k)) v (proj (get p :v))
+        s (* (cast (@ q (transpose k [0 1 3 2])) :f32) 0.125)]
+    (@ (cast (softmax (where mask s -1e9) :axis -1) :bf16) v)))
+(defn hheads-vg [p x] ((value-and-grad (fn [a] (sum (cast (hheads (get a :p) (get a :x)) :f32)))) {:p p :x x}))
 (defn odd-heads [qkv]
   (let [q (slice qkv 0 24 :axis 3) k (slice qkv 24 48 :axis 3) v (slice qkv 48 72 :axis 3)]
     (einsum "bhts,bshd->bthd" (cast (softmax (cast (einsum "bthd,bshd->bhts" q k) :f32) :axis -1) :bf16) v)))
@@ -450,39 +459,52 @@ TEST_P(Recompute, ProductsSumTheRowsTheyContract) {
 }
 
 // Attention written with einsum projections on [D H Hd] weights, each with its bias [H 1 Hd]
-// (bench/gpt2_gpu.shf --einsum), runs on a GPU as the batch-written form does: one q, k, v product
+// (bench/gpt2_gpu.shf --einsum), or with separate q, k, v linear layers whose heads are split by
+// reshape and transpose, runs on a GPU as the batch-written form does: one q, k, v product
 // whose epilogue adds the biases' [3H Hd] concatenation (the Attention step reads q, k and v from
 // it, transposed); the AttentionGrad step writes dq, dk, dv into the concatenation that the input
 // and weight gradients read (no copy); the weight gradient's product sums that concatenation's
 // rows over b and t (the biases' gradients, [3H Hd]), and the three weights' gradients are views
 // of its result. On the CPU none of the epilogues.
-TEST_P(Recompute, EinsumProjectionsRunAsTheBatchWrittenForm) {
-  const Fused f = fuse_merged(in, "eheads-vg", {"eparams", "ex"}, GetParam());
-  std::vector<std::string> biases, row_sums;
-  for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
-    if (st->dot.bias >= 0) biases.push_back(ir::type_str(f.graph.type(f.graph.producer(st->dot.bias).in[0])));
-    if (st->dot.row_sum >= 0) row_sums.push_back(ir::type_str(f.graph.type(st->dot.row_sum)));
+TEST_P(Recompute, SeparateProjectionsRunAsTheBatchWrittenForm) {
+  // einsum projections: the bias row [3H Hd], d(qkv) [b t 3H Hd]; Hugging Face's linear layers:
+  // the bias row [3D], d(qkv) [b t 3D] (each gradient transposed and reshaped into it)
+  struct Form {
+    const char* fn;
+    std::string row, dqkv;
+    std::vector<std::string> copies;  // what no loop may write
+  };
+  for (const Form& form : {Form{"eheads-vg", "bf16[6x32]", "bf16[4x64x6x32]", {"bf16[256x2x32]", "bf16[256x64]"}},
+                           Form{"hheads-vg", "bf16[192]", "bf16[4x64x192]", {"bf16[256x64]"}}}) {
+    const Fused f = fuse_merged(in, form.fn, {"eparams", "ex"}, GetParam());
+    std::vector<std::string> biases, row_sums;
+    for (const fusion::Step* st : steps_of(f, fusion::StepKind::Dot)) {
+      if (st->dot.bias >= 0) biases.push_back(ir::type_str(f.graph.type(f.graph.producer(st->dot.bias).in[0])));
+      if (st->dot.row_sum >= 0) row_sums.push_back(ir::type_str(f.graph.type(st->dot.row_sum)));
+    }
+    const bool gpu = GetParam();
+    EXPECT_EQ(biases, gpu ? std::vector<std::string>{form.row} : std::vector<std::string>{}) << form.fn << ir::print(f.graph);
+    EXPECT_EQ(row_sums, gpu ? std::vector<std::string>{form.row} : std::vector<std::string>{}) << form.fn << ir::print(f.graph);
+    const auto grads = steps_of(f, fusion::StepKind::AttentionGrad);
+    ASSERT_EQ(grads.size(), gpu ? 1u : 0u) << form.fn;
+    if (!gpu) continue;
+    const fusion::AttentionLayout& b = grads[0]->attention;
+    for (const auto& o : {b.grad_q, b.grad_k, b.grad_v}) {
+      ASSERT_GE(o.value, 0) << form.fn;
+      EXPECT_FALSE(f.schedule.has_buffer[o.value]) << form.fn;
+      const fusion::View& w = *f.schedule.view[o.value];
+      EXPECT_EQ(f.graph.producer(w.buffer).op, ir::Op::Concatenate) << form.fn;
+      EXPECT_EQ(ir::type_str(f.graph.type(w.buffer)), form.dqkv) << form.fn;
+    }
+    // no loop copies the gradients into their concatenation, nor the merged weight gradient into
+    // the three weights' (each is a view of it: its rows 64 columns of 192, which the loops
+    // casting the gradients to f32 read)
+    std::vector<std::string> copies = form.copies;
+    copies.push_back(form.dqkv);
+    for (const fusion::Step* st : steps_of(f, fusion::StepKind::Loop))
+      for (int32_t v : st->outputs)
+        for (const std::string& copied : copies) EXPECT_NE(ir::type_str(f.graph.type(v)), copied) << form.fn;
   }
-  const bool gpu = GetParam();
-  EXPECT_EQ(biases, gpu ? std::vector<std::string>{"bf16[6x32]"} : std::vector<std::string>{}) << ir::print(f.graph);
-  EXPECT_EQ(row_sums, gpu ? std::vector<std::string>{"bf16[6x32]"} : std::vector<std::string>{}) << ir::print(f.graph);
-  const auto grads = steps_of(f, fusion::StepKind::AttentionGrad);
-  ASSERT_EQ(grads.size(), gpu ? 1u : 0u);
-  if (!gpu) return;
-  const fusion::AttentionLayout& b = grads[0]->attention;
-  for (const auto& o : {b.grad_q, b.grad_k, b.grad_v}) {
-    ASSERT_GE(o.value, 0);
-    EXPECT_FALSE(f.schedule.has_buffer[o.value]);
-    const fusion::View& w = *f.schedule.view[o.value];
-    EXPECT_EQ(f.graph.producer(w.buffer).op, ir::Op::Concatenate);
-    EXPECT_EQ(f.graph.type(w.buffer).shape, (Shape{4, 64, 6, 32}));
-  }
-  // no loop copies the gradients into their concatenation, nor the weight gradient [256 6 32]
-  // into the three weights' (each is a view of it: its rows 64 columns of 192, which the loops
-  // casting the gradients to f32 read)
-  for (const fusion::Step* st : steps_of(f, fusion::StepKind::Loop))
-    for (int32_t v : st->outputs)
-      for (const char* copied : {"bf16[4x64x6x32]", "bf16[256x2x32]", "bf16[256x64]"}) EXPECT_NE(ir::type_str(f.graph.type(v)), copied);
 }
 
 // GELU after a product (and its bias) and GELU's gradient before one are the products' GELU
