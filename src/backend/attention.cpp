@@ -184,11 +184,10 @@ class Matcher {
       if (top >= 0 && v != top) return;
       top = v;
     }
-    if (cat >= 0) {  // the concatenation reads exactly the three, each once
-      const ir::Node& c = g_.nodes[static_cast<size_t>(cat)];
-      std::vector<int32_t> in = c.in;
+    if (cat >= 0) {  // the concatenation reads exactly the three (distinct: each way is its own)
+      std::vector<int32_t> in = g_.nodes[static_cast<size_t>(cat)].in;
       std::sort(in.begin(), in.end()), std::sort(ends.begin(), ends.end());
-      if (in != ends || std::adjacent_find(in.begin(), in.end()) != in.end()) return;
+      if (in != ends) return;
       nodes.push_back(cat);
       std::sort(nodes.begin(), nodes.end());
       a.concat = cat;

@@ -74,13 +74,13 @@ using ir::Op;
 
 constexpr double kFlopsPerCopied = 128;  // 2·(the other operand's free size): ≥ 64 rows or columns
 
-// The bias that the addition `add` puts on dot d's result, maybe through a transpose of it
-// (d + bias: a projection with its bias; transpose(d) + bias: an einsum's "... t d, d h k ->
-// ... h t k" with its bias [H, 1, Hd]): `row`, broadcast along d's result dims `dims`
-// (ascending, `along` among them; the row's size-1 dims that the broadcast widens dropped, to
-// shape `shape`), `perm` the transpose's (empty: none). row −1: not such a bias.
+// The bias that the addition `add` (node) puts on dot d's result, maybe through a transpose of it
+// (node `transpose`; d + bias: a projection with its bias; transpose(d) + bias: an einsum's
+// "... t d, d h k -> ... h t k" with its bias [H, 1, Hd]): `row`, broadcast along d's result
+// dims `dims` (ascending, `along` among them; the row's size-1 dims that the broadcast widens
+// dropped, to shape `shape`), `perm` the transpose's (empty: none). row −1: not such a bias.
 struct AddedBias {
-  int32_t row = -1;
+  int32_t add = -1, transpose = -1, row = -1;
   std::vector<int64_t> dims, perm;
   Shape shape;
 };
@@ -98,14 +98,14 @@ struct Group {
   int side = 0;
   std::vector<std::vector<int32_t>> parts;
   std::vector<int32_t> adds;
-  std::vector<AddedBias> biases;    // shared operand: what each of `adds` adds
-  std::vector<int32_t> transposes;  // shared operand: the transposes between the products and `adds`
+  std::vector<AddedBias> biases;  // shared operand: what each of `adds` adds
   std::vector<int32_t> rest;
   std::vector<std::array<std::vector<int32_t>, 2>> row_sums;
 
   std::vector<int32_t> nodes() const {
     std::vector<int32_t> r = adds;
-    r.insert(r.end(), transposes.begin(), transposes.end());
+    for (const AddedBias& b : biases)
+      if (b.transpose >= 0) r.push_back(b.transpose);
     for (const auto& p : parts) r.insert(r.end(), p.begin(), p.end());
     for (const auto& sides : row_sums)
       for (const auto& sums : sides) r.insert(r.end(), sums.begin(), sums.end());
@@ -129,6 +129,16 @@ std::vector<int64_t> free_of(const Graph& g, const Node& n, int side) {
   return free_dims(static_cast<int64_t>(g.type(n.in[static_cast<size_t>(side)]).shape.size()), side ? d.rhs_batch : d.lhs_batch,
                    side ? d.rhs_contract : d.lhs_contract);
 }
+
+// The dim along which merged products concatenate operand `side` of dot n: a shared operand's
+// other side along its first free dim (-1: it has none), a sum's operands along their first
+// contracting dims — the outermost, so that each product's part of a row is contiguous (the file
+// comment).
+int64_t joined_free_dim(const Graph& g, const Node& n, int side) {
+  const std::vector<int64_t> f = free_of(g, n, side);
+  return f.empty() ? -1 : f.front();
+}
+int64_t joined_contract_dim(const Node& n, int side) { return (side ? n.attrs.dot.rhs_contract : n.attrs.dot.lhs_contract).front(); }
 
 // Multiply-adds ×2 of dot n per element of its operand `side`.
 double flops_per_element(const Graph& g, const Node& n, int side) {
@@ -259,7 +269,7 @@ void find_sums(const Graph& g, const Readers& rd, std::vector<bool>& claimed, st
       const int32_t reader = rd.sole(value);
       if (is_float_dot(g, n) && reader >= 0 && !claimed[static_cast<size_t>(p)] && !n.attrs.dot.lhs_contract.empty() &&
           flops_per_element(g, n, 0) >= kFlopsPerCopied && flops_per_element(g, n, 1) >= kFlopsPerCopied) {
-        const int64_t axis[2] = {n.attrs.dot.lhs_contract.front(), n.attrs.dot.rhs_contract.front()};
+        const int64_t axis[2] = {joined_contract_dim(n, 0), joined_contract_dim(n, 1)};
         by_key[merge_key(g, n, 0, axis, -1)].push_back(p);
       }
       leaves.push_back(value);
@@ -320,8 +330,7 @@ std::vector<int32_t> independent(const Graph& g, const std::vector<int32_t>& dot
 
 // The operands `side` of sum part `part` concatenate along `axis` (its first contracting dim there).
 std::vector<int32_t> sum_operands(const Graph& g, const std::vector<int32_t>& part, int side, int64_t& axis) {
-  const DotDims& d = g.nodes[static_cast<size_t>(part[0])].attrs.dot;
-  axis = side ? d.rhs_contract.front() : d.lhs_contract.front();
+  axis = joined_contract_dim(g.nodes[static_cast<size_t>(part[0])], side);
   std::vector<int32_t> r;
   for (int32_t p : part) r.push_back(g.nodes[static_cast<size_t>(p)].in[static_cast<size_t>(side)]);
   return r;
@@ -386,20 +395,21 @@ size_t varying_dim(const Graph& g, const Node& n, int vary) {
   return n.attrs.dot.lhs_batch.size() + (vary == 1 ? free_of(g, n, 0).size() : 0);
 }
 
-// bias_of's result (AddedBias) for the addition `add`: see the struct.
-AddedBias bias_of(const Graph& g, const Readers& rd, const Node& d, int32_t add, size_t along) {
-  if (add < 0) return {};
-  const Node* a = &g.nodes[static_cast<size_t>(add)];
-  int32_t x = d.out;
+// The bias that dot d's only reader adds (AddedBias), or none.
+AddedBias bias_of(const Graph& g, const Readers& rd, const Node& d, size_t along) {
   AddedBias b;
-  if (a->op == Op::Transpose) {
-    b.perm = a->attrs.dims;
-    x = a->out;
-    if (rd.sole(x) < 0) return {};
-    a = &g.nodes[static_cast<size_t>(rd.sole(x))];
+  int32_t x = d.out;
+  b.add = rd.sole(x);
+  if (b.add >= 0 && g.nodes[static_cast<size_t>(b.add)].op == Op::Transpose) {
+    b.transpose = b.add;
+    b.perm = g.nodes[static_cast<size_t>(b.transpose)].attrs.dims;
+    x = g.nodes[static_cast<size_t>(b.transpose)].out;
+    b.add = rd.sole(x);
   }
-  if (!is_float_add(g, *a) || g.type(a->out) != g.type(x) || (a->in[0] == x) == (a->in[1] == x)) return {};
-  const Node& bc = g.producer(a->in[a->in[0] == x ? 1 : 0]);
+  if (b.add < 0) return {};
+  const Node& a = g.nodes[static_cast<size_t>(b.add)];
+  if (!is_float_add(g, a) || g.type(a.out) != g.type(x) || (a.in[0] == x) == (a.in[1] == x)) return {};
+  const Node& bc = g.producer(a.in[a.in[0] == x ? 1 : 0]);
   if (bc.op != Op::BroadcastInDim) return {};
   const Shape& row = g.type(bc.in[0]).shape;
   for (size_t j = 0; j < row.size(); ++j) {
@@ -415,24 +425,22 @@ AddedBias bias_of(const Graph& g, const Readers& rd, const Node& d, int32_t add,
   return b;
 }
 
-// The bias additions of a shared-operand group's products (Group::adds, biases, transposes), in
-// their order, when every product is read only by one (bias_of; all alike) that no sum group has
-// taken: its bias then joins the merged product (one addition of the concatenated rows, whose
-// slices the readers read, instead of one per product). Else none.
+// The bias additions of a shared-operand group's products (Group::adds and biases), in their
+// order, when every product is read only by one (bias_of; all alike) that no sum group has taken:
+// its bias then joins the merged product (one addition of the concatenated rows, whose slices the
+// readers read, instead of one per product). Else none.
 void bias_adds(const Graph& g, const Readers& rd, const std::vector<Group>& sums, int vary, Group& grp) {
   for (int32_t d : grp.parts[0]) {
     const Node& n = g.nodes[static_cast<size_t>(d)];
-    const AddedBias b = bias_of(g, rd, n, rd.sole(n.out), varying_dim(g, n, vary));
-    if (b.row < 0 || (!grp.biases.empty() && (b.dims != grp.biases[0].dims || b.perm != grp.biases[0].perm))) break;
-    int32_t a = rd.sole(n.out);
-    if (!b.perm.empty()) grp.transposes.push_back(a), a = rd.sole(g.nodes[static_cast<size_t>(a)].out);
-    if (std::any_of(sums.begin(), sums.end(), [&](const Group& s) { return std::find(s.adds.begin(), s.adds.end(), a) != s.adds.end(); }))
+    const AddedBias b = bias_of(g, rd, n, varying_dim(g, n, vary));
+    if (b.row < 0 || (!grp.biases.empty() && (b.dims != grp.biases[0].dims || b.perm != grp.biases[0].perm)) ||
+        std::any_of(sums.begin(), sums.end(), [&](const Group& s) { return std::find(s.adds.begin(), s.adds.end(), b.add) != s.adds.end(); }))
       break;
-    grp.adds.push_back(a);
+    grp.adds.push_back(b.add);
     grp.biases.push_back(b);
   }
   if (grp.adds.size() == grp.parts[0].size()) return;
-  grp.adds.clear(), grp.biases.clear(), grp.transposes.clear();
+  grp.adds.clear(), grp.biases.clear();
 }
 
 // Products sharing an operand (lhs first, then rhs among the rest), the other operand concatenated
@@ -445,10 +453,9 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
       if (!is_float_dot(g, n) || claimed[i] || flops_per_element(g, n, vary) < kFlopsPerCopied) continue;
-      const std::vector<int64_t> f = free_of(g, n, vary);
-      if (f.empty()) continue;
       int64_t axis[2] = {-1, -1};
-      axis[vary] = f.front();
+      axis[vary] = joined_free_dim(g, n, vary);
+      if (axis[vary] < 0) continue;
       by_key[merge_key(g, n, 1 + side, axis, n.in[static_cast<size_t>(side)])].push_back(static_cast<int32_t>(i));
     }
     for (auto& [key, dots] : by_key) {
@@ -456,13 +463,14 @@ void find_shared(const Graph& g, const Readers& rd, std::vector<bool>& claimed, 
       std::vector<int32_t> keep = independent(g, dots);
       if (keep.size() < 2) continue;
       const size_t first = out.size();
-      if (!pays(g, keep, vary)) split_shared_by_sums(g, sums, side, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).front(), keep, out);
+      const int64_t axis = joined_free_dim(g, g.nodes[static_cast<size_t>(keep[0])], vary);  // the group's, as merge_key says
+      if (!pays(g, keep, vary)) split_shared_by_sums(g, sums, side, axis, keep, out);
       if (keep.size() >= 2 && pays(g, keep, vary)) {
         std::sort(keep.begin(), keep.end(), [&](int32_t a, int32_t b) {
           return operand_place(g, g.nodes[static_cast<size_t>(a)].in[static_cast<size_t>(vary)]) <
                  operand_place(g, g.nodes[static_cast<size_t>(b)].in[static_cast<size_t>(vary)]);
         });
-        in_sum_order(g, sums, vary, free_of(g, g.nodes[static_cast<size_t>(keep[0])], vary).front(), keep);
+        in_sum_order(g, sums, vary, axis, keep);
         out.push_back(Group{.sum = false, .side = side, .parts = {keep}});
         bias_adds(g, rd, sums, vary, out.back());
       }
@@ -504,11 +512,11 @@ class Emitter {
     for (size_t p = 0; p < grp.parts.size(); ++p) {
       const std::vector<int32_t>& part = grp.parts[p];
       const Node& n0 = g_.nodes[static_cast<size_t>(part[0])];
-      const int32_t lhs = concat(part, 0, n0.attrs.dot.lhs_contract.front(), n0.loc);
-      const int32_t rhs = concat(part, 1, n0.attrs.dot.rhs_contract.front(), n0.loc);
+      const int32_t lhs = concat(part, 0, joined_contract_dim(n0, 0), n0.loc);
+      const int32_t rhs = concat(part, 1, joined_contract_dim(n0, 1), n0.loc);
       terms.push_back(r_.emit(Op::DotGeneral, {lhs, rhs}, {.dot = n0.attrs.dot}, n0.loc));
-      row_sums(grp.row_sums[p][0], n0, 0, lhs, n0.attrs.dot.lhs_contract.front());
-      row_sums(grp.row_sums[p][1], n0, 1, rhs, n0.attrs.dot.rhs_contract.front());
+      row_sums(grp.row_sums[p][0], n0, 0, lhs);
+      row_sums(grp.row_sums[p][1], n0, 1, rhs);
     }
     for (int32_t v : grp.rest) terms.push_back(r_.map(v));
     int32_t total = terms[0];
@@ -525,9 +533,10 @@ class Emitter {
   std::map<std::pair<std::vector<int32_t>, int64_t>, int32_t> concats_;  // (new operands, axis) → concatenation
 
   // The reduce nodes `sums` (Group::row_sums), each over the rows of one operand `side` of
-  // product n0's part, as slices of one sum of their concatenation `cat` (along `axis`) over its rows.
-  void row_sums(const std::vector<int32_t>& sums, const Node& n0, int side, int32_t cat, int64_t axis) {
+  // product n0's part, as slices of one sum of their concatenation `cat` over its rows.
+  void row_sums(const std::vector<int32_t>& sums, const Node& n0, int side, int32_t cat) {
     if (sums.empty()) return;
+    const int64_t axis = joined_contract_dim(n0, side);
     const Node& r0 = g_.nodes[static_cast<size_t>(sums[0])];
     const std::vector<int64_t> rows = row_dims(g_, n0, side);
     const int32_t total = r_.emit(Op::Reduce, {cat}, {.reduce = Reduce::Sum, .dims = rows}, r0.loc);
@@ -577,18 +586,20 @@ class Emitter {
       else in.push_back(v);
     }
     if (const std::optional<int32_t> whole = adjacent_slices(in, axis, loc)) return *whole;
-    std::vector<int32_t> from;
+    std::vector<int32_t> from;  // v = convert(x), or reshape(convert(x)) = convert(reshape(x)): x
     for (int32_t v : in) {
-      int32_t c = v;  // v = convert(x), or reshape(convert(x)) = convert(reshape(x))
+      int32_t c = v;
       if (r_.out().producer(c).op == Op::Reshape) c = r_.out().producer(c).in[0];
       if (r_.out().producer(c).op != Op::Convert) break;
       const int32_t x = r_.out().producer(c).in[0];
-      const DType t = r_.out().type(x).dtype;
-      if (!from.empty() && r_.out().type(from[0]).dtype != t) break;
-      const Shape shape = r_.out().type(v).shape;
-      from.push_back(c == v ? x : r_.add(Op::Reshape, {x}, {}, {{t, shape}}, loc));
+      if (!from.empty() && r_.out().type(from[0]).dtype != r_.out().type(x).dtype) break;
+      from.push_back(x);
     }
     if (from.size() != in.size()) return r_.emit(Op::Concatenate, in, {.axis = axis}, loc);
+    for (size_t i = 0; i < in.size(); ++i) {  // x reshaped as v was
+      const ir::Type t{r_.out().type(from[i]).dtype, r_.out().type(in[i]).shape};
+      if (r_.out().type(from[i]).shape != t.shape) from[i] = r_.add(Op::Reshape, {from[i]}, {}, {t}, loc);
+    }
     const DType to = r_.out().type(in[0]).dtype;
     return r_.emit(Op::Convert, {concat_values(from, axis, loc)}, {.dtype = to}, loc);
   }
@@ -622,7 +633,7 @@ class Emitter {
     const std::vector<int32_t>& dots = grp.parts[0];
     const Node& n0 = g_.nodes[static_cast<size_t>(dots[0])];
     const int vary = 1 - grp.side;
-    const int64_t axis = free_of(g_, n0, vary).front();
+    const int64_t axis = joined_free_dim(g_, n0, vary);
     const int32_t cat = concat(dots, vary, axis, n0.loc);
     const int32_t x = r_.map(n0.in[static_cast<size_t>(grp.side)]);
     int32_t merged = r_.emit(Op::DotGeneral, grp.side == 0 ? std::vector{x, cat} : std::vector{cat, x}, {.dot = n0.attrs.dot}, n0.loc);

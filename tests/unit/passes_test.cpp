@@ -767,6 +767,7 @@ TEST(MergeDots, EinsumProjectionsJoinTheirBiasesUnderATranspose) {
   Graph out = fusion::merge_dots(g);
   expect_one_biased_product(g, out);
   EXPECT_EQ(count(out, Op::Transpose), 3u) << ir::print(out);
+  ASSERT_EQ(count(out, Op::BroadcastInDim), 1u) << ir::print(out);
   for (const ir::Node& n : out.nodes)
     if (n.op == Op::BroadcastInDim) {
       EXPECT_EQ(out.type(n.in[0]).shape, (Shape{6, 8})) << ir::print(out);

@@ -697,8 +697,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   Impl& p = *impl_;
   const ir::Graph& g = p.g;
   const fusion::MemoryPlan& m = p.memory;
-  const Clock::time_point start = Clock::now();
   const bool first_call = p.runs == 0;
+  const Clock::time_point start = first_call ? Clock::now() : Clock::time_point{};  // no clock read on later calls
   ++stats.calls;
   stats.work += p.work;
   p.buffers = p.table;
