@@ -161,28 +161,6 @@ TEST_P(AttentionStyles, TrainingStepHasAnAttentionGradStepPerChain) {
   EXPECT_EQ(backward, GetParam().trained);
 }
 
-// A mask each layer builds anew while it is traced, (tril (ones [T T])), is one constant of the
-// graph however many layers build it (one upload and one causal scan, not one a layer); a
-// different mask is a constant of its own.
-TEST(TracedConstants, EqualLargeConstantsAreOneNode) {
-  std::ostringstream out;
-  Interp in{out};
-  in.run_text(R"(
-(def x (random-normal 1 [64 64]))
-(defn layers [x] (reduce (fn [h i] (* h (tril (ones [64 64])))) x (range 3)))
-(defn two-masks [x] (+ (* x (tril (ones [64 64]))) (* x (tril (ones [64 64]) 1))))
-)", "<constants>");
-  auto constants = [&](const char* fn) {
-    const std::vector<Value> args{in.global(symbols::intern("x"))->value};
-    trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, args, SrcLoc{}, false);
-    return std::count_if(t.graph.nodes.begin(), t.graph.nodes.end(), [&](const ir::Node& n) {
-      return n.op == ir::Op::Constant && t.graph.type(n.out).shape == Shape{64, 64};
-    });
-  };
-  EXPECT_EQ(constants("layers"), 1);
-  EXPECT_EQ(constants("two-masks"), 2);
-}
-
 INSTANTIATE_TEST_SUITE_P(Programs, AttentionStyles,
                          ::testing::Values(Style{"mixed-attention", "mixed", "x32", "p", 1, 1},
                                            Style{"style2-attention", "style2", "x", "p2", 1, 1},
