@@ -30,14 +30,16 @@
 #           (prefetch_row_registers=0), all three as before, block loops over points of more than 8 bytes not unrolled, as
 #           before 2026-11-30 (unroll_max_round_bytes=17), block loops unrolled at most 4
 #           times, the earlier limit (block_loop_max_rounds=4), 4 row-run blocks per SM
-#           (column_phase_sm_threads=1024); buffer sets captured at first sight (SHEAF_CUDA_CAPTURE=1);
+#           (column_phase_sm_threads=1024), row runs in blocks of 128 threads (6 a SM), and 8 of
+#           them a SM; buffer sets captured at first sight (SHEAF_CUDA_CAPTURE=1);
 #           cuDNN's plans built without the driver's JIT cache (CUDA_CACHE_DISABLE=1), forward and
 #           backward on two threads and one after the other (SHEAF_CUDNN_SERIAL_BUILD=1);
 #           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
 #           preparation, where a first step goes before the GPU runs (traces, the builds by
 #           phase, first calls' host time, device allocations)                 → ab.txt
-#   ncu     Nsight Compute on the two layer-norm backward row runs of one step (or the kernels of
-#           $NCU_KERNELS, a regex): duration, throughput, occupancy, stalls     → ncu.txt
+#   ncu     Nsight Compute on the two layer-norm backward row runs and the loss's row run of one
+#           step (or the kernels of $NCU_KERNELS, a regex): duration, throughput, occupancy, warp
+#           stalls                                                              → ncu.txt
 # OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
 # the sheaf and unit_tests processes only).
 # usage: bash scripts/gpu_check.sh smoke tests run bench sanitize profile ab ncu   (any of them, in any order)
@@ -185,6 +187,7 @@ ab() {
     one block-loops-4-rounds 10 SHEAF_CUDA_RENDER=block_loop_max_rounds=4
     one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024
     one row-runs-blocks-of-128 10 SHEAF_CUDA_RENDER=block=128,column_phase_max_sums=32
+    one row-runs-8-blocks-of-128-per-sm 10 SHEAF_CUDA_RENDER=block=128,column_phase_max_sums=32,column_phase_sm_threads=1024
     one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1
     one cudnn-uncached-two-threads 10 CUDA_CACHE_DISABLE=1
     one cudnn-uncached-one-thread 10 CUDA_CACHE_DISABLE=1 SHEAF_CUDNN_SERIAL_BUILD=1
@@ -196,10 +199,10 @@ ncu_phase() {
   local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { echo "gpu_check: no ncu here"; return; }
   # --clock-control none: the card's clocks are left as they are (the device tool's rule)
-  (cd /tmp && timeout 120 "$ncu" --clock-control none --kernel-name "regex:${NCU_KERNELS:-^s3(15|25)\$}" --launch-skip 2 --launch-count 2 \
+  (cd /tmp && timeout 120 "$ncu" --clock-control none --kernel-name "regex:${NCU_KERNELS:-^s(284|315|325)\$}" --launch-skip 0 --launch-count 3 \
      --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
      "$SHEAF" --device cuda "$OLDPWD/bench/gpt2_gpu.shf" -- --steps 1) >"$OUT/ncu.txt" 2>&1
-  echo "(exit $?)"; grep -E "Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit Registers" "$OUT/ncu.txt" | head -20
+  echo "(exit $?)"; grep -E "^  s[0-9]+|Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit Registers|Warp Cycles Per Issued|stalled" "$OUT/ncu.txt" | head -40
 }
 
 for phase in "$@"; do
