@@ -16,6 +16,7 @@ DEMO_PACKAGES=(
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libssl-dev                                       # libcrypto: HMAC-SHA-256 of cached artifacts
   libopenblas-dev                                  # CPU BLAS
+  libgoogle-perftools-dev                          # tcmalloc, the executables' allocator (linked statically)
   libprotobuf-dev protobuf-compiler                # TensorBoard event files (libsheaf_tensorboard.so)
   dataset-fashion-mnist                            # the demo's data; IDX loading test (tests/cli/io_interop.sh)
 )

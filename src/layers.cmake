@@ -9,8 +9,9 @@
 #             backend/cpu); its *.cpp files (not those of its subfolders) become the OBJECT library
 #             sheaf_<folder with / as _>, which sheaf_core (or, for cli, the sheaf executable) links.
 #   OPTIMIZE  in the size-tuned Release build (SHEAF_SIZE_TUNED), -Os for code that runs once per
-#             program or per compile rather than per step, -O2 for compile-time work (tracing,
-#             passes, differentiation, the shared lowering); the rest keeps Release's -O3.
+#             program or per compile rather than per step (differentiation's and vmap's rules too:
+#             as fast at -Os, callgrind on bench/gpu_dry, and 135 KB smaller), -O2 for the rest of
+#             the compile-time work (tracing, passes, the shared lowering); the rest keeps -O3.
 #   EXCLUDE   sources of the folder that are not part of the layer (a regex on the path).
 # With SHEAF_UNITY_BUILD each layer compiles its sources in batches of up to 16 (names private to a
 # file must then differ across the files of its folder).
@@ -77,8 +78,8 @@ sheaf_layer(eval DEPS base reader tensor value)
 sheaf_layer(trace OPTIMIZE O2 DEPS base eval ir passes tensor value)
 sheaf_layer(obs OPTIMIZE Os DEPS backend/ref base emit eval io ir tensor trace value)
 sheaf_layer(runtime DEPS backend backend/cpu backend/cuda backend/ref base dist eval io obs passes tensor trace value)
-sheaf_layer(autodiff OPTIMIZE O2 DEPS base dist eval ir runtime tensor trace value)
-sheaf_layer(batching OPTIMIZE O2 DEPS dist eval ir runtime tensor trace value)
+sheaf_layer(autodiff OPTIMIZE Os DEPS base dist eval ir runtime tensor trace value)
+sheaf_layer(batching OPTIMIZE Os DEPS dist eval ir runtime tensor trace value)
 sheaf_layer(builtins OPTIMIZE Os DEPS autodiff base batching dist eval io obs runtime tensor trace value)
 sheaf_layer(docs OPTIMIZE Os DEPS builtins eval)
 sheaf_layer(cli OPTIMIZE Os DEPS autodiff backend/cuda base builtins dist docs emit eval io obs passes plot reader

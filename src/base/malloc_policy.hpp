@@ -4,7 +4,9 @@
 // blocks back to the kernel (munmap, heap trimming) and fault in fresh zeroed pages on the next
 // allocation: 5–7 % of a CPU GPT step (perf, bench/gpt_step_style3.shf) and a third of the page
 // faults of tracing and optimising GPT-2 (bench/gpu_dry). Fixed thresholds turn that off; a
-// steady loop then reuses the same pages.
+// steady loop then reuses the same pages. The executables link tcmalloc where it is installed
+// (CMakeLists.txt: SHEAF_TCMALLOC), which keeps freed spans by itself: there mallopt is
+// tcmalloc's and these calls change nothing. The Python module keeps glibc's malloc and this policy.
 #pragma once
 
 namespace sheaf {
