@@ -398,15 +398,14 @@ size_t varying_dim(const Graph& g, const Node& n, int vary) {
 // The bias that dot d's only reader adds (AddedBias), or none.
 AddedBias bias_of(const Graph& g, const Readers& rd, const Node& d, size_t along) {
   AddedBias b;
-  int32_t x = d.out;
-  b.add = rd.sole(x);
-  if (b.add >= 0 && g.nodes[static_cast<size_t>(b.add)].op == Op::Transpose) {
-    b.transpose = b.add;
-    b.perm = g.nodes[static_cast<size_t>(b.transpose)].attrs.dims;
-    x = g.nodes[static_cast<size_t>(b.transpose)].out;
-    b.add = rd.sole(x);
+  int32_t x = d.out, reader = rd.sole(x);
+  if (reader >= 0 && g.nodes[static_cast<size_t>(reader)].op == Op::Transpose) {
+    const Node& t = g.nodes[static_cast<size_t>(reader)];
+    b.transpose = reader, b.perm = t.attrs.dims, x = t.out;
+    reader = rd.sole(x);
   }
-  if (b.add < 0) return {};
+  if (reader < 0) return {};
+  b.add = reader;
   const Node& a = g.nodes[static_cast<size_t>(b.add)];
   if (!is_float_add(g, a) || g.type(a.out) != g.type(x) || (a.in[0] == x) == (a.in[1] == x)) return {};
   const Node& bc = g.producer(a.in[a.in[0] == x ? 1 : 0]);

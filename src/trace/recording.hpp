@@ -86,8 +86,11 @@ class Tracer final : public ir::Recorder {
     if (t.is_symbolic()) return t.trace_id() == serial ? t : capture(t);
     auto key = std::make_tuple(t.storage().get(), t.dtype(), t.shape());
     auto it = constants_.find(key);
-    int32_t id = it != constants_.end() ? it->second : (constants_[key] = constant(t));
-    return symbolic(ir::Type{t.dtype(), t.shape()}, id, false);
+    if (it == constants_.end()) {
+      pinned_.push_back(t);  // constants_ is keyed by the storage's address: it must not be reused while tracing
+      it = constants_.emplace(key, constant(t)).first;
+    }
+    return symbolic(ir::Type{t.dtype(), t.shape()}, it->second, false);
   }
 
   // A constant node; a tensor whose elements are all the same (zeros or ones made by a VJP rule)
@@ -107,7 +110,6 @@ class Tracer final : public ir::Recorder {
       }
       return by_content_.emplace(h, recorded_once(g.emit_constant(t, g_site)))->second;
     }
-    pinned_.push_back(t);  // constants_ is keyed by storage address: it must not be reused while tracing
     Tensor first = Tensor::empty(t.dtype(), {});
     std::memcpy(first.mutable_bytes(), b, w);
     ir::Attrs a;
@@ -135,7 +137,7 @@ class Tracer final : public ir::Recorder {
  private:
   std::map<std::tuple<const std::byte*, DType, Shape>, int32_t> constants_;
   std::unordered_multimap<size_t, int32_t> by_content_;  // large constants by a hash of their bytes
-  std::vector<Tensor> pinned_;  // lifted tensors no node holds: splats (see constant), constants recorded once
+  std::vector<Tensor> pinned_;  // every tensor constants_ keys, alive until the trace ends
   std::vector<bool> of_constants_;  // by value id: computed from constants alone (see the top)
   ir::NodeKeyMap once_;             // the nodes of such values, by key
 
@@ -154,7 +156,6 @@ class Tracer final : public ir::Recorder {
   int32_t recorded_once(int32_t first) {
     const ir::Node& n = g.nodes.back();
     if (const int32_t* earlier = once_.find(g, n, n.in)) {
-      if (n.op == ir::Op::Constant) pinned_.push_back(n.attrs.value);  // constants_ is keyed by its storage's address
       g.nodes.pop_back();
       g.types.resize(static_cast<size_t>(first));
       g.def.resize(static_cast<size_t>(first));
