@@ -31,15 +31,17 @@
 #           before 2026-11-30 (unroll_max_round_bytes=17), block loops unrolled at most 4
 #           times, the earlier limit (block_loop_max_rounds=4), 4 row-run blocks per SM
 #           (column_phase_sm_threads=1024), row runs in blocks of 128 threads (6 a SM), and 8 of
-#           them a SM; buffer sets captured at first sight (SHEAF_CUDA_CAPTURE=1);
+#           them a SM; the row runs walking rows loading each row's points a row ahead
+#           (prefetch_next_row=1), with 3 and with 4 blocks a SM; buffer sets captured at first
+#           sight (SHEAF_CUDA_CAPTURE=1);
 #           cuDNN's plans built without the driver's JIT cache (CUDA_CACHE_DISABLE=1), forward and
 #           backward on two threads and one after the other (SHEAF_CUDNN_SERIAL_BUILD=1);
 #           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
 #           preparation, where a first step goes before the GPU runs (traces, the builds by
 #           phase, first calls' host time, device allocations)                 → ab.txt
 #   ncu     Nsight Compute on the two layer-norm backward row runs and the loss's row run of one
-#           step (or the kernels of $NCU_KERNELS, a regex): duration, throughput, occupancy, warp
-#           stalls                                                              → ncu.txt
+#           step (or the kernels of $NCU_KERNELS, a regex), then on the two row runs loading a row
+#           ahead (prefetch_next_row=1): duration, throughput, occupancy, warp stalls → ncu.txt
 # OpenBLAS: where the machine has none, .gpu/lib's copy serves the CPU columns (LD_LIBRARY_PATH of
 # the sheaf and unit_tests processes only).
 # usage: bash scripts/gpu_check.sh smoke tests run bench sanitize profile ab ncu   (any of them, in any order)
@@ -188,6 +190,8 @@ ab() {
     one row-runs-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=column_phase_sm_threads=1024
     one row-runs-blocks-of-128 10 SHEAF_CUDA_RENDER=block=128,column_phase_max_sums=32
     one row-runs-8-blocks-of-128-per-sm 10 SHEAF_CUDA_RENDER=block=128,column_phase_max_sums=32,column_phase_sm_threads=1024
+    one row-loads-a-row-ahead 10 SHEAF_CUDA_RENDER=prefetch_next_row=1
+    one row-loads-a-row-ahead-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=prefetch_next_row=1,column_phase_sm_threads=1024
     one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1
     one cudnn-uncached-two-threads 10 CUDA_CACHE_DISABLE=1
     one cudnn-uncached-one-thread 10 CUDA_CACHE_DISABLE=1 SHEAF_CUDNN_SERIAL_BUILD=1
@@ -199,10 +203,19 @@ ncu_phase() {
   local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { echo "gpu_check: no ncu here"; return; }
   # --clock-control none: the card's clocks are left as they are (the device tool's rule)
-  (cd /tmp && timeout 120 "$ncu" --clock-control none --kernel-name "regex:${NCU_KERNELS:-^s(284|315|325)\$}" --launch-skip 0 --launch-count 3 \
-     --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
-     "$SHEAF" --device cuda "$OLDPWD/bench/gpt2_gpu.shf" -- --steps 1) >"$OUT/ncu.txt" 2>&1
-  echo "(exit $?)"; grep -E "^  s[0-9]+|Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit Registers|Warp Cycles Per Issued|stalled" "$OUT/ncu.txt" | head -40
+  profile() {  # kernels regex, launches, then the environment
+    local kernels=$1 count=$2; shift 2
+    (cd /tmp && env "$@" timeout 120 "$ncu" --clock-control none --kernel-name "regex:$kernels" --launch-skip 0 --launch-count "$count" \
+       --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+       "$SHEAF" --device cuda "$OLDPWD/bench/gpt2_gpu.shf" -- --steps 1) 2>&1
+    echo "(exit $?)"
+  }
+  {
+    echo "===== as is"; profile "${NCU_KERNELS:-^s(284|315|325)\$}" 3
+    echo "===== the layer-norm backward row runs loading a row ahead (SHEAF_CUDA_RENDER=prefetch_next_row=1)"
+    profile '^s(315|325)$' 2 SHEAF_CUDA_RENDER=prefetch_next_row=1
+  } >"$OUT/ncu.txt"
+  grep -E "^=====|^\(exit|^  s[0-9]+|Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit Registers|Warp Cycles Per Issued|stalled" "$OUT/ncu.txt" | head -60
 }
 
 for phase in "$@"; do

@@ -863,6 +863,47 @@ TEST(CudaRenderTable, OptionsOverriddenByName) {
   EXPECT_NE(memory.source.find("if (r < 1) {"), std::string::npos) << memory.source;  // thread 0's slot of a value
 }
 
+// With prefetch_next_row=1 a block walking rows issues the next row's loads before the row's
+// phases compute (a layer norm's backward: its row waits on two barriers, its loads in flight
+// meanwhile): registers n{j}_l{n}(s) are filled with the block's first row before the loop, and
+// at each row's start hand their values to f{j}_l{n}(s), which the phases read, and load row
+// t + grid's, while there is one. The first phase's loads are among them; the gain's, the same
+// at every row, are not. Without the option nothing is loaded a row ahead. NVRTC compiles
+// it (cuda_program_test runs it on the emulated device).
+TEST(CudaRenderTable, NextRowLoadsIssuedARowAhead) {
+  const Function& f = functions_of("fusion", "column-phases")[2];
+  ASSERT_EQ(f.name, "vg#2");
+  cuda::RenderOptions o = cuda::render_options_for(132);
+  o.pack_max_grid = 0;
+  EXPECT_EQ(cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, o).source.find(" n0_l"), std::string::npos);
+  o.prefetch_next_row = 1;
+  const std::string src = cuda::render(f.graph, f.gpu_schedule, f.gpu_memory, o).source;
+  const size_t start = src.find(" s0(");
+  const std::string s0 = src.substr(start, src.find("\n}\n", start) - start);
+  const size_t loop = s0.find("for (i64 t = blockIdx.x; t < 600; t += 396) {"), ahead = s0.find("if (t + 396 < 600) {");
+  const size_t first_phase = s0.find("{  // step 0\n");
+  ASSERT_NE(loop, std::string::npos) << s0;
+  ASSERT_NE(ahead, std::string::npos) << s0;
+  static const std::regex slot_fill(R"(n0_l\d+s\[s\] = [^\n]*\[i0 \* 300 \+ i1\])");
+  static const std::regex handed(R"(f0_l\d+s\[s\] = n0_l\d+s\[s\];)"), read(R"(const float l\d+ = f0_l\d+s\[s\];)");
+  EXPECT_NE(s0.find("const i64 i0 = (i64)blockIdx.x;"), std::string::npos) << s0;
+  EXPECT_TRUE(std::regex_search(s0.substr(0, loop), slot_fill)) << s0;
+  EXPECT_TRUE(std::regex_search(s0.substr(loop, ahead - loop), handed)) << s0;
+  EXPECT_TRUE(std::regex_search(s0.substr(ahead, first_phase - ahead), slot_fill)) << s0;
+  EXPECT_NE(s0.find("const i64 i0 = (t + 396);", ahead), std::string::npos) << s0;
+  EXPECT_LT(ahead, first_phase);
+  EXPECT_TRUE(std::regex_search(s0.substr(first_phase), read)) << s0;
+  // the phases load no point of the row themselves: each row's points come a row ahead; the
+  // shift's and the gain's columns, the same at every row, are loaded where they were
+  static const std::regex row_point(R"(= (sh_b2f\()?p\d+\[i0 \* 300 \+ i1\])"), column(R"(l\d+s\[s\] = p\d+\[i1\];)");
+  const std::string phases = s0.substr(first_phase);
+  EXPECT_FALSE(std::regex_search(phases, row_point)) << phases;
+  EXPECT_TRUE(std::regex_search(phases, column)) << phases;
+  std::string why;
+  if (!cuda::nvrtc(&why)) GTEST_SKIP() << "no NVRTC: " << why;
+  EXPECT_FALSE(cuda::compile_cuda(src, "next_row.cu", 9, 0, false).ptx.empty());
+}
+
 // A kernel of several phases passes values from one phase to the next through buffers (a row's
 // max, stored by thread 0, read by every thread after the barrier; with hold_row_points=0 a value
 // at each point): a buffer written and used by more than one phase is not __restrict__, which

@@ -608,6 +608,8 @@ class Renderer {
          l.kernel, params);
     indent_ = 2;
     const int64_t width = o_.tile_width;
+    const bool ahead = strided && o_.prefetch_next_row;  // its loads a row ahead, in registers n… (advance_fetches)
+    const std::vector<Fetch> fetches = choose_fetches(phases, ahead);
     if (strided) {
       line("const i64 c = 0;");
       for (const Plan& ph : phases)
@@ -615,6 +617,10 @@ class Renderer {
           std::vector<std::string> identities(static_cast<size_t>(slots(ph)), ph.body.identities[r]);
           line("float k{}[{}] = {{{}}};", ph.body.reductions[r], identities.size(), fmt::join(identities, ", "));
         }
+      if (ahead && !fetches.empty()) {  // the first row's (the grid is at most the rows)
+        declare_fetches(phases, fetches, "n");
+        fill_fetches(phases, fetches, "n", "(i64)blockIdx.x");
+      }
       line("for (i64 t = blockIdx.x; t < {}; t += {}) {{", p.points, l.grid);
       indent_ += 2;
     } else if (p.per_block) {
@@ -630,7 +636,14 @@ class Renderer {
     }
     for (int32_t v : held_) line("{} q{};  // row t's, in every thread", type_of(v), v);
     for (int32_t v : held_points_) line("{} e{}[{}];  // row t's at this thread's points", type_of(v), v, slots(p));
-    prefetch(phases);
+    if (!fetches.empty()) {
+      if (ahead) {
+        advance_fetches(phases, fetches, l.grid, p.points);
+      } else {
+        declare_fetches(phases, fetches, "f");
+        fill_fetches(phases, fetches, "f", "t");
+      }
+    }
     std::set<int32_t> wrote, read;  // the slots the phases since the last barrier wrote and read
     // the __shared__ arrays (by reduction) read since the last barrier: a combining phase's own, read
     // after its barrier, which fences the arrays of the phases before it
@@ -802,14 +815,24 @@ class Renderer {
     line("for (; {}j0 < {}; j0 += {}) point(j0);", guard, bound, stride);
   }
 
-  // The direct loads of the later phases of a run `phases` that read buffers no phase writes,
-  // issued at the row's start (in phase order, while prefetch_row_registers lasts: a slot's load
-  // takes a register per slot) into f{j}_l{n}s[s] (walking the slots) or f{j}_l{n}, j the phase's
-  // place in the run; prefetched_ names them for slotted. A load the first phase makes too (the
-  // same element, spelled alike) is left to the compiler, which reuses the first phase's: its
-  // buffer is read-only and __restrict__. Phases whose nests are alike (the same groups, so the
-  // same spelling is the same element) share the registers of a load.
-  void prefetch(const std::vector<Plan>& phases) {
+  // A load that a row run issues early: phase j's (its place in the run), into registers
+  // f{j}_{name}, or f{j}_{name}s[s] when it walks the row's points (a register per slot).
+  struct Fetch {
+    size_t phase;
+    const LoopBody::Load* load;
+    bool walks_slots;
+  };
+
+  // The loads of buffers no phase writes that a run `phases` issues early, in phase order while
+  // prefetch_row_registers lasts (a slot's load takes a register per slot); prefetched_ names
+  // their registers for slotted. At the row's start (`ahead` false): the direct loads of the
+  // later phases. A load the first phase makes too (the same element, spelled alike) is left to
+  // the compiler, which reuses the first phase's: its buffer is read-only and __restrict__. A row
+  // ahead (`ahead`, prefetch_next_row: a block walking rows): every phase's direct loads whose
+  // element moves with the row (a column's scale stays in the cache, where it is). Phases whose
+  // nests are alike (the same groups, so the same spelling is the same element) share a load's
+  // registers.
+  std::vector<Fetch> choose_fetches(const std::vector<Plan>& phases, bool ahead) {
     prefetched_.clear();
     std::set<int32_t> written;
     for (const Plan& ph : phases)
@@ -817,17 +840,17 @@ class Renderer {
         if (ph.body.written[i]) written.insert(ph.body.buffers[i]);
     std::set<std::string> first;
     for (const LoopBody::Load& l : phases[0].body.loads)
-      if (l.direct) first.insert(l.expr);
+      if (l.direct && !ahead) first.insert(l.expr);
     int64_t left = o_.prefetch_row_registers;
     std::map<std::string, std::string> fetched;  // a load's expression → its registers (phases with phases[0]'s nest)
     auto alike = [&](const Nest& n) { return n.groups == phases[0].body.nest.groups && n.sizes == phases[0].body.nest.sizes; };
-    for (size_t j = 1; j < phases.size(); ++j) {
+    std::vector<Fetch> chosen;
+    for (size_t j = ahead ? 0 : 1; j < phases.size(); ++j) {
       const Plan& ph = phases[j];
       if (every_thread(ph) || (!ph.column && !uses_slots(ph))) continue;
-      const uint64_t looped = groups_of(point_groups(ph));
-      std::vector<const LoopBody::Load*> once, slot_loads;
+      const uint64_t looped = groups_of(point_groups(ph)), rows = groups_of(row_groups(ph));
       for (const LoopBody::Load& l : ph.body.loads) {
-        if (!l.direct || written.count(l.buffer) || first.count(l.expr)) continue;
+        if (!l.direct || written.count(l.buffer) || first.count(l.expr) || (ahead && !(l.walks & rows))) continue;
         if (const auto same = fetched.find(l.expr); same != fetched.end() && alike(ph.body.nest)) {
           prefetched_[{ph.index, l.stmt}] = same->second;
           continue;
@@ -835,24 +858,63 @@ class Renderer {
         const int64_t cost = l.walks & looped ? slots(ph) : 1;
         if (cost > left) continue;
         left -= cost;
-        (l.walks & looped ? slot_loads : once).push_back(&l);
+        chosen.push_back({j, &l, (l.walks & looped) != 0});
         prefetched_[{ph.index, l.stmt}] = fmt::format("f{}_{}", j, l.name);
         if (alike(ph.body.nest)) fetched.emplace(l.expr, prefetched_[{ph.index, l.stmt}]);
       }
-      if (once.empty() && slot_loads.empty()) continue;
-      for (const LoopBody::Load* l : once) line("{} f{}_{};", l->type, j, l->name);
-      for (const LoopBody::Load* l : slot_loads) line("{} f{}_{}s[{}];", l->type, j, l->name, slots(ph));
+    }
+    return chosen;
+  }
+
+  // Declares the registers {prefix}{j}_{name}(s) of `fetches`, a row's values first.
+  void declare_fetches(const std::vector<Plan>& phases, const std::vector<Fetch>& fetches, const std::string& prefix) {
+    for (const Fetch& f : fetches)
+      if (!f.walks_slots) line("{} {}{}_{};", f.load->type, prefix, f.phase, f.load->name);
+    for (const Fetch& f : fetches)
+      if (f.walks_slots) line("{} {}{}_{}s[{}];", f.load->type, prefix, f.phase, f.load->name, slots(phases[f.phase]));
+  }
+
+  // Loads `fetches` of row `row` (an expression) into their registers {prefix}{j}_{name}(s), a
+  // scope for each phase's.
+  void fill_fetches(const std::vector<Plan>& phases, const std::vector<Fetch>& fetches, const std::string& prefix, const std::string& row) {
+    for (size_t at = 0; at < fetches.size();) {
+      const size_t j = fetches[at].phase;
+      size_t end = at;
+      while (end < fetches.size() && fetches[end].phase == j) ++end;
+      const Plan& ph = phases[j];
       line("{{  // step {}'s loads", ph.index);
       indent_ += 2;
-      split_groups(ph.body.nest, row_groups(ph), "t", "q");
-      for (const LoopBody::Load* l : once) line("f{}_{} = {};", j, l->name, l->expr);
-      if (!slot_loads.empty())
+      split_groups(ph.body.nest, row_groups(ph), row, "q");
+      for (size_t i = at; i < end; ++i)
+        if (!fetches[i].walks_slots) line("{}{}_{} = {};", prefix, j, fetches[i].load->name, fetches[i].load->expr);
+      if (std::any_of(fetches.begin() + static_cast<std::ptrdiff_t>(at), fetches.begin() + static_cast<std::ptrdiff_t>(end),
+                      [](const Fetch& f) { return f.walks_slots; }))
         point_loop(ph, [&] {
           split_groups(ph.body.nest, point_groups(ph), "r", "qr");
-          for (const LoopBody::Load* l : slot_loads) line("f{}_{}s[s] = {};", j, l->name, l->expr);
+          for (size_t i = at; i < end; ++i)
+            if (fetches[i].walks_slots) line("{}{}_{}s[s] = {};", prefix, j, fetches[i].load->name, fetches[i].load->expr);
         });
       close();
+      at = end;
     }
+  }
+
+  // A row ahead, at the row's start: the registers f… of `fetches` take row t's loads from n…,
+  // which then load row t + grid's (when there is one) while row t computes.
+  void advance_fetches(const std::vector<Plan>& phases, const std::vector<Fetch>& fetches, int64_t grid, int64_t rows) {
+    declare_fetches(phases, fetches, "f");
+    for (const Fetch& f : fetches) {
+      if (!f.walks_slots) {
+        line("f{0}_{1} = n{0}_{1};", f.phase, f.load->name);
+        continue;
+      }
+      line("#pragma unroll");
+      line("for (int s = 0; s < {0}; ++s) f{1}_{2}s[s] = n{1}_{2}s[s];", slots(phases[f.phase]), f.phase, f.load->name);
+    }
+    line("if (t + {} < {}) {{", grid, rows);
+    indent_ += 2;
+    fill_fetches(phases, fetches, "n", fmt::format("(t + {})", grid));
+    close();
   }
 
   // Whether phase `p` (not a column phase) walks its row by slots: it reads or sets a held point,
@@ -1103,6 +1165,7 @@ void override_render_options(RenderOptions& o, const std::string& list) {
       {"hold_row_points", &RenderOptions::hold_row_points},
       {"prefetch_row_registers", &RenderOptions::prefetch_row_registers},
       {"row_slot_loads_first", &RenderOptions::row_slot_loads_first},
+      {"prefetch_next_row", &RenderOptions::prefetch_next_row},
   };
   std::string_view rest(list);
   while (!rest.empty()) {

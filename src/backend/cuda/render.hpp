@@ -164,6 +164,11 @@ struct Kernels {
 // phase's loads of buffers the run does not write (a residual's gradient that only the last
 // phase adds) are issued at the row's start, beside the first phase's, into registers
 // f{phase}_l{n}(s) (at most prefetch_row_registers a thread): a row then waits for memory once.
+// With prefetch_next_row a block walking rows (a run with column phases) does not wait even
+// then: the first phase's loads join those, registers n{phase}_l{n}(s) take the block's first
+// row's before its loop, and at each row's start they hand their values to f… and load row
+// t + grid's, in flight while row t computes and waits at its barriers. Loads the same at every
+// row (a column's gain) are left where they are, in the cache.
 struct RenderOptions {
   int64_t block = 256;                        // most threads per block; a power of two, at most 1024
   int64_t block_reduce_row_min_extent = 32;   // row reductions: reduced points per kept point, at least (a warp)
@@ -189,6 +194,7 @@ struct RenderOptions {
   int64_t hold_row_points = 1;                // row runs: values over the points that later phases read stay in registers (0: memory)
   int64_t prefetch_row_registers = 16;        // row runs: registers a thread may fill at a row's start with later phases' loads (0: none)
   int64_t row_slot_loads_first = 1;           // row runs: phases load every slot's points before computing any (0: each point's in turn)
+  int64_t prefetch_next_row = 0;              // row runs walking rows (column phases): those registers take the next row's loads (0: this row's)
   // Whether the device's fused-attention library runs an attention chain that maps (sdpa.hpp);
   // unset, or false for the problem: the own kernels (attention_kernel.hpp).
   std::function<bool(const Sdpa&)> sdpa;
