@@ -73,7 +73,9 @@ Jit::Entry Jit::compile(Interp& in, FnCache& c, const Value& fn, std::span<const
     auto exe = std::make_shared<Executable>();
     exe->traced_nodes = t.graph.nodes.size();
     exe->graph = std::move(t.graph);
+    const auto traced = Clock::now();
     passes::optimize(exe->graph);  // verifies
+    stats_.passes_s += seconds_since(traced);
     if (std::getenv("SHEAF_DUMP_IR")) std::cerr << ir::print(exe->graph, true);
     exe->result = std::move(t.result);
     exe->guarded = t.guarded;
@@ -197,8 +199,8 @@ void Jit::report(std::ostream& os) const {
   os << fmt::format("  buffers: {:9.1f}ms ({:4.1f}%)  [hits: {}, misses: {}]\n", 0.0, 0.0, b.hits, b.misses);
   os << fmt::format("  call:    {:9.1f}ms ({:4.1f}%)\n", s.call_s * 1e3, pct(s.call_s));
   os << fmt::format("  output:  {:9.1f}ms ({:4.1f}%)\n", s.output_s * 1e3, pct(s.output_s));
-  os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms, {} builtin calls on known arguments reused); {} interpreted calls\n",
-                    s.hits, s.misses, s.traces, s.trace_s * 1e3, constant_calls_reused(), s.fallbacks);
+  os << fmt::format("  executables: {} hits, {} misses; {} traces ({:.1f}ms: IR passes {:.1f}; {} builtin calls on known arguments reused); {} interpreted calls\n",
+                    s.hits, s.misses, s.traces, s.trace_s * 1e3, s.passes_s * 1e3, constant_calls_reused(), s.fallbacks);
   for (const std::string& r : s.fallback_reasons) os << "    interpreted " << r << "\n";
   if (s.guard_reruns) os << fmt::format("  {} compiled calls failed a traced guard and ran again interpreted\n", s.guard_reruns);
   backend->report(os, total);

@@ -38,6 +38,7 @@ struct JitStats {
   uint64_t guard_reruns = 0;  // compiled calls whose guard flag failed, interpreted again to report
   uint64_t inputs = 0;  // host tensors passed to executables
   double flatten_s = 0, call_s = 0, output_s = 0, trace_s = 0;  // trace_s: tracing and the IR passes, not the backend's build
+  double passes_s = 0;                                          // … of which the IR passes
   std::vector<std::string> fallback_reasons;  // "f: reason" (first occurrence per function and reason)
 };
 
