@@ -35,7 +35,8 @@
 #           (prefetch_next_row=1), with 3 and with 4 blocks a SM; buffer sets captured at first
 #           sight (SHEAF_CUDA_CAPTURE=1);
 #           cuDNN's plans built without the driver's JIT cache (CUDA_CACHE_DISABLE=1), forward and
-#           backward on two threads and one after the other (SHEAF_CUDNN_SERIAL_BUILD=1);
+#           backward on two threads and one after the other (SHEAF_CUDNN_SERIAL_BUILD=1), and
+#           from engines that compile nothing at run time (SHEAF_CUDNN_ENGINES=precompiled);
 #           and 40 steps (the replayed steady state); first, second and mean step, cuDNN's
 #           preparation, where a first step goes before the GPU runs (traces, the builds by
 #           phase, first calls' host time, device allocations)                 → ab.txt
@@ -195,6 +196,7 @@ ab() {
     one capture-at-first-sight 10 SHEAF_CUDA_CAPTURE=1
     one cudnn-uncached-two-threads 10 CUDA_CACHE_DISABLE=1
     one cudnn-uncached-one-thread 10 CUDA_CACHE_DISABLE=1 SHEAF_CUDNN_SERIAL_BUILD=1
+    one cudnn-uncached-precompiled-engines 10 CUDA_CACHE_DISABLE=1 SHEAF_CUDNN_ENGINES=precompiled
     one as-is-again 10; one steady 40
   } 2>&1 | tee "$OUT/ab.txt"
 }
