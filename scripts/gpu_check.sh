@@ -176,7 +176,7 @@ ab() {
     echo "===== $name: $steps steps $*"
     (cd "$dir" && env "$@" timeout 90 "$SHEAF" --device cuda --jit-profile gpt2_gpu.shf -- --steps "$steps") >"$dir/run.txt" 2>&1
     echo "(exit $?)"; grep -E "RESULT gpt2_(first|second|ms)|loss .* after [0-9]+ steps" "$dir/run.txt"
-    grep -o -E "[0-9]+ captures, [0-9]+ replays|attention: .*" "$dir/run.txt"
+    grep -o -E "[0-9]+ captures \([0-9.]+ms on the host\), [0-9]+ replays, [0-9]+ later calls launch by launch \([0-9.]+ms on the host\)|attention: .*" "$dir/run.txt"
     # where a first step goes before the GPU runs: traces, builds by phase, first calls, allocations
     grep -o -E "[0-9]+ traces \([0-9.]+ms|[0-9]+ built \([^)]*\)|first calls [0-9.]+ms on the host|[0-9]+ device allocations \([0-9.]+ms\)" "$dir/run.txt"
   }

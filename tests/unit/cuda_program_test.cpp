@@ -490,8 +490,9 @@ constexpr const char* kTrainingLoop = R"(
 )";
 
 // ProgramOptions::capture_at (SHEAF_CUDA_CAPTURE): 1 captures a buffer table the first time it
-// is seen, so every call after the program's first is a capture or a replay; 0 captures nothing;
-// 2, the default, runs a table directly the first time and captures it the second.
+// is seen, so every call after the program's first is a capture or a replay; 0 captures nothing
+// (every later call runs launch by launch); 2, the default, runs a table directly the first time
+// and captures it the second.
 TEST(CudaResidency, TablesCapturedAtFirstOrSecondSightOrNever) {
   if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: the kernels cannot be emulated here";
   for (const int64_t at : {0, 1, 2}) {
@@ -503,6 +504,12 @@ TEST(CudaResidency, TablesCapturedAtFirstOrSecondSightOrNever) {
     EXPECT_TRUE(at == 0 ? not_direct == 0 : at == 1 ? not_direct == 19 : not_direct < 19)
         << "capture_at " << at << ": " << s.captured << " captures, " << s.replayed << " replays";
     EXPECT_GE(s.replayed, at == 0 ? 0u : 15u) << at;
+    // every call after the first is captured, replayed or run launch by launch, and --jit-profile
+    // says what the captures and the runs launch by launch cost the host
+    EXPECT_EQ(s.queued + s.captured + s.replayed, s.calls - 1) << at;
+    EXPECT_EQ(s.captured > 0, s.capture_s > 0) << at;
+    EXPECT_EQ(s.queued > 0, s.queue_s > 0) << at;
+    EXPECT_EQ(s.queued, at == 0 ? 19u : at == 1 ? 0u : s.queued) << at;
   }
 }
 

@@ -80,11 +80,13 @@ void CudaBackend::report(std::ostream& os, double) const {
   if (const std::string a = gpu_->device().describe_sdpa(); !a.empty()) tuning += (tuning.empty() ? "" : "; ") + a;
   const BuildTimes& b = stats_.build;
   os << fmt::format("  cuda backend: {}; {} built ({:.1f}ms: passes {:.1f}, fusion {:.1f}, kernels {:.1f}, buffers {:.1f}); "
-                    "first calls {:.1f}ms on the host; inputs {} on the GPU, {} reused, {} uploaded; {} captures, {} replays; "
+                    "first calls {:.1f}ms on the host; inputs {} on the GPU, {} reused, {} uploaded; {} captures ({:.1f}ms on the host), {} replays, "
+                    "{} later calls launch by launch ({:.1f}ms on the host); "
                     "{} host steps; {} in-place loop updates; memory {:.1f} MiB in use (peak {:.1f}), {:.1f} MiB cached, "
                     "{} device allocations ({:.1f}ms){}{}\n",
                     gpu_->device().describe(), stats_.built, stats_.build_s * 1e3, b.passes * 1e3, b.fusion * 1e3, b.kernels * 1e3,
-                    b.setup * 1e3, r.first_calls_s * 1e3, r.resident, r.reused, r.uploaded, r.captured, r.replayed, r.host_steps,
+                    b.setup * 1e3, r.first_calls_s * 1e3, r.resident, r.reused, r.uploaded, r.captured, r.capture_s * 1e3, r.replayed,
+                    r.queued, r.queue_s * 1e3, r.host_steps,
                     r.in_place, m.in_use / 1048576.0, m.peak_in_use / 1048576.0, m.cached / 1048576.0, m.device_allocations,
                     m.device_s * 1e3, tuning.empty() ? "" : "; ", tuning);
   os << fmt::format("  cuda work: {} kernels touching {:.3f} GB of buffers, {} products of {:.3f} TFLOP and {:.3f} GB; "

@@ -730,7 +730,9 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
       ++stats.replayed;
     } else if (p.options.capture_at > 0 && !first &&
                (p.options.capture_at == 1 || std::find(p.seen.begin(), p.seen.end(), p.buffers) != p.seen.end())) {
+      const Clock::time_point t0 = Clock::now();
       std::unique_ptr<Capture> c = p.alloc->device().capture([&] { p.enqueue(kernels_); });
+      stats.capture_s += seconds_since(t0);
       if (c) {
         c->replay();
         ++stats.captured;
@@ -738,7 +740,9 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
         if (p.captures.size() > kCaptures) p.captures.pop_back();
       }
     } else {
+      const Clock::time_point t0 = first ? Clock::time_point{} : Clock::now();
       p.enqueue(kernels_);
+      if (!first) ++stats.queued, stats.queue_s += seconds_since(t0);
       p.seen.insert(p.seen.begin(), p.buffers);
       if (p.seen.size() > kCaptures) p.seen.pop_back();
     }

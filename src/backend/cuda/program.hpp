@@ -85,6 +85,9 @@ struct ProgramStats {
   double first_calls_s = 0;                          // host time of each program's first call (allocations, uploads, launches)
   uint64_t reused = 0, uploaded = 0, resident = 0;  // inputs: reused upload, fresh upload, already on the GPU
   uint64_t captured = 0, replayed = 0;               // whole-call captures made and replayed
+  double capture_s = 0;                              // host time recording and instantiating the captures
+  uint64_t queued = 0;                               // later calls run launch by launch (a buffer table's first sight)
+  double queue_s = 0;                                // … their host time queuing the launches
   uint64_t host_steps = 0;                           // Host steps run (each downloads and uploads)
   uint64_t collectives = 0;                          // all_reduce nodes summed on the device (NCCL)
   uint64_t in_place = 0;                             // loop iterations' updates of a carried value in its own buffer
