@@ -248,15 +248,31 @@ bool declares(std::string_view header, const std::string& name) {
   return false;
 }
 
-// Whether kernel `name` of `source` calls __syncthreads() or shuffles a reduction's values between
-// a warp's lanes (sh_shfl_xor): its text runs from its __global__ to the next one (or the end of
-// the source).
+// Whether `text` calls __syncthreads() or shuffles a reduction's values between a warp's lanes
+// (sh_shfl_xor).
+bool waits_for_others(std::string_view text) {
+  return text.find("__syncthreads") != std::string_view::npos || text.find("sh_shfl_xor") != std::string_view::npos;
+}
+
+// Whether kernel `name` of `source` synchronises (waits_for_others), itself or in a packed
+// member's device function it calls (pack_launches.hpp: `static __noinline__ void {k}_b(`, each
+// defined before the kernels calling it): a kernel's text runs from its __global__ to the next
+// one (or the end of the source), a device function's to the next definition.
 bool synchronises(std::string_view source, const std::string& name) {
   for (size_t at = source.find("__global__"); at != std::string_view::npos;) {
     size_t next = source.find("__global__", at + 1);
     std::string_view text = source.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at);
-    if (declares(text.substr(0, text.find('{')), name))
-      return text.find("__syncthreads") != std::string_view::npos || text.find("sh_shfl_xor") != std::string_view::npos;
+    if (declares(text.substr(0, text.find('{')), name)) {
+      static constexpr std::string_view kMember = "static __noinline__ void ";
+      const std::string_view own = text.substr(0, text.find(kMember));  // not the device functions after it
+      if (waits_for_others(own)) return true;
+      for (size_t d = source.find(kMember); d != std::string_view::npos && d < at; d = source.find(kMember, d + 1)) {
+        const size_t open = source.find('(', d), end = std::min(source.find(kMember, d + 1), source.find("__global__", d));
+        const std::string member(source.substr(d + kMember.size(), open - d - kMember.size()));  // "s12f_b"
+        if (own.find(member + "(") != std::string_view::npos && waits_for_others(source.substr(d, end - d))) return true;
+      }
+      return false;
+    }
     at = next;
   }
   throw SheafError(fmt::format("internal: no __global__ kernel {} in the source to load", name));

@@ -1023,6 +1023,28 @@ TEST(CudaRenderTable, SmallIndependentLaunchesArePacked) {
   EXPECT_EQ(std::count_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.kind == Launch::Kind::Kernel; }), 3) << table;
 }
 
+// The finishes of a run's column sums (a warp per column, its lanes' partials combined by
+// shuffles: whole warps) run as one packed launch after the run; their device functions shuffle,
+// so the packed kernel's blocks cooperate (Launch::block_reduce, which the emulation follows).
+TEST(CudaRenderTable, ColumnSumFinishesArePacked) {
+  const Function& f = functions_of("fusion", "column-phases")[2];
+  ASSERT_EQ(f.name, "vg#2");
+  auto finishes = [](const cuda::Kernels& k) {
+    return std::count_if(k.launches.begin(), k.launches.end(), [](const Launch& l) { return l.kernel.ends_with('f'); });
+  };
+  std::string table;
+  for (const Launch& l : f.nvrtc.launches) table += fmt::format("{} grid {} block {} packs {}\n", l.kernel, l.grid, l.block, l.packs);
+  // the run s0, its three finishes in one launch; the loss's sum and its finish (which reads what
+  // the sum writes) on their own
+  EXPECT_EQ(finishes(f.nvrtc), finishes(f.per_step) - 3) << table;
+  ASSERT_GE(f.nvrtc.launches.size(), 2u) << table;
+  EXPECT_EQ(f.nvrtc.launches[0].kernel, "s0") << table;
+  const Launch& packed = f.nvrtc.launches[1];
+  EXPECT_EQ(packed.packs, 3) << table;
+  EXPECT_TRUE(packed.block_reduce);
+  EXPECT_NE(f.nvrtc.source.find("f_b(const unsigned sh_bx"), std::string::npos) << f.nvrtc.source;
+}
+
 // An optimizer's update of per-head weights ([768 64] each: 192 blocks of 256 threads, under four
 // blocks an SM of an H100) is packed too: one launch instead of one per weight. The three launches
 // of one kernel are one run: one call site, its member found from the block index. Updates by

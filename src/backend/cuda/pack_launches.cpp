@@ -15,9 +15,10 @@
 // pointers are one array parameter, indexed by it. So the packed kernel's code, and NVRTC's time,
 // grows with its runs, not its members.
 // Packable: a kernel launch of at most PackOptions::max_grid blocks of at most max_block
-// threads whose parameters are all pointers and whose kernel neither synchronises, shuffles
-// across a warp's lanes nor declares __shared__ memory (a member with fewer threads than the group
-// skips the extra ones, which a barrier or a shuffle would wait for).
+// threads whose parameters are all pointers and whose kernel neither synchronises nor declares
+// __shared__ memory (a member with fewer threads than the group skips the extra ones, which a
+// barrier would wait for), and shuffles values between a warp's lanes only with whole warps (its
+// block a multiple of 32: the warps it skips are skipped whole) — a column sum's finish.
 // Slots read and written: a kernel's `const T*` parameters are read, its other parameters read
 // and written (in place); a product reads its operands and writes its result, a copy reads its
 // source and writes its destination, a fill writes. Two slots meet when their memory may: arena
@@ -44,7 +45,8 @@ struct KernelText {
   size_t begin = 0, params = 0;  // "extern", its parameter list
   size_t body = 0, end = 0;      // the "{" opening its body, one past its closing "}\n"
   std::vector<std::string> types;  // each parameter's type ("const float*")
-  bool simple = false;             // no __syncthreads, no __shared__, no shuffle
+  bool barriers = false;           // __syncthreads or __shared__ memory
+  bool shuffles = false;           // exchanges values between a warp's lanes (sh_shfl_xor)
 };
 
 KernelText find_kernel(const std::string& source, const std::string& name) {
@@ -65,8 +67,8 @@ KernelText find_kernel(const std::string& source, const std::string& name) {
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 2);
     }
     const std::string_view text(source.data() + k.begin, k.end - k.begin);
-    k.simple = text.find("__syncthreads") == std::string_view::npos && text.find("__shared__") == std::string_view::npos &&
-               text.find("sh_shfl_xor") == std::string_view::npos;
+    k.barriers = text.find("__syncthreads") != std::string_view::npos || text.find("__shared__") != std::string_view::npos;
+    k.shuffles = text.find("sh_shfl_xor") != std::string_view::npos;
     return k;
   }
   throw SheafError(fmt::format("internal: kernel {} is not in its rendering", name));
@@ -172,7 +174,8 @@ class Packer {
       const Launch& l = k_.launches[i];
       const KernelText* text = l.kind == Launch::Kind::Kernel ? &kernel(l.kernel) : nullptr;
       const Access a = access_of(l, text, k_);
-      const bool packable = text && text->simple && l.grid <= o_.max_grid && l.block <= o_.max_block && l.grid > 0 &&
+      const bool packable = text && !text->barriers && (!text->shuffles || l.block % 32 == 0) && l.grid <= o_.max_grid &&
+                            l.block <= o_.max_block && l.grid > 0 &&
                             std::all_of(text->types.begin(), text->types.end(), [](const std::string& t) { return t.ends_with('*'); });
       if (a.barrier) open = false;
       if (packable && !(open && may_join(groups.back(), a, l.slots.size(), o_, regions_))) {
@@ -242,7 +245,7 @@ class Packer {
   // members' in run order), read where the launch put them (__grid_constant__: not copied).
   Launch pack(const Group& g) {
     Launch p = k_.launches[g.members[0]];
-    p.grid = 0, p.block = 0, p.scratch = 0, p.packs = static_cast<int64_t>(g.members.size()), p.slots.clear(), p.arg_offsets.clear();
+    p.grid = 0, p.block = 0, p.scratch = 0, p.block_reduce = false, p.packs = static_cast<int64_t>(g.members.size()), p.slots.clear(), p.arg_offsets.clear();
     std::vector<size_t> members = g.members;
     const auto run_key = [&](size_t i) { return std::tie(k_.launches[i].kernel, k_.launches[i].grid, k_.launches[i].block); };
     std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) { return run_key(a) < run_key(b); });
@@ -255,6 +258,7 @@ class Packer {
         for (size_t j = 0; j < m.slots.size(); ++j) p.arg_offsets.push_back(arg_offset(m, j));
         p.slots.insert(p.slots.end(), m.slots.begin(), m.slots.end());
         p.block = std::max(p.block, m.block), p.scratch = std::max(p.scratch, m.scratch);
+        p.block_reduce = p.block_reduce || m.block_reduce;  // a member's threads cooperate: the block's do
       }
       device_function(l.kernel);
       const KernelText& t = kernel(l.kernel);
