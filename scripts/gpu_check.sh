@@ -177,12 +177,12 @@ ab() {
     (cd "$dir" && env "$@" timeout 90 "$SHEAF" --device cuda --jit-profile gpt2_gpu.shf -- --steps "$steps") >"$dir/run.txt" 2>&1
     echo "(exit $?)"; grep -E "RESULT gpt2_(first|second|ms)|loss .* after [0-9]+ steps" "$dir/run.txt"
     grep -o -E "[0-9]+ captures \([0-9.]+ms on the host\), [0-9]+ replays, [0-9]+ later calls launch by launch \([0-9.]+ms on the host\)|attention: .*" "$dir/run.txt"
-    # where a first step goes before the GPU runs: traces, builds by phase, first calls, allocations
-    grep -o -E "[0-9]+ traces \([0-9.]+ms|[0-9]+ built \([^)]*\)|first calls [0-9.]+ms on the host|[0-9]+ device allocations \([0-9.]+ms\)" "$dir/run.txt"
+    # where a first step goes before the GPU runs: traces (their IR passes), builds by phase, first calls, allocations
+    grep -o -E "[0-9]+ traces \([0-9.]+ms: IR passes [0-9.]+|[0-9]+ built \([^)]*\)|first calls [0-9.]+ms on the host|[0-9]+ device allocations \([0-9.]+ms\)" "$dir/run.txt"
   }
   {
     one cold 10; one as-is 10
-    # this session's new switches first, in case the call's time runs out
+    # the switches no GPU has measured yet first, in case the call's time runs out
     one row-loads-a-row-ahead 10 SHEAF_CUDA_RENDER=prefetch_next_row=1
     one row-loads-a-row-ahead-4-blocks-per-sm 10 SHEAF_CUDA_RENDER=prefetch_next_row=1,column_phase_sm_threads=1024
     one cudnn-uncached-two-threads 10 CUDA_CACHE_DISABLE=1

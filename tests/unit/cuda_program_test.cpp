@@ -509,7 +509,13 @@ TEST(CudaResidency, TablesCapturedAtFirstOrSecondSightOrNever) {
     EXPECT_EQ(s.queued + s.captured + s.replayed, s.calls - 1) << at;
     EXPECT_EQ(s.captured > 0, s.capture_s > 0) << at;
     EXPECT_EQ(s.queued > 0, s.queue_s > 0) << at;
-    EXPECT_EQ(s.queued, at == 0 ? 19u : at == 1 ? 0u : s.queued) << at;
+    if (at == 0) {
+      EXPECT_EQ(s.queued, 19u);
+    } else if (at == 1) {
+      EXPECT_EQ(s.queued, 0u);
+    } else {
+      EXPECT_GE(s.queued, 1u);  // a table's first sight
+    }
   }
 }
 

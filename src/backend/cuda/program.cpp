@@ -697,8 +697,8 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   Impl& p = *impl_;
   const ir::Graph& g = p.g;
   const fusion::MemoryPlan& m = p.memory;
-  const bool first_call = p.runs == 0;
-  const Clock::time_point start = first_call ? Clock::now() : Clock::time_point{};  // no clock read on later calls
+  const bool first = p.runs == 0;
+  const Clock::time_point start = first ? Clock::now() : Clock::time_point{};  // no clock read on later calls (replays)
   ++stats.calls;
   stats.work += p.work;
   p.buffers = p.table;
@@ -719,7 +719,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   }
   // Profiling times the calls after a program's first, whose products choose their algorithms and
   // whose first launches load what they need: the table then says what a step costs.
-  const bool first = p.runs++ == 0;
+  ++p.runs;
   if (const bool timed = p.options.profile && !first && p.alloc->device().keeps_time(); timed || p.has_host) {
     p.run_in_order(kernels_, stats, timed);
   } else {
@@ -740,7 +740,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
         if (p.captures.size() > kCaptures) p.captures.pop_back();
       }
     } else {
-      const Clock::time_point t0 = first ? Clock::time_point{} : Clock::now();
+      const Clock::time_point t0 = Clock::now();
       p.enqueue(kernels_);
       if (!first) ++stats.queued, stats.queue_s += seconds_since(t0);
       p.seen.insert(p.seen.begin(), p.buffers);
@@ -762,7 +762,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, ProgramStats& sta
   }
   p.held.clear();
   p.host_results.clear();
-  if (first_call) stats.first_calls_s += seconds_since(start);
+  if (first) stats.first_calls_s += seconds_since(start);
   return results;
 }
 

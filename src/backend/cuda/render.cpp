@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 
 #include "backend/cuda/attention_kernel.hpp"
 #include "backend/cuda/pack_launches.hpp"
@@ -859,43 +860,47 @@ class Renderer {
         if (cost > left) continue;
         left -= cost;
         chosen.push_back({j, &l, (l.walks & looped) != 0});
-        prefetched_[{ph.index, l.stmt}] = fmt::format("f{}_{}", j, l.name);
+        prefetched_[{ph.index, l.stmt}] = fmt::format("f{}_{}", j, l.name);  // slotted reads a slot's as …s[s]
         if (alike(ph.body.nest)) fetched.emplace(l.expr, prefetched_[{ph.index, l.stmt}]);
       }
     }
     return chosen;
   }
 
-  // Declares the registers {prefix}{j}_{name}(s) of `fetches`, a row's values first.
-  void declare_fetches(const std::vector<Plan>& phases, const std::vector<Fetch>& fetches, const std::string& prefix) {
-    for (const Fetch& f : fetches)
-      if (!f.walks_slots) line("{} {}{}_{};", f.load->type, prefix, f.phase, f.load->name);
-    for (const Fetch& f : fetches)
-      if (f.walks_slots) line("{} {}{}_{}s[{}];", f.load->type, prefix, f.phase, f.load->name, slots(phases[f.phase]));
+  // The register(s) of fetch `f` under `prefix` ("f": the row's, "n": the next row's):
+  // {prefix}{phase}_{name}, an array of a register per slot ("…s") when it walks the slots.
+  static std::string fetched_in(const Fetch& f, const std::string& prefix) {
+    return fmt::format("{}{}_{}{}", prefix, f.phase, f.load->name, f.walks_slots ? "s" : "");
   }
 
-  // Loads `fetches` of row `row` (an expression) into their registers {prefix}{j}_{name}(s), a
-  // scope for each phase's.
+  // Declares the registers of `fetches` under `prefix`, a row's values first.
+  void declare_fetches(const std::vector<Plan>& phases, const std::vector<Fetch>& fetches, const std::string& prefix) {
+    for (const Fetch& f : fetches)
+      if (!f.walks_slots) line("{} {};", f.load->type, fetched_in(f, prefix));
+    for (const Fetch& f : fetches)
+      if (f.walks_slots) line("{} {}[{}];", f.load->type, fetched_in(f, prefix), slots(phases[f.phase]));
+  }
+
+  // Loads `fetches` (in phase order) of row `row` (an expression) into their registers under
+  // `prefix`, a scope for each phase's.
   void fill_fetches(const std::vector<Plan>& phases, const std::vector<Fetch>& fetches, const std::string& prefix, const std::string& row) {
-    for (size_t at = 0; at < fetches.size();) {
-      const size_t j = fetches[at].phase;
-      size_t end = at;
-      while (end < fetches.size() && fetches[end].phase == j) ++end;
-      const Plan& ph = phases[j];
+    for (size_t at = 0, end = 0; at < fetches.size(); at = end) {
+      bool walks = false;
+      for (end = at; end < fetches.size() && fetches[end].phase == fetches[at].phase; ++end) walks = walks || fetches[end].walks_slots;
+      const std::span<const Fetch> mine(fetches.data() + at, end - at);
+      const Plan& ph = phases[fetches[at].phase];
       line("{{  // step {}'s loads", ph.index);
       indent_ += 2;
       split_groups(ph.body.nest, row_groups(ph), row, "q");
-      for (size_t i = at; i < end; ++i)
-        if (!fetches[i].walks_slots) line("{}{}_{} = {};", prefix, j, fetches[i].load->name, fetches[i].load->expr);
-      if (std::any_of(fetches.begin() + static_cast<std::ptrdiff_t>(at), fetches.begin() + static_cast<std::ptrdiff_t>(end),
-                      [](const Fetch& f) { return f.walks_slots; }))
+      for (const Fetch& f : mine)
+        if (!f.walks_slots) line("{} = {};", fetched_in(f, prefix), f.load->expr);
+      if (walks)
         point_loop(ph, [&] {
           split_groups(ph.body.nest, point_groups(ph), "r", "qr");
-          for (size_t i = at; i < end; ++i)
-            if (fetches[i].walks_slots) line("{}{}_{}s[s] = {};", prefix, j, fetches[i].load->name, fetches[i].load->expr);
+          for (const Fetch& f : mine)
+            if (f.walks_slots) line("{}[s] = {};", fetched_in(f, prefix), f.load->expr);
         });
       close();
-      at = end;
     }
   }
 
@@ -905,11 +910,11 @@ class Renderer {
     declare_fetches(phases, fetches, "f");
     for (const Fetch& f : fetches) {
       if (!f.walks_slots) {
-        line("f{0}_{1} = n{0}_{1};", f.phase, f.load->name);
+        line("{} = {};", fetched_in(f, "f"), fetched_in(f, "n"));
         continue;
       }
       line("#pragma unroll");
-      line("for (int s = 0; s < {0}; ++s) f{1}_{2}s[s] = n{1}_{2}s[s];", slots(phases[f.phase]), f.phase, f.load->name);
+      line("for (int s = 0; s < {}; ++s) {}[s] = {}[s];", slots(phases[f.phase]), fetched_in(f, "f"), fetched_in(f, "n"));
     }
     line("if (t + {} < {}) {{", grid, rows);
     indent_ += 2;
