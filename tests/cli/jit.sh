@@ -60,6 +60,24 @@ if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
 elif grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
   stderr_has '-mavx2 -mfma -mf16c' 'AVX2 hosts: AVX2 and FMA'
 fi
+# a masked select (softmax's normalisation and its gradient under a causal mask) vectorises: under
+# GCC's default -ftrapping-math the product sinks into the select's branch and the loop stays
+# scalar (toolchain.hpp). Asked of GCC itself, with the flags --jit-profile reports.
+cat >"$TMP/masked.shf" <<'SHF'
+(defn f [x y m] (* (where m (* x y) 0.0) 0.125))
+(def x (ones [64 128]))
+(f x x (== (tril (ones [64 128])) 1.0))
+SHF
+SHEAF_DUMP_CPP="$TMP" run masked.shf --jit-profile
+status_is 0 'a masked select compiles'
+[[ -f $TMP/f.cpp ]] || fail 'SHEAF_DUMP_CPP writes the unit of f'
+cxx_line=$(grep -o 'generated code: .*' "$TMP/err")
+if c++ --version 2>/dev/null | grep -q 'Free Software Foundation' && [[ -f $TMP/f.cpp ]]; then
+  # shellcheck disable=SC2086 # the flags are words
+  c++ -O3 ${cxx_line#* -O3} -fopt-info-vec-all -c "$TMP/f.cpp" -o /dev/null >"$TMP/vec" 2>&1
+  grep -q 'optimized: loop vectorized' "$TMP/vec" && ! grep -q 'control flow in loop' "$TMP/vec" ||
+    fail "the masked select's loop is vectorised ($(grep -m1 'not vectorized' "$TMP/vec"))"
+fi
 # the BLAS: the OpenBLAS the build ships beside the binary first (src/tensor/blas.cpp), $SHEAF_BLAS
 # before it; a library that is not there is skipped
 if [[ -f "$(dirname "$SHEAF")/libscipy_openblas.so" ]]; then

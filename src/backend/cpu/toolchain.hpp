@@ -5,7 +5,9 @@
 // and loaded with dlopen; a library is used only when its ABI version and embedded digest
 // match what the caller rendered. -ffp-contract=off: no fused multiply-adds, so elementwise math
 // rounds exactly as the interpreter's kernels do (only reductions may sum in another order);
-// -fno-math-errno: sqrt and friends vectorise (errno is never read). Transcendental functions
+// -fno-math-errno: sqrt and friends vectorise (errno is never read); -fno-trapping-math: a select
+// whose arm GCC sinks into a branch (`mask ? x * y : 0`) if-converts and vectorises (no FP trap is
+// ever enabled; results are unchanged, it only lets the compiler compute both arms). Transcendental functions
 // vectorise through libmvec (within 4 ulp of the scalar libm the interpreter calls).
 #pragma once
 #include <optional>
@@ -14,7 +16,7 @@
 
 namespace sheaf::cpu {
 
-inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fopenmp-simd -fPIC -shared";
+inline constexpr const char* kCompileFlags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fno-trapping-math -fopenmp-simd -fPIC -shared";
 // $SHEAF_CXXFLAGS when set (then part of the cache key, like the CPU), else kCompileFlags and
 // isa_flags().
 const std::string& compile_flags();
