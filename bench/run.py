@@ -21,7 +21,8 @@ Benchmark; beside the sheaf binary) runs if it was built. Prints a table per ben
 figure and the ratio of sheaf cpu to each other column (> 1: sheaf faster), and writes the same
 tables with the machine (CPU model, cores, date, versions) to bench/results.md. A missing peer
 prints `-` and the run goes on. Nothing fails on a slow result.
-The GPT step also runs in three other styles (gpt-style2, gpt-style3, gpt-style4: sheaf only), compared with it, and
+The GPT step also runs in three other styles (gpt-style2, gpt-style3, gpt-style4: sheaf only), each compared with
+gpt_step.shf run right after it in the same rounds (a shared machine's load drifts over minutes), and
 its products' GFLOP (--jit-profile) over its time is compared with the machine's sgemm rate.
 usage: bench/run.py [--sheaf build/sheaf] [--rounds 3] [--only xor,mlp,cnn,gpt,gpt-style2,gpt-style3,gpt-style4] [--out bench/results.md]
 """
@@ -106,7 +107,9 @@ def run_sheaf(sheaf, program, device, flags=(), **kw):
         return results([sheaf, copy, "--device", device] + list(flags), cwd=work, **kw)
 
 
-def measure(name, args, pythons, table):
+def measure(name, args, pythons, table, paired=None):
+    """Fills table[figure][column] with each column's best round; paired (a style twin's): gpt_step.shf's
+    sheaf cpu figures, run right after the twin in each round, so that their ratio sees the same load."""
     program = os.path.join(HERE, BENCHES[name][0])
     torch_env = dict(os.environ)
     if has_avx512() and "OPENBLAS_CORETYPE" not in torch_env:
@@ -115,6 +118,8 @@ def measure(name, args, pythons, table):
     for r in range(args.rounds):
         print("%s: round %d of %d" % (name, r + 1, args.rounds), file=sys.stderr)
         keep_best(table, "sheaf cpu", run_sheaf(args.sheaf, program, "cpu"))
+        if paired is not None:
+            keep_best(paired, "sheaf cpu", run_sheaf(args.sheaf, os.path.join(HERE, BENCHES["gpt"][0]), "cpu"))
         if not args.no_ref:
             keep_best(table, "sheaf ref", run_sheaf(args.sheaf, program, "ref"))
         if pythons["torch"] and os.path.exists(torch_twin):
@@ -247,27 +252,29 @@ def main():
                "iree": python_with("numpy") if shutil.which("iree-compile") and shutil.which("iree-benchmark-module") else None}
     head = machine(args.sheaf, pythons)
     print("\n".join(head) + "\n")
-    sections, tables = [], {}
+    sections, tables, pairs = [], {}, {}
     for name in args.only.split(","):
         table = tables.setdefault(name, {})
-        measure(name, args, pythons, table)
+        measure(name, args, pythons, table, pairs.setdefault(name, {}) if name in STYLE_TWINS else None)
         sections.append(render(name, table))
         print(sections[-1])
         sys.stdout.flush()
     gpt = tables.get("gpt", {}).get("gpt_ms_per_step", {}).get("sheaf cpu")
-    if gpt:
-        lines = ["### gpt step: style twins and the sgemm rate", ""]
-        for name in STYLE_TWINS:
-            twin = tables.get(name, {}).get("gpt_ms_per_step", {}).get("sheaf cpu")
-            if twin:
-                lines.append("- %s: %.1f ms a step, %.2f× gpt_step.shf's %.1f ms (goal: at most 1.15×)" % (name, twin[0], twin[0] / gpt[0], gpt[0]))
-        gflop, rate = step_gflop(args.sheaf), sgemm_rate(args.sheaf, args.rounds)
-        if gflop and rate:
-            achieved = gflop / (gpt[0] / 1000.0)
-            lines.append("- gpt step: %.1f GFLOP of products in %.1f ms = %.1f GFLOP/s, %.0f %% of the machine's sgemm rate "
-                         "(%.1f GFLOP/s: sheaf's `(@ a b)` at 4096x256x1024, best of 1 and 2 threads; goal: at least 60 %%)"
-                         % (gflop, gpt[0], achieved, 100.0 * achieved / rate, rate))
-        sections.append("\n".join(lines) + "\n")
+    lines = []
+    for name in STYLE_TWINS:
+        twin = tables.get(name, {}).get("gpt_ms_per_step", {}).get("sheaf cpu")
+        base = pairs.get(name, {}).get("gpt_ms_per_step", {}).get("sheaf cpu")
+        if twin and base:
+            lines.append("- %s: %.1f ms a step, %.2f× gpt_step.shf's %.1f ms in the same rounds (goal: at most 1.15×)"
+                         % (name, twin[0], twin[0] / base[0], base[0]))
+    gflop, rate = (step_gflop(args.sheaf), sgemm_rate(args.sheaf, args.rounds)) if gpt else (None, None)
+    if gflop and rate:
+        achieved = gflop / (gpt[0] / 1000.0)
+        lines.append("- gpt step: %.1f GFLOP of products in %.1f ms = %.1f GFLOP/s, %.0f %% of the machine's sgemm rate "
+                     "(%.1f GFLOP/s: sheaf's `(@ a b)` at 4096x256x1024, best of 1 and 2 threads; goal: at least 60 %%)"
+                     % (gflop, gpt[0], achieved, 100.0 * achieved / rate, rate))
+    if lines:
+        sections.append("\n".join(["### gpt step: style twins and the sgemm rate", ""] + lines) + "\n")
         print(sections[-1])
     sections.append(dispatch_bench(args.sheaf))
     print(sections[-1])
