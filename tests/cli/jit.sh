@@ -71,10 +71,10 @@ SHF
 SHEAF_DUMP_CPP="$TMP" run masked.shf --jit-profile
 status_is 0 'a masked select compiles'
 [[ -f $TMP/f.cpp ]] || fail 'SHEAF_DUMP_CPP writes the unit of f'
-cxx_line=$(grep -o 'generated code: .*' "$TMP/err")
+cxx_line=$(grep -o 'generated code: .*' "$TMP/err")  # "generated code: <compiler's identity> -<flags>"
 if c++ --version 2>/dev/null | grep -q 'Free Software Foundation' && [[ -f $TMP/f.cpp ]]; then
   # shellcheck disable=SC2086 # the flags are words
-  c++ -O3 ${cxx_line#* -O3} -fopt-info-vec-all -c "$TMP/f.cpp" -o /dev/null >"$TMP/vec" 2>&1
+  c++ -${cxx_line#* -} -fopt-info-vec-all -c "$TMP/f.cpp" -o /dev/null >"$TMP/vec" 2>&1
   grep -q 'optimized: loop vectorized' "$TMP/vec" && ! grep -q 'control flow in loop' "$TMP/vec" ||
     fail "the masked select's loop is vectorised ($(grep -m1 'not vectorized' "$TMP/vec"))"
 fi
