@@ -23,6 +23,7 @@ DEMO_PACKAGES=(
 TEST_PACKAGES=(
   clang libclang-rt-14-dev                         # libFuzzer target
   libgtest-dev libgmock-dev googletest             # unit tests
+  libboost-context-dev                             # the emulated GPU's threads as fibers (tests/unit/cuda_emulator.cpp)
   llvm-14-tools                                    # FileCheck + lit for IR tests
   libbenchmark-dev                                 # micro-benchmarks (bench/dispatch_bench.cpp)
   libcairo2-dev                                    # `sheaf plot` (cairo's header; libcairo2 is loaded at run time)

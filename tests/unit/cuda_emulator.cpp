@@ -2,17 +2,19 @@
 // Kernels: a unit is kEmulationPrelude + CUDA C++ + launchers, compiled at -O0 (units are large and
 // their kernels run on small tensors) with -ffp-contract=off (elementwise math rounds as the
 // reference executor's does). The prelude's __syncthreads() calls back into block_sync, which
-// waits on the barrier of the calling thread's block (thread_local, set by run_kernel in each
-// thread it starts for a synchronising kernel).
+// switches from the calling CUDA thread's fiber back to its block's scheduler (run_block).
 #include "cuda_emulator.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <chrono>
 #include <cctype>
 #include <cstdio>
@@ -22,6 +24,8 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+
+#include <boost/context/detail/fcontext.hpp>
 
 #include "backend/cpu/toolchain.hpp"
 #include "base/error.hpp"
@@ -133,18 +137,119 @@ std::string emulation_launcher(const std::string& symbol, const std::string& ker
 
 namespace {
 
-thread_local std::barrier<>* t_block_barrier = nullptr;  // the barrier of this thread's block
-thread_local std::barrier<>* t_warp_barrier = nullptr;   // … and of its warp
+// A synchronising kernel's block runs as one fiber per thread on the launching thread: each fiber
+// runs until it waits at a barrier (__syncthreads() and the warp collectives': its block's; a
+// reduction's shuffle: its warp's) or returns, and a barrier opens once every fiber of it that has
+// not returned waits there (a returned thread counts as arrived, as on the GPU). A switch is
+// Boost.Context's jump_fcontext (registers only, no system call): no OS thread per CUDA thread and
+// nothing spins (OS threads at std::barrier spent ~95 % of a GPT step's emulation in sched_yield,
+// glibc's swapcontext ~90 % in its sigprocmask).
+namespace fctx = boost::context::detail;
+enum class At : uint8_t { Running, Block, Warp, Done };
 
-void wait_at(std::barrier<>* b, const char* what) {
-  if (!b) {  // run_kernel was told the kernel does not synchronise
+struct BlockRun {
+  const EmulatedKernel* kernel = nullptr;
+  void** args = nullptr;
+  fctx::fcontext_t scheduler = nullptr;   // where a fiber switches back to
+  std::vector<fctx::fcontext_t> fibers;   // each fiber where it stopped
+  std::vector<At> at;                     // … and at what
+  unsigned current = 0;                   // the fiber running
+  const void* scheduler_stack = nullptr;  // ASan: the scheduler's stack, learnt by a fiber's first switch
+  size_t scheduler_stack_size = 0;
+};
+thread_local BlockRun* t_run = nullptr;  // the block being run on this OS thread
+
+constexpr size_t kFiberStack = size_t{256} << 10;  // bytes per fiber, mapped lazily, above a guard page
+constexpr size_t kGuard = 4096;
+
+// The lowest address of fiber t's stack (kept for the process; launches run one at a time, under
+// run_kernel's lock).
+char* fiber_stack(unsigned t) {
+  static std::vector<char*> stacks;
+  while (stacks.size() <= t) {
+    void* p = mmap(nullptr, kGuard + kFiberStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) throw SheafError("internal: no memory for an emulated thread's stack");
+    mprotect(p, kGuard, PROT_NONE);
+    stacks.push_back(static_cast<char*>(p) + kGuard);
+  }
+  return stacks[t];
+}
+
+// Switches to `to`, whose stack starts at `stack`, and returns the context that switches back
+// (AddressSanitizer is told of both ends of the switch).
+fctx::fcontext_t switch_to(fctx::fcontext_t to, const void* stack, size_t size) {
+#if defined(__SANITIZE_ADDRESS__)
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(&fake_stack, stack, size);
+#else
+  (void)stack, (void)size;
+#endif
+  const fctx::transfer_t back = fctx::jump_fcontext(to, nullptr);
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+  return back.fctx;
+}
+
+void fiber_main(fctx::transfer_t from) {
+  BlockRun& r = *t_run;
+  r.scheduler = from.fctx;
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(nullptr, &r.scheduler_stack, &r.scheduler_stack_size);
+#endif
+  r.kernel->call(r.args);
+  r.at[r.current] = At::Done;
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(nullptr, r.scheduler_stack, r.scheduler_stack_size);  // this fiber ends
+#endif
+  fctx::jump_fcontext(r.scheduler, nullptr);  // never resumed
+}
+
+void wait_at(At barrier, const char* what) {
+  BlockRun* r = t_run;
+  if (!r) {  // run_kernel was told the kernel does not synchronise
     std::fprintf(stderr, "internal: %s in an emulated kernel whose threads run one at a time\n", what);
     std::abort();
   }
-  b->arrive_and_wait();
+  r->at[r->current] = barrier;
+  r->scheduler = switch_to(r->scheduler, r->scheduler_stack, r->scheduler_stack_size);
 }
-void block_sync() { wait_at(t_block_barrier, "__syncthreads()"); }
-void warp_sync() { wait_at(t_warp_barrier, "a warp shuffle"); }
+void block_sync() { wait_at(At::Block, "__syncthreads()"); }
+void warp_sync() { wait_at(At::Warp, "a warp shuffle"); }
+
+// Opens `barrier` for the fibers [lo, hi) when every one of them that has not returned waits
+// there (and one does); whether it opened.
+bool open(BlockRun& r, At barrier, unsigned lo, unsigned hi) {
+  bool waiting = false;
+  for (unsigned t = lo; t < hi; ++t) {
+    if (r.at[t] != barrier && r.at[t] != At::Done) return false;
+    waiting |= r.at[t] == barrier;
+  }
+  if (!waiting) return false;
+  for (unsigned t = lo; t < hi; ++t)
+    if (r.at[t] == barrier) r.at[t] = At::Running;
+  return true;
+}
+
+// Runs block b of `threads` fibers until every one has returned.
+void run_block(BlockRun& r, unsigned b, unsigned threads) {
+  for (unsigned t = 0; t < threads; ++t) {
+    r.at[t] = At::Running;
+    r.fibers[t] = fctx::make_fcontext(fiber_stack(t) + kFiberStack, kFiberStack, fiber_main);
+  }
+  for (;;) {
+    for (unsigned t = 0; t < threads; ++t)
+      if (r.at[t] == At::Running) {
+        r.current = t;
+        r.kernel->at(b, t);  // threadIdx is the OS thread's: set before each resumption
+        r.fibers[t] = switch_to(r.fibers[t], fiber_stack(t), kFiberStack);
+      }
+    if (std::all_of(r.at.begin(), r.at.begin() + threads, [](At a) { return a == At::Done; })) return;
+    bool opened = open(r, At::Block, 0, threads);
+    for (unsigned w = 0; w < threads; w += 32) opened |= open(r, At::Warp, w, std::min(threads, w + 32));
+    if (!opened) throw SheafError(fmt::format("internal: the threads of emulated block {} wait at different barriers", b));
+  }
+}
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -204,24 +309,21 @@ void run_kernel(const EmulatedKernel& k, int64_t grid, int64_t block, bool toget
   static std::mutex one_at_a_time;  // blockDim and gridDim are per library, not per thread
   std::lock_guard lock(one_at_a_time);
   k.launch(g, bl);
-  std::vector<std::thread> threads;
-  if (together) {  // the threads of a block run together; a barrier ends each block
-    std::barrier<> barrier(bl);
-    std::vector<std::unique_ptr<std::barrier<>>> warps;  // of 32 lanes (the last of those left)
-    for (unsigned w = 0; w < bl; w += 32) warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, bl - w)));
-    for (unsigned t = 0; t < bl; ++t)
-      threads.emplace_back([&, t] {
-        t_block_barrier = &barrier;
-        t_warp_barrier = warps[t / 32].get();
-        for (unsigned b = 0; b < g; ++b) {
-          k.at(b, t);
-          k.call(args);
-          barrier.arrive_and_wait();
-        }
-      });
-    for (std::thread& t : threads) t.join();
+  if (together) {
+    BlockRun r;
+    r.kernel = &k, r.args = args;
+    r.fibers.resize(bl), r.at.resize(bl);
+    t_run = &r;
+    try {
+      for (unsigned b = 0; b < g; ++b) run_block(r, b, bl);
+    } catch (...) {
+      t_run = nullptr;
+      throw;
+    }
+    t_run = nullptr;
     return;
   }
+  std::vector<std::thread> threads;
   const unsigned workers = std::max(1u, std::min(std::thread::hardware_concurrency(), g));
   for (unsigned w = 0; w < workers; ++w)
     threads.emplace_back([&, w] {

@@ -2,13 +2,14 @@
 // for tests on machines without a GPU, and the kernel emulation it shares with cuda_render_test.
 //   Kernels   CUDA C++ as cuda::render writes it (extern "C" __global__ kernels, no includes) is
 //             compiled by the system C++ compiler (cpu::toolchain) after kEmulationPrelude:
-//             __global__ and friends erased, threadIdx/blockIdx thread_local, blockDim/gridDim
-//             static (launches run one at a time), __shared__ as static, __syncthreads() as a
-//             std::barrier of the threads of a block.
+//             __global__ and friends erased, threadIdx/blockIdx thread_local (set before each
+//             thread runs or resumes), blockDim/gridDim static (launches run one at a time),
+//             __shared__ as static, __syncthreads() as a barrier of the threads of a block.
 //             Each kernel gets a launcher taking cuLaunchKernel's arguments (args[j] points at the
 //             j-th parameter's value). run_kernel runs the threads of a launch: a block's threads
-//             together (one OS thread each; blocks one after another) when the kernel synchronises,
-//             else one thread at a time, the blocks spread over hardware_concurrency workers.
+//             together (one fiber each on the launching thread, switching at barriers; blocks one
+//             after another) when the kernel synchronises, else one thread at a time, the blocks
+//             spread over hardware_concurrency workers.
 //   Memory    a DevicePtr is a host address returned by allocate (256-byte aligned, filled with 0xff
 //             bytes so that reads of unwritten memory show). Every copy, fill and product checks that
 //             its bytes lie inside one live allocation; releasing an unknown pointer throws.
@@ -77,8 +78,8 @@ struct EmulatedKernel {
 // The launcher `symbol` of `lib` (emulation_launcher's); throws SheafError when it is missing.
 EmulatedKernel emulated_kernel(const EmulationLibrary& lib, const std::string& symbol);
 
-// Runs grid × block threads of `k`. `together`: the threads of each block run concurrently, a
-// barrier for __syncthreads() (a kernel that synchronises needs it); else they may run one at a
+// Runs grid × block threads of `k`. `together`: the threads of each block run as fibers that meet
+// at __syncthreads() (a kernel that synchronises needs it); else they may run one at a
 // time. grid ≥ 0, 1 ≤ block ≤ 1024. Launches (on any library) run one at a time.
 void run_kernel(const EmulatedKernel& k, int64_t grid, int64_t block, bool together, void** args);
 
