@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -310,17 +311,24 @@ void run_kernel(const EmulatedKernel& k, int64_t grid, int64_t block, bool toget
   std::lock_guard lock(one_at_a_time);
   k.launch(g, bl);
   if (together) {
-    BlockRun r;
-    r.kernel = &k, r.args = args;
-    r.fibers.resize(bl), r.at.resize(bl);
-    t_run = &r;
-    try {
-      for (unsigned b = 0; b < g; ++b) run_block(r, b, bl);
-    } catch (...) {
+    // On a thread of the launch's own, as the unsynchronised kernels run: the kernels' thread_local
+    // indices then live in no thread that outlives the launch. (With the fibers on the calling
+    // thread, whose dynamic TLS then holds blocks of units dlclose'd since, LeakSanitizer's exit
+    // scan faulted once in CI.)
+    std::exception_ptr failed;
+    std::thread([&] {
+      BlockRun r;
+      r.kernel = &k, r.args = args;
+      r.fibers.resize(bl), r.at.resize(bl);
+      t_run = &r;
+      try {
+        for (unsigned b = 0; b < g; ++b) run_block(r, b, bl);
+      } catch (...) {
+        failed = std::current_exception();
+      }
       t_run = nullptr;
-      throw;
-    }
-    t_run = nullptr;
+    }).join();
+    if (failed) std::rethrow_exception(failed);
     return;
   }
   std::vector<std::thread> threads;
