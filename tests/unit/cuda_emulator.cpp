@@ -138,13 +138,13 @@ std::string emulation_launcher(const std::string& symbol, const std::string& ker
 
 namespace {
 
-// A synchronising kernel's block runs as one fiber per thread on the launching thread: each fiber
-// runs until it waits at a barrier (__syncthreads() and the warp collectives': its block's; a
-// reduction's shuffle: its warp's) or returns, and a barrier opens once every fiber of it that has
-// not returned waits there (a returned thread counts as arrived, as on the GPU). A switch is
-// Boost.Context's jump_fcontext (registers only, no system call): no OS thread per CUDA thread and
-// nothing spins (OS threads at std::barrier spent ~95 % of a GPT step's emulation in sched_yield,
-// glibc's swapcontext ~90 % in its sigprocmask).
+// A synchronising kernel's block runs as one fiber per CUDA thread on one OS thread (run_kernel
+// starts one a launch): each fiber runs until it waits at a barrier (__syncthreads() and the warp
+// collectives': its block's; a reduction's shuffle: its warp's) or returns, and a barrier opens
+// once every fiber of it that has not returned waits there (a returned thread counts as arrived,
+// as on the GPU). A switch is Boost.Context's jump_fcontext (registers only, no system call): no
+// OS thread per CUDA thread and nothing spins (OS threads at std::barrier spent ~95 % of a GPT
+// step's emulation in sched_yield, glibc's swapcontext ~90 % in its sigprocmask).
 namespace fctx = boost::context::detail;
 enum class At : uint8_t { Running, Block, Warp, Done };
 

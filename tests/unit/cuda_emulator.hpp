@@ -7,7 +7,7 @@
 //             __shared__ as static, __syncthreads() as a barrier of the threads of a block.
 //             Each kernel gets a launcher taking cuLaunchKernel's arguments (args[j] points at the
 //             j-th parameter's value). run_kernel runs the threads of a launch: a block's threads
-//             together (one fiber each on the launching thread, switching at barriers; blocks one
+//             together (one fiber each on one thread a launch, switching at barriers; blocks one
 //             after another) when the kernel synchronises, else one thread at a time, the blocks
 //             spread over hardware_concurrency workers.
 //   Memory    a DevicePtr is a host address returned by allocate (256-byte aligned, filled with 0xff
