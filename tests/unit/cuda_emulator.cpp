@@ -326,7 +326,6 @@ void run_kernel(const EmulatedKernel& k, int64_t grid, int64_t block, bool toget
       } catch (...) {
         failed = std::current_exception();
       }
-      t_run = nullptr;
     }).join();
     if (failed) std::rethrow_exception(failed);
     return;

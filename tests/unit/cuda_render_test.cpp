@@ -1089,5 +1089,36 @@ TEST(CudaRenderTable, FewKeptPointsSplitTheirReductionAcrossBlocks) {
   }
 }
 
+// The emulator's barriers (cuda_emulator.cpp's fibers): a thread that returned counts as arrived
+// at its block's barrier, and threads of one warp waiting at different barriers (its block's and
+// its warp's) are an error, not a hang.
+TEST(CudaEmulatorBarriers, ReturnedThreadsArriveAndMismatchedBarriersFail) {
+  if (!cpu::toolchain()) GTEST_SKIP() << "no C++ compiler: kernels cannot be emulated here";
+  const std::string unit = std::string(kEmulationPrelude) +
+                           "extern \"C\" void half_return(float* out) {\n"
+                           "  __shared__ float s[64];\n"
+                           "  if (threadIdx.x % 2) return;\n"
+                           "  s[threadIdx.x] = float(threadIdx.x);\n"
+                           "  __syncthreads();\n"
+                           "  out[threadIdx.x] = s[(threadIdx.x + 2) % 64];\n"
+                           "}\n"
+                           "extern \"C\" void mismatched(float* out) {\n"
+                           "  if (threadIdx.x == 0) __syncthreads();\n"
+                           "  else out[threadIdx.x] = sh_shfl_xor(1.0f, 1, 0xffffffffu);\n"
+                           "}\n" +
+                           emulation_launcher("emu_half_return", "half_return") + emulation_launcher("emu_mismatched", "mismatched");
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("sheaf-emulated-barriers-{}", getpid());
+  std::filesystem::create_directories(dir);
+  EmulationLibrary lib = compile_emulation(unit, dir / "unit");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(lib.handle) << lib.error;
+  std::vector<float> out(64, -1.0f);
+  float* p = out.data();
+  void* args[] = {&p};
+  run_kernel(emulated_kernel(lib, "emu_half_return"), 2, 64, true, args);
+  for (unsigned t = 0; t < 64; ++t) EXPECT_EQ(out[t], t % 2 ? -1.0f : float((t + 2) % 64)) << "thread " << t;
+  EXPECT_THROW(run_kernel(emulated_kernel(lib, "emu_mismatched"), 1, 32, true, args), SheafError);
+}
+
 }  // namespace
 }  // namespace sheaf
