@@ -223,6 +223,24 @@ def machine_line():
     return "- machine: %s, %d cores (%s), load %.2f at the start" % (model, os.cpu_count(), platform.machine(), os.getloadavg()[0])
 
 
+def blas_line(sheaf):
+    """'- OpenBLAS: what sheaf's products run on (--jit-profile); OPENBLAS_* set in the environment':
+    a machine may set OPENBLAS_CORETYPE for every process, which then decides every column's kernel."""
+    products = "-"
+    with tempfile.TemporaryDirectory() as work:
+        program = os.path.join(work, "product.shf")
+        with open(program, "w") as f:
+            f.write("(print (sum (@ (ones [64 64]) (ones [64 64]))))\n")
+        try:
+            out = subprocess.run([os.path.abspath(sheaf), "--jit-profile", program], capture_output=True, text=True, cwd=work, timeout=TIMEOUT)
+            products = next((l.split(":", 1)[1].strip() for l in (out.stdout + out.stderr).splitlines()
+                             if l.strip().startswith("f32 products:")), "-")
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    env = ", ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")) or "none"
+    return "- OpenBLAS: sheaf's products on %s; OPENBLAS_* in the environment: %s" % (products, env)
+
+
 def machine(sheaf, pythons):
     py_ver = lambda py, mod: version([py, "-c", "import %s; print(%s.__version__)" % (mod, mod)]) if py else "-"  # noqa: E731
     iree = "-"
@@ -232,6 +250,7 @@ def machine(sheaf, pythons):
     return [machine_line(),
             "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "- sheaf: %s (%s)" % (version([sheaf, "--version"]), sheaf),
+            blas_line(sheaf),
             "- torch %s (%s), jax %s (%s), IREE %s" % (py_ver(pythons["torch"], "torch"), pythons["torch"] or "absent",
                                                      py_ver(pythons["jax"], "jax"), pythons["jax"] or "absent", iree)]
 
