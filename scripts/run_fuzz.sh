@@ -27,7 +27,7 @@ else
   done
 fi
 
-CC=clang CXX=clang++ cmake -S "${ROOT}" -B "${BUILD}" -G Ninja -DSHEAF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=clang CXX=clang++ cmake -S "${ROOT}" -B "${BUILD}" -G Ninja -DSHEAF_FUZZ=ON -DSHEAF_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "${BUILD}" "${NAMES[@]/#/fuzz_}"
 
 # Seconds for one target: eval a third of the total (all of it when alone), the others equal shares.
