@@ -227,16 +227,12 @@ def blas_line(sheaf):
     """'- OpenBLAS: what sheaf's products run on (--jit-profile); OPENBLAS_* set in the environment':
     a machine may set OPENBLAS_CORETYPE for every process, which then decides every column's kernel."""
     products = "-"
-    with tempfile.TemporaryDirectory() as work:
-        program = os.path.join(work, "product.shf")
-        with open(program, "w") as f:
-            f.write("(print (sum (@ (ones [64 64]) (ones [64 64]))))\n")
-        try:
-            out = subprocess.run([os.path.abspath(sheaf), "--jit-profile", program], capture_output=True, text=True, cwd=work, timeout=TIMEOUT)
-            products = next((l.split(":", 1)[1].strip() for l in (out.stdout + out.stderr).splitlines()
-                             if l.strip().startswith("f32 products:")), "-")
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+    try:  # one eager product: nothing is compiled or cached
+        out = subprocess.run([sheaf, "--jit-profile", "-c", "(@ (ones [64 64]) (ones [64 64]))"], capture_output=True,
+                             text=True, timeout=60)
+        products = next((l.split(":", 1)[1].strip() for l in out.stderr.splitlines() if l.strip().startswith("f32 products:")), "-")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
     env = ", ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")) or "none"
     return "- OpenBLAS: sheaf's products on %s; OPENBLAS_* in the environment: %s" % (products, env)
 
