@@ -130,26 +130,45 @@ class Renderer {
   const View& at(int32_t v, size_t reader) const { return fusion::read_view(s_, v, static_cast<int32_t>(reader)); }
 
   // The loop nest of a Loop/Copy step as a function named `name` (`prototype` then `body`), and
-  // the arguments of its call from the entry. A parallel one (kParallelPoints) takes its outermost
-  // range first, (lo, hi, buffers..), and `task` is its overload (args, lo, hi) that rt->parallel
-  // runs over [0, outer) with the buffers in an array.
+  // the arguments of its call from the entry. A nest whose outermost loop keeps its points takes
+  // that loop's range first, (lo, hi, buffers..), so that nests which differ only in that size
+  // (an optimizer's update of each parameter) share one function; a serial call passes the whole
+  // range, and a parallel one (kParallelPoints) runs `task` — (args, lo, hi) over [0, outer) with
+  // the buffers in an array; kTaskName stands for its own name, kBodyName for the function's —
+  // on rt->parallel. So does a column sum's nest over its first kept dim.
+  static constexpr std::string_view kTaskName = "@task", kBodyName = "@body";
+  static std::string replaced(std::string text, std::string_view from, const std::string& to) {
+    for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+    return text;
+  }
   struct LoopFunction {
     std::string name, prototype, body, args;
-    std::string task;  // parallel: the task's definition
+    std::string task;   // parallel: the task's definition
     int64_t outer = 0;  // parallel: the outermost loop's size
+    int64_t range = -1;  // serial with a range: its size
   };
 
-  // Adds f to `out` unless a function with the same code is there already; returns its call.
+  // Adds f's function to `out` unless one with the same code is there already, and so its task;
+  // returns the call. The task's key names the function it calls: tasks of one function that
+  // differ only in their range are two small wrappers around it.
   std::string place(const LoopFunction& f, UnitCode& out) {
-    std::string text = f.prototype + " {\n" + f.body + "}\n" + f.task;
+    std::string text = f.prototype + " {\n" + f.body + "}\n";
     auto [it, fresh] = shared_.try_emplace(loop_code::canonical(text, f.name), f.name);
+    const std::string& name = it->second;
     if (fresh) {
       out.prototypes += f.prototype + ";\n";
-      if (!f.task.empty()) out.prototypes += f.task.substr(0, f.task.find(" {")) + ";\n";
       out.functions.push_back(std::move(text));
     }
-    if (f.task.empty()) return fmt::format("  {}({});\n", it->second, f.args);
-    return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel({}, a, {}); }}\n", f.args, it->second, f.outer);
+    if (f.range >= 0) return fmt::format("  {}(0, {}, {});\n", name, f.range, f.args);
+    if (f.task.empty()) return fmt::format("  {}({});\n", name, f.args);
+    const std::string call = replaced(f.task, kBodyName, name);  // the key: its own name left out
+    auto [t, fresh_task] = shared_.try_emplace(call, f.name);
+    if (fresh_task) {
+      std::string task = replaced(call, kTaskName, f.name);
+      out.prototypes += task.substr(0, task.find(" {")) + ";\n";
+      out.functions.push_back(std::move(task));
+    }
+    return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel({}, a, {}); }}\n", f.args, t->second, f.outer);
   }
   // The bounds of an innermost loop of `size` points in segments between `cuts` (one segment for
   // none, or for more than kMaxSegments): constants, or for a loop in parts its range [lo, hi)
@@ -200,10 +219,12 @@ class Renderer {
     const bool columns = !parallel && !body.scalar_acc && !body.reductions.empty() && split > 0 && split < depth &&
                          std::none_of(nest.reduced.begin() + static_cast<std::ptrdiff_t>(split), nest.reduced.end(), [](bool r) { return r; }) &&
                          nest.sizes[split] >= 2 * block && shape_numel(st.space) >= kParallelPoints;
-    const size_t part = parallel ? 0 : split;  // the loop that runs in parts
+    const size_t part = parallel ? 0 : split;  // the loop that runs in parts, or over a range
+    // A serial nest whose outermost loop keeps its points takes that loop's range too.
+    const bool ranged = parallel || columns || (depth > 0 && !nest.reduced[0]);
 
     // Buffers are restrict-qualified parameters (GCC honours restrict there, not on locals).
-    std::string params = parallel || columns ? "i64 lo, i64 hi" : "", args, unpack;
+    std::string params = ranged ? "i64 lo, i64 hi" : "", args, unpack;
     for (size_t i = 0; i < body.buffers.size(); ++i) {
       int32_t buffer = body.buffers[i];
       const char* t = ctype(type(buffer).dtype);
@@ -217,7 +238,7 @@ class Renderer {
     std::string code;
     int indent = 2;
     auto line = [&](const std::string& text) { code += fmt::format("{:{}}{}\n", "", indent, text); };
-    auto in_parts = [&](size_t k) { return k == part && (parallel || columns); };  // loop k runs [lo, hi)
+    auto in_parts = [&](size_t k) { return k == part && ranged; };  // loop k runs [lo, hi)
     auto range = [&](size_t k) -> std::pair<std::string, std::string> {  // loop k's bounds
       if (in_parts(k)) return {"lo", "hi"};
       return {"0", std::to_string(nest.sizes[k])};
@@ -287,9 +308,11 @@ class Renderer {
     if (parallel || columns) {  // an innermost loop splits at multiples of kLanes (its vector loop's lanes stay as on one thread)
       const int64_t every = parallel ? (depth == 1 ? kLanes : 1) : block, n = nest.sizes[part];
       const std::string range = every == 1 ? "lo, hi" : fmt::format("lo * {0}, hi * {0} < {1} ? hi * {0} : {1}", every, n);
-      f.task = fmt::format("__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{ {0}({1}{2}); }}\n",
-                           name, range, unpack);
+      f.task = fmt::format("__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{ {1}({2}{3}); }}\n",
+                           kTaskName, kBodyName, range, unpack);
       f.outer = (n + every - 1) / every;
+    } else if (ranged) {
+      f.range = nest.sizes[part];
     }
     return f;
   }

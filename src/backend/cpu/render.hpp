@@ -6,11 +6,12 @@
 // `b` is the pointer table of MemoryPlan slots (parameters, constants, arena buffers, results
 // filled by the host before the call; Host steps fill their outputs' slots). Loop and Copy steps
 // become loop nests (adjacent dims merge when every access allows it; reductions over trailing
-// dims keep scalar accumulators, vectorised with `omp simd`), one function per step (a large
-// nest over kept outer points as a range function s<i>(lo, hi, buffers..) and its task
-// s<i>(args, lo, hi), run in parts by rt->parallel: kParallelPoints), except that
-// steps whose functions have the same code up to their slot and value numbers (a model's repeated
-// layers; loop_code::canonical) call one function; Dot steps call rt->sgemm per
+// dims keep scalar accumulators, vectorised with `omp simd`), one function per step (a nest over
+// kept outer points as a range function s<i>(lo, hi, buffers..), called on its whole range or,
+// when large, through its task s<i>(args, lo, hi), run in parts by rt->parallel:
+// kParallelPoints), except that steps whose functions have the same code up to their slot and
+// value numbers and their outermost range (a model's repeated layers, an optimizer's update of
+// each parameter; loop_code::canonical) call one function; Dot steps call rt->sgemm per
 // batch (a batch of small products rt->sgemm_batch with its layout: kPartsMinBatch), Host steps
 // call rt->host with their unit and step index. A While step runs its regions'
 // entries (u<k>_entry, over the region's range of the table) in a C++ loop: the carried values
