@@ -133,24 +133,18 @@ class Renderer {
   // the arguments of its call from the entry. A nest whose outermost loop keeps its points takes
   // that loop's range first, (lo, hi, buffers..), so that nests which differ only in that size
   // (an optimizer's update of each parameter) share one function; a serial call passes the whole
-  // range, and a parallel one (kParallelPoints) runs `task` — (args, lo, hi) over [0, outer) with
-  // the buffers in an array; kTaskName stands for its own name, kBodyName for the function's —
-  // on rt->parallel. So does a column sum's nest over its first kept dim.
-  static constexpr std::string_view kTaskName = "@task", kBodyName = "@body";
-  static std::string replaced(std::string text, std::string_view from, const std::string& to) {
-    for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
-    return text;
-  }
+  // range (in `args`), and a parallel one (kParallelPoints) runs a task (args, lo, hi) over
+  // [0, outer) on rt->parallel with the buffers in an array, the task calling the function with
+  // `task_args`. So does a column sum's nest over its first kept dim.
   struct LoopFunction {
     std::string name, prototype, body, args;
-    std::string task;   // parallel: the task's definition
-    int64_t outer = 0;  // parallel: the outermost loop's size
-    int64_t range = -1;  // serial with a range: its size
+    std::string task_args;  // parallel: the function's arguments in its task
+    int64_t outer = 0;      // parallel: the task's range
   };
 
-  // Adds f's function to `out` unless one with the same code is there already, and so its task;
-  // returns the call. The task's key names the function it calls: tasks of one function that
-  // differ only in their range are two small wrappers around it.
+  // Adds f's function to `out` unless one with the same code is there already, and so its task
+  // (keyed by its call: the tasks of one function over two sizes are two small wrappers around
+  // it); returns the call from the entry.
   std::string place(const LoopFunction& f, UnitCode& out) {
     std::string text = f.prototype + " {\n" + f.body + "}\n";
     auto [it, fresh] = shared_.try_emplace(loop_code::canonical(text, f.name), f.name);
@@ -159,16 +153,14 @@ class Renderer {
       out.prototypes += f.prototype + ";\n";
       out.functions.push_back(std::move(text));
     }
-    if (f.range >= 0) return fmt::format("  {}(0, {}, {});\n", name, f.range, f.args);
-    if (f.task.empty()) return fmt::format("  {}({});\n", name, f.args);
-    const std::string call = replaced(f.task, kBodyName, name);  // the key: its own name left out
-    auto [t, fresh_task] = shared_.try_emplace(call, f.name);
+    if (f.task_args.empty()) return fmt::format("  {}({});\n", name, f.args);
+    auto [task, fresh_task] = shared_.try_emplace(fmt::format("task {}({})", name, f.task_args), f.name);
     if (fresh_task) {
-      std::string task = replaced(call, kTaskName, f.name);
-      out.prototypes += task.substr(0, task.find(" {")) + ";\n";
-      out.functions.push_back(std::move(task));
+      const std::string prototype = fmt::format("__attribute__((visibility(\"hidden\"))) void {}(void* const* a, i64 lo, i64 hi)", f.name);
+      out.prototypes += prototype + ";\n";
+      out.functions.push_back(fmt::format("{} {{ {}({}); }}\n", prototype, name, f.task_args));
     }
-    return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel({}, a, {}); }}\n", f.args, t->second, f.outer);
+    return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel({}, a, {}); }}\n", f.args, task->second, f.outer);
   }
   // The bounds of an innermost loop of `size` points in segments between `cuts` (one segment for
   // none, or for more than kMaxSegments): constants, or for a loop in parts its range [lo, hi)
@@ -308,11 +300,10 @@ class Renderer {
     if (parallel || columns) {  // an innermost loop splits at multiples of kLanes (its vector loop's lanes stay as on one thread)
       const int64_t every = parallel ? (depth == 1 ? kLanes : 1) : block, n = nest.sizes[part];
       const std::string range = every == 1 ? "lo, hi" : fmt::format("lo * {0}, hi * {0} < {1} ? hi * {0} : {1}", every, n);
-      f.task = fmt::format("__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{ {1}({2}{3}); }}\n",
-                           kTaskName, kBodyName, range, unpack);
+      f.task_args = range + unpack;
       f.outer = (n + every - 1) / every;
     } else if (ranged) {
-      f.range = nest.sizes[part];
+      f.args = fmt::format("0, {}, {}", nest.sizes[part], args);
     }
     return f;
   }
