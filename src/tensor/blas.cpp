@@ -33,9 +33,14 @@ using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int,
                          int);
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
+// OpenBLAS's AVX-512 cores (0.3.16 on) run an f32 product of at most 100³ multiply-adds with
+// small-matrix kernels, without packing the operands or zeroing c first.
+constexpr int64_t kSmallMacs = 1000000;
+
 struct OpenBlas {
   SgemmFn sgemm = nullptr;
   std::string description = "portable kernel";
+  int64_t small_macs = 0;  // blas_small_macs
   void (*set_threads)(int) = nullptr;
   int (*get_threads)() = nullptr;
   std::optional<BlasThreads> adaptive;  // when no variable fixes the count
@@ -150,7 +155,9 @@ OpenBlas load_openblas() {
   lib.get_threads = get_threads;
   lib.threads = get_threads ? get_threads() : 1;
   const std::string name = std::filesystem::path(from.path).filename().string();
-  lib.description = fmt::format("{} {} ({}, {}), {} thread{}{}", version, corename ? corename() : "?", name, from.origin, lib.threads,
+  const std::string core = corename ? corename() : "?";
+  if (core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids") lib.small_macs = kSmallMacs;
+  lib.description = fmt::format("{} {} ({}, {}), {} thread{}{}", version, core, name, from.origin, lib.threads,
                                 lib.threads == 1 ? "" : "s",
                                 lib.adaptive && lib.threads > 1 ? " (fewer while other processes keep its cores busy)" : "");
   return lib;
@@ -266,6 +273,17 @@ void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
 }
 
 std::string blas_description() { return openblas().description; }
+
+int64_t blas_small_macs() { return openblas().small_macs; }
+
+ProductBlocks small_product_blocks(int64_t m, int64_t n, int64_t k, bool b_transposed, int64_t bound) {
+  ProductBlocks p;
+  if (bound == 0 || b_transposed || m * n * k <= bound) return p;
+  auto macs = [&] { return m / p.rows * (n / p.cols) * k; };
+  while (macs() > bound && n % (2 * p.cols) == 0 && n / (2 * p.cols) >= 64) p.cols *= 2;
+  while (macs() > bound && m % (2 * p.rows) == 0 && m / (2 * p.rows) >= 16) p.rows *= 2;
+  return macs() <= bound ? p : ProductBlocks{};
+}
 
 SerialBlas::SerialBlas() {
   OpenBlas& lib = openblas();

@@ -32,6 +32,25 @@ void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float
 // What f32 products run on: "OpenBLAS 0.3.21 SkylakeX, 1 thread" or "portable kernel".
 std::string blas_description();
 
+// The most multiply-adds of a product that the BLAS runs with its small-matrix kernels when b
+// is not transposed (OpenBLAS's AVX-512 cores: they neither pack the operands nor zero c first);
+// 0 where it has none.
+int64_t blas_small_macs();
+
+// The blocks that a product c = a · b (m×n, k multiply-adds per element) of a batch of small
+// products runs as, so that each fits the small-matrix kernels (`bound`: blas_small_macs): its
+// columns in `cols` equal parts, then its rows in `rows`, halving while a block is above the
+// bound, the columns while a part keeps 64, the rows while one keeps 16. One block when b is
+// transposed (those kernels are slower there than the packed ones), when the bound cannot be
+// reached that way, or when it is 0. On one thread (OpenBLAS 0.3.34 SkylakeX) 128×64 · 64×128
+// runs at 120 GFLOP/s and its halves 128×64 · 64×64 at 182; 128×128 · 128×64 at 126 and its
+// halves 64×128 · 128×64 at 155. Every element is still one block's sum over all of k: on that
+// library the results are the unsplit product's, bit for bit.
+struct ProductBlocks {
+  int64_t rows = 1, cols = 1;
+};
+ProductBlocks small_product_blocks(int64_t m, int64_t n, int64_t k, bool b_transposed, int64_t bound);
+
 // The threads the next product gets (SHEAF_NUM_THREADS, or adapted to the load; 1 on the
 // portable kernel and while a SerialBlas lives): also the parts a generated loop splits into
 // (backend/cpu/parallel.hpp).

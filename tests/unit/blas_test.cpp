@@ -168,6 +168,50 @@ TEST(Gemm, PortableKernelMatchesNaiveLoop) {
 
 TEST(Gemm, DescribesItsBackend) { EXPECT_FALSE(blas_description().empty()); }
 
+// A batch's product splits into blocks under the small-matrix kernels' bound: columns first
+// while a part keeps 64, then rows while one keeps 16; never with b transposed, without a bound,
+// or when the blocks cannot get under it.
+TEST(Gemm, SmallProductBlocks) {
+  auto blocks = [](int64_t m, int64_t n, int64_t k, bool bt, int64_t bound) {
+    ProductBlocks p = small_product_blocks(m, n, k, bt, bound);
+    return std::pair{p.rows, p.cols};
+  };
+  using Pair = std::pair<int64_t, int64_t>;
+  constexpr int64_t kBound = 1000000;
+  EXPECT_EQ(blocks(128, 128, 64, false, kBound), Pair(1, 2));  // P·V: columns 64 + 64
+  EXPECT_EQ(blocks(128, 64, 128, false, kBound), Pair(2, 1));  // dS·K: rows 64 + 64
+  EXPECT_EQ(blocks(256, 64, 128, false, kBound), Pair(4, 1));
+  EXPECT_EQ(blocks(100, 100, 100, false, kBound), Pair(1, 1));  // under the bound already
+  EXPECT_EQ(blocks(128, 128, 64, true, kBound), Pair(1, 1));   // QKᵀ: b transposed
+  EXPECT_EQ(blocks(128, 128, 64, false, 0), Pair(1, 1));       // no small kernels
+  EXPECT_EQ(blocks(16, 64, 4096, false, kBound), Pair(1, 1));  // no block gets under it
+  EXPECT_EQ(blocks(127, 128, 64, false, kBound), Pair(1, 2));  // odd rows: columns only
+}
+
+// The blocks of a split product give the unsplit product's values (here: OpenBLAS or the portable
+// kernel, one thread), each element being one block's sum over all of k.
+TEST(Gemm, SmallProductBlocksGiveTheWholeProduct) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  SerialBlas serial;
+  for (auto [m, k, n, ta] : {std::tuple{128, 128, 64, false}, {128, 128, 64, true}, {128, 64, 128, false}, {256, 64, 128, true}}) {
+    SCOPED_TRACE(fmt::format("{}x{}x{} ta={}", m, k, n, ta));
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), whole(static_cast<size_t>(m * n)), split(whole.size());
+    for (float& x : a) x = real(rng);
+    for (float& x : b) x = real(rng);
+    const int64_t a_rs = ta ? 1 : k, a_cs = ta ? m : 1;
+    gemm(MatView<const float>{a.data(), m, k, a_rs, a_cs}, MatView<const float>{b.data(), k, n, n, 1}, MatView<float>{whole.data(), m, n, n, 1});
+    const ProductBlocks p = small_product_blocks(m, n, k, false, 1000000);
+    ASSERT_GT(p.rows * p.cols, 1);
+    const int64_t mb = m / p.rows, nb = n / p.cols;
+    for (int64_t i0 = 0; i0 < m; i0 += mb)
+      for (int64_t j0 = 0; j0 < n; j0 += nb)
+        gemm(MatView<const float>{a.data() + i0 * a_rs, mb, k, a_rs, a_cs}, MatView<const float>{b.data() + j0, k, nb, n, 1},
+             MatView<float>{split.data() + i0 * n + j0, mb, nb, n, 1});
+    for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(split[i], whole[i], 1e-5f * static_cast<float>(k)) << i;
+  }
+}
+
 }  // namespace
 
 // OpenBLAS's idle workers must not spin for 2^28 cycles on the cores the generated loops share:

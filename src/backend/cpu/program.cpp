@@ -93,22 +93,30 @@ void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, con
 // rt->parallel: a loop's outermost range in as many parts as the products get threads.
 void run_parallel(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { parallel_for(fn, args, n, blas_threads()); }
 
-// One part [lo, hi) of rt->sgemm_batch's products: args = {a, b, c, layout}.
+// One part [lo, hi) of rt->sgemm_batch's products: args = {a, b, c, layout}; each product in
+// blocks for the BLAS's small-matrix kernels (tensor/blas.hpp: small_product_blocks).
 void batch_part(void* const* args, int64_t lo, int64_t hi) {
   const auto* a = static_cast<const float*>(args[0]);
   const auto* b = static_cast<const float*>(args[1]);
   auto* c = static_cast<float*>(args[2]);
   const auto* l = static_cast<const int64_t*>(args[3]);
-  const int64_t rank = l[kBatchRank], m = l[kBatchM], n = l[kBatchN];
+  const int64_t rank = l[kBatchRank], m = l[kBatchM], n = l[kBatchN], k = l[kBatchK];
+  const int64_t a_rs = l[kBatchARs], a_cs = l[kBatchACs], b_rs = l[kBatchBRs], b_cs = l[kBatchBCs];
   const int64_t *sizes = l + kBatchSizes, *a_strides = sizes + rank, *b_strides = a_strides + rank;
+  const ProductBlocks p = small_product_blocks(m, n, k, b_cs != 1, blas_small_macs());
+  const int64_t mb = m / p.rows, nb = n / p.cols;
   for (int64_t i = lo; i < hi; ++i) {
     int64_t r = i, at = 0, bt = 0;
-    for (int64_t k = rank; k-- > 0;) {
-      const int64_t t = r % sizes[k];
-      r /= sizes[k];
-      at += t * a_strides[k], bt += t * b_strides[k];
+    for (int64_t d = rank; d-- > 0;) {
+      const int64_t t = r % sizes[d];
+      r /= sizes[d];
+      at += t * a_strides[d], bt += t * b_strides[d];
     }
-    sgemm(a + at, m, l[kBatchK], l[kBatchARs], l[kBatchACs], b + bt, n, l[kBatchBRs], l[kBatchBCs], c + i * m * n);
+    float* ci = c + i * m * n;
+    for (int64_t i0 = 0; i0 < m; i0 += mb)
+      for (int64_t j0 = 0; j0 < n; j0 += nb)
+        gemm(MatView<const float>{a + at + i0 * a_rs, mb, k, a_rs, a_cs}, MatView<const float>{b + bt + j0 * b_cs, k, nb, b_rs, b_cs},
+             MatView<float>{ci + i0 * n + j0, mb, nb, n, 1});
   }
 }
 
