@@ -394,6 +394,23 @@ uint64_t Nest::walks(const std::vector<int64_t>& strides) const {
   return m;
 }
 
+bool Nest::kept_outside() {
+  const size_t n = sizes.size();
+  if (n == 0 || !reduced[n - 1]) return false;
+  const auto first_reduced = std::find(reduced.begin(), reduced.end(), true);
+  if (std::find(first_reduced, reduced.end(), false) == reduced.end()) return false;
+  Nest moved;
+  for (bool take_reduced : {false, true})
+    for (size_t k = 0; k < n; ++k)
+      if (reduced[k] == take_reduced) {
+        moved.groups.push_back(groups[k]);
+        moved.sizes.push_back(sizes[k]);
+        moved.reduced.push_back(reduced[k]);
+      }
+  *this = std::move(moved);
+  return true;
+}
+
 int64_t LoopBody::point_bytes(uint64_t looped) const {
   int64_t n = 0;
   for (const Load& l : loads)
@@ -410,7 +427,7 @@ class BodyBuilder {
               const Addressing& where)
       : g_(g), s_(s), index_(index), pointer_(pointer), where_(where) {}
 
-  LoopBody build(const std::function<bool(const Nest&)>& choose_scalar, bool nan_flags, const std::vector<int64_t>* rows) {
+  LoopBody build(const std::function<bool(Nest&)>& choose_scalar, bool nan_flags, const std::vector<int64_t>* rows) {
     const Step& st = s_.steps[index_];
     const size_t rank = st.space.size();
     std::vector<bool> red(rank, false);
@@ -726,7 +743,7 @@ class BodyBuilder {
 }  // namespace
 
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
-                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
+                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(Nest&)>& scalar_acc,
                    bool nan_flags, const std::vector<int64_t>* rows, const Addressing& where) {
   return BodyBuilder(g, s, index, pointer, where).build(scalar_acc, nan_flags, rows);
 }

@@ -68,6 +68,11 @@ struct Nest {
                     const std::function<std::string(size_t)>& at = nullptr) const;
   // The groups that strides walk: group_bit(k) for each group k whose stride is not 0.
   uint64_t walks(const std::vector<int64_t>& strides) const;
+  // When the innermost group is reduced and a reduced group comes before a kept one, moves the
+  // kept groups outside the reduced ones, each side in its order, so that every sum runs over
+  // trailing loops ([N C HW] summed over N and HW, a convolution's bias gradient, runs as C
+  // outside N, HW); returns whether it moved any.
+  bool kept_outside();
   static uint64_t group_bit(size_t k) { return uint64_t{1} << std::min<size_t>(k, 63); }
 };
 
@@ -119,8 +124,9 @@ struct LoopBody {
 
 // The body of Loop/Copy/Update step `index` of `s` (an Update writes its update's points; the
 // backend copies the operand first). `pointer(buffer)` names a buffer's pointer;
-// `scalar_acc(nest)` says whether reductions accumulate in scalars (each point of the kept dims
-// then runs its reduced dims to the end before the next) or in place in their outputs.
+// `scalar_acc(nest)` may reorder the nest's loops (Nest::kept_outside) and says whether
+// reductions accumulate in scalars (each point of the kept dims then runs its reduced dims to
+// the end before the next) or in place in their outputs.
 // `nan_flags`: f32 maxima and minima accumulating in scalars compare plainly beside a NaN flag
 // (LoopBody::nan_flagged), which an OpenMP max/min reduction vectorises, instead of combining
 // with the NaN-propagating sh_max/sh_min (the CPU backend).
@@ -144,7 +150,7 @@ struct Addressing {
   bool rows_reduced = false;
 };
 LoopBody loop_body(const ir::Graph& g, const fusion::Schedule& s, size_t index,
-                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(const Nest&)>& scalar_acc,
+                   const std::function<std::string(int32_t)>& pointer, const std::function<bool(Nest&)>& scalar_acc,
                    bool nan_flags, const std::vector<int64_t>* rows = nullptr, const Addressing& where = {});
 
 }  // namespace sheaf::loop_code

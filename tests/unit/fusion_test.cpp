@@ -611,5 +611,23 @@ TEST(LoopCode, CanonicalTextNumbersNamesInOrderOfFirstUse) {
   EXPECT_NE(loop_code::canonical("p1[i] = p2[i] + p1[i];", "f"), loop_code::canonical("p1[i] = p2[i] + p2[i];", "f"));
 }
 
+// A sum over dims on both sides of a kept one, the innermost reduced ([N C HW] over N and HW),
+// runs with the kept dim outside; nests whose sums already trail, or whose innermost dim is
+// kept (a column sum), stay as they are.
+TEST(LoopNest, KeptDimsMoveOutsideReducedOnes) {
+  const std::vector<std::vector<int64_t>> access{{16 * 784, 784, 1}};
+  loop_code::Nest bias(Shape{64, 16, 784}, {true, false, true}, access);
+  ASSERT_TRUE(bias.kept_outside());
+  EXPECT_EQ(bias.sizes, (std::vector<int64_t>{16, 64, 784}));
+  EXPECT_EQ(bias.reduced, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(bias.groups, (std::vector<std::vector<size_t>>{{1}, {0}, {2}}));
+  EXPECT_EQ(bias.axis_index(0), "i1");
+  loop_code::Nest rows(Shape{64, 16, 784}, {false, false, true}, access);
+  EXPECT_FALSE(rows.kept_outside());
+  loop_code::Nest columns(Shape{64, 16, 784}, {true, true, false}, access);
+  EXPECT_FALSE(columns.kept_outside());
+  EXPECT_EQ(columns.sizes, (std::vector<int64_t>{64 * 16, 784}));
+}
+
 }  // namespace
 }  // namespace sheaf

@@ -180,8 +180,10 @@ class Renderer {
   }
 
   LoopFunction loop_function(size_t index, const Step& st) {
-    // Reductions over trailing dims keep scalar accumulators a{v}; otherwise the outputs start
-    // at the identity and accumulate in place.
+    // Reductions over trailing dims keep scalar accumulators a{v} (reduced dims before kept ones
+    // move inside them when the innermost is reduced: its sum is then a SIMD reduction instead
+    // of a chain of adds into the output); otherwise the outputs start at the identity and
+    // accumulate in place.
     auto outer_of = [](const Nest& nest) {
       size_t outer = nest.sizes.size();
       while (outer > 0 && nest.reduced[outer - 1]) --outer;
@@ -189,7 +191,8 @@ class Renderer {
     };
     LoopBody body = loop_code::loop_body(
         g_, s_, index, [&](int32_t b) { return pointer(b); },
-        [&](const Nest& nest) {
+        [&](Nest& nest) {
+          nest.kept_outside();
           size_t outer = outer_of(nest);
           return std::none_of(nest.reduced.begin(), nest.reduced.begin() + static_cast<std::ptrdiff_t>(outer), [](bool r) { return r; });
         },

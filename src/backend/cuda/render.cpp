@@ -378,7 +378,7 @@ class Renderer {
   const char* type_of(int32_t v) const { return loop_code::vtype(g_.type(v).dtype); }
 
   LoopBody body(size_t index, const std::vector<int64_t>* rows, const loop_code::Addressing& where = {}) const {
-    return loop_code::loop_body(g_, s_, index, [&](int32_t b) { return pointer(b); }, [](const Nest&) { return true; }, false, rows, where);
+    return loop_code::loop_body(g_, s_, index, [&](int32_t b) { return pointer(b); }, [](Nest&) { return true; }, false, rows, where);
   }
 
   // The buffers that `phases` only read, each at the least offset they read it (elements, above
