@@ -1,6 +1,7 @@
 // tensor/blas_threads.cpp — OpenBLAS's thread count from the cores other processes leave idle.
 #include "tensor/blas_threads.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,12 +21,6 @@ double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 std::string read_proc_stat() {
   std::ifstream f("/proc/stat");
   std::stringstream ss;
@@ -34,6 +29,15 @@ std::string read_proc_stat() {
 }
 
 }  // namespace
+
+double own_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  rusage children{};
+  getrusage(RUSAGE_CHILDREN, &children);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9 + seconds(children.ru_utime) + seconds(children.ru_stime);
+}
 
 CpuTimes cpu_times(std::string_view text, const std::vector<int>& cpus) {
   CpuTimes t;
@@ -73,7 +77,7 @@ int BlasThreads::next() {
   const double now = wall_seconds();
   if (last_wall_ >= 0 && now - last_wall_ < kSampleSeconds) return current_;
   const CpuTimes times = cpu_times(read_proc_stat(), cpus_);
-  const double self = process_cpu_seconds();
+  const double self = own_cpu_seconds();
   if (last_wall_ >= 0 && times.total > last_.total && times.busy >= last_.busy) {
     static const double tick = static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
     const double busy = static_cast<double>(times.busy - last_.busy) / tick;

@@ -5,8 +5,10 @@
 // instead of 1.2 s with two threads on a 2-core machine running a test suite, and 0.63 s instead
 // of 1.05 s with the other core idle). The load is sampled from /proc/stat at most every
 // kSampleSeconds: the busy time of the process's CPUs over the interval, less the process's own
-// CPU time, in cores. SHEAF_NUM_THREADS (or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS) fixes the
-// count instead. Products can differ in the last bits between thread counts.
+// CPU time and that of its children that ended (own_cpu_seconds: the C++ compiler of the
+// generated code, so that the products right after a compile get every core), in cores.
+// SHEAF_NUM_THREADS (or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS) fixes the count instead.
+// Products can differ in the last bits between thread counts.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -20,6 +22,9 @@ struct CpuTimes {
   uint64_t busy = 0, total = 0;
 };
 CpuTimes cpu_times(std::string_view proc_stat, const std::vector<int>& cpus);
+
+// This process's CPU seconds, with those of its children that ended and were waited for.
+double own_cpu_seconds();
 
 // Threads for a process whose share of the machine is `share` cores (default_threads) on `cpus`
 // CPUs (its affinity mask) when other processes kept `others` of those busy (in cores, averaged

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 #include "base/placement.hpp"
@@ -75,6 +76,26 @@ TEST(BlasThreads, ABusyProcessOnACoreTakesAThreadAway) {
   waitpid(busy, nullptr, 0);
   EXPECT_LT(during, static_cast<int>(cpus.size()));
   EXPECT_GE(during, 1);
+}
+
+// The C++ compiler's CPU time is the process's own once the compiler has ended: the products
+// right after a compile keep every core. A child that used 0.3 s of CPU (by its own clock, however
+// busy the machine) adds at least that much once waited for.
+TEST(BlasThreads, AChildThatEndedCountsAsTheProcesssOwn) {
+  auto cpu = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  };
+  const double before = own_cpu_seconds();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    while (cpu() < 0.3) asm volatile("" ::: "memory");
+    _exit(0);
+  }
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_GE(own_cpu_seconds() - before, 0.3);
 }
 
 }  // namespace
