@@ -285,6 +285,14 @@ ProductBlocks small_product_blocks(int64_t m, int64_t n, int64_t k, bool b_trans
   return macs() <= bound ? p : ProductBlocks{};
 }
 
+void gemm_blocks(MatView<const float> a, MatView<const float> b, MatView<float> c, ProductBlocks blocks) {
+  const int64_t mb = c.rows / blocks.rows, nb = c.cols / blocks.cols;
+  for (int64_t i = 0; i < c.rows; i += mb)
+    for (int64_t j = 0; j < c.cols; j += nb)
+      gemm(MatView<const float>{a.data + i * a.rs, mb, a.cols, a.rs, a.cs}, MatView<const float>{b.data + j * b.cs, b.rows, nb, b.rs, b.cs},
+           MatView<float>{c.data + i * c.rs + j, mb, nb, c.rs, 1});
+}
+
 SerialBlas::SerialBlas() {
   OpenBlas& lib = openblas();
   serial_blas = true;

@@ -51,6 +51,9 @@ struct ProductBlocks {
 };
 ProductBlocks small_product_blocks(int64_t m, int64_t n, int64_t k, bool b_transposed, int64_t bound);
 
+// c = a · b as gemm, one product per block of `blocks` (which divide c's rows and columns).
+void gemm_blocks(MatView<const float> a, MatView<const float> b, MatView<float> c, ProductBlocks blocks);
+
 // The threads the next product gets (SHEAF_NUM_THREADS, or adapted to the load; 1 on the
 // portable kernel and while a SerialBlas lives): also the parts a generated loop splits into
 // (backend/cpu/parallel.hpp).

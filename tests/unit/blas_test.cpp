@@ -188,8 +188,8 @@ TEST(Gemm, SmallProductBlocks) {
   EXPECT_EQ(blocks(127, 128, 64, false, kBound), Pair(1, 2));  // odd rows: columns only
 }
 
-// The blocks of a split product give the unsplit product's values (here: OpenBLAS or the portable
-// kernel, one thread), each element being one block's sum over all of k.
+// gemm_blocks gives the unsplit product's values (here: OpenBLAS or the portable kernel, one
+// thread), each element being one block's sum over all of k.
 TEST(Gemm, SmallProductBlocksGiveTheWholeProduct) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);
@@ -203,11 +203,8 @@ TEST(Gemm, SmallProductBlocksGiveTheWholeProduct) {
     gemm(MatView<const float>{a.data(), m, k, a_rs, a_cs}, MatView<const float>{b.data(), k, n, n, 1}, MatView<float>{whole.data(), m, n, n, 1});
     const ProductBlocks p = small_product_blocks(m, n, k, false, 1000000);
     ASSERT_GT(p.rows * p.cols, 1);
-    const int64_t mb = m / p.rows, nb = n / p.cols;
-    for (int64_t i0 = 0; i0 < m; i0 += mb)
-      for (int64_t j0 = 0; j0 < n; j0 += nb)
-        gemm(MatView<const float>{a.data() + i0 * a_rs, mb, k, a_rs, a_cs}, MatView<const float>{b.data() + j0, k, nb, n, 1},
-             MatView<float>{split.data() + i0 * n + j0, mb, nb, n, 1});
+    gemm_blocks(MatView<const float>{a.data(), m, k, a_rs, a_cs}, MatView<const float>{b.data(), k, n, n, 1},
+                MatView<float>{split.data(), m, n, n, 1}, p);
     for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(split[i], whole[i], 1e-5f * static_cast<float>(k)) << i;
   }
 }

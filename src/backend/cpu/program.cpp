@@ -103,8 +103,7 @@ void batch_part(void* const* args, int64_t lo, int64_t hi) {
   const int64_t rank = l[kBatchRank], m = l[kBatchM], n = l[kBatchN], k = l[kBatchK];
   const int64_t a_rs = l[kBatchARs], a_cs = l[kBatchACs], b_rs = l[kBatchBRs], b_cs = l[kBatchBCs];
   const int64_t *sizes = l + kBatchSizes, *a_strides = sizes + rank, *b_strides = a_strides + rank;
-  const ProductBlocks p = small_product_blocks(m, n, k, b_cs != 1, blas_small_macs());
-  const int64_t mb = m / p.rows, nb = n / p.cols;
+  const ProductBlocks blocks = small_product_blocks(m, n, k, b_cs != 1, blas_small_macs());
   for (int64_t i = lo; i < hi; ++i) {
     int64_t r = i, at = 0, bt = 0;
     for (int64_t d = rank; d-- > 0;) {
@@ -112,11 +111,8 @@ void batch_part(void* const* args, int64_t lo, int64_t hi) {
       r /= sizes[d];
       at += t * a_strides[d], bt += t * b_strides[d];
     }
-    float* ci = c + i * m * n;
-    for (int64_t i0 = 0; i0 < m; i0 += mb)
-      for (int64_t j0 = 0; j0 < n; j0 += nb)
-        gemm(MatView<const float>{a + at + i0 * a_rs, mb, k, a_rs, a_cs}, MatView<const float>{b + bt + j0 * b_cs, k, nb, b_rs, b_cs},
-             MatView<float>{ci + i0 * n + j0, mb, nb, n, 1});
+    gemm_blocks(MatView<const float>{a + at, m, k, a_rs, a_cs}, MatView<const float>{b + bt, k, n, b_rs, b_cs},
+                MatView<float>{c + i * m * n, m, n, n, 1}, blocks);
   }
 }
 
