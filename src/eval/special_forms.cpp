@@ -109,6 +109,20 @@ Value sf_fn(Interp& in, const ListObj& f, const EnvPtr& env) {
 
 // ---- binding -----------------------------------------------------------------------------
 
+// Drops the bindings that `newest` shadows from the frames above it up to `outer` (exclusive)
+// that nothing else holds: no closure captured them, so no lookup can reach those bindings again
+// (lookups through `newest` find its own first), and their values are freed now rather than when
+// the let ends, as a rebound name frees its old value in Python. `(let [s (step s) s (step s)]
+// ...)` keeps one or two states alive, not one per binding. Stops at the first shared frame: a
+// closure holding it sees every frame above it.
+void release_shadowed(Env& newest, const Env* outer) {
+  auto bound_in_newest = [&](int id) {
+    return std::any_of(newest.vars.begin(), newest.vars.end(), [&](const auto& var) { return var.first == id; });
+  };
+  for (Env* frame = &newest; frame->parent.get() != outer && frame->parent.use_count() == 1; frame = frame->parent.get())
+    std::erase_if(frame->parent->vars, [&](const auto& var) { return bound_in_newest(var.first); });
+}
+
 Value sf_let(Interp& in, const ListObj& f, const EnvPtr& env) {
   need(f, 2, "(let [name value ...] body...)");
   const ListObj& b = binding_vector(f.items[1], f);
@@ -122,6 +136,7 @@ Value sf_let(Interp& in, const ListObj& f, const EnvPtr& env) {
     if (v.is(Kind::Recur)) throw SheafError("recur must be in tail position of a loop", at(b.items[i + 1], f));
     local = std::make_shared<Env>(local);
     bind_pattern(in, *local, b.items[i], v, at(b.items[i], f));
+    release_shadowed(*local, env.get());
     if (in.obs && in.obs->checks_locals()) in.obs->bound_locals(*local);
   }
   return in.eval_body({f.items.begin() + 2, f.items.end()}, local);
