@@ -137,10 +137,10 @@ class Fuser {
 
   Schedule run() {
     if (o_.gpu && o_.attention && o_.composites) find_attention_chains();
-    const bool bias = o_.gpu && o_.epilogues.bias;
-    if (bias && o_.epilogues.gelu && o_.composites) find_gelu_epilogues();
+    const bool bias = o_.epilogues.bias;  // the CPU takes bias epilogues only (rt->sgemm_bias)
+    if (o_.gpu && bias && o_.epilogues.gelu && o_.composites) find_gelu_epilogues();
     if (bias) find_bias_epilogues();
-    if (bias && o_.epilogues.row_sums) find_row_sums();
+    if (o_.gpu && bias && o_.epilogues.row_sums) find_row_sums();
     for (size_t i = 0; i < g_.nodes.size(); ++i) place(static_cast<int32_t>(i));
     for (int32_t r : g_.results) own_buffer(r);
     drop_unused_nodes();

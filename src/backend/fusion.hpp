@@ -84,7 +84,7 @@ struct DotLayout {
   std::vector<int64_t> batch, batch_lhs, batch_rhs;
   int64_t m = 1, n = 1, k = 1;
   int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
-  // GPU (Epilogues::bias): the step is dot_general plus a bias — its nodes are the
+  // Epilogues::bias (GPU and CPU): the step is dot_general plus a bias — its nodes are the
   // product and the add reading it, its output the add's — and `bias` (value id, −1: none) is the
   // add's other operand: a row read through read_view with stride 0 on every dim but the last
   // (stride 1, n elements, 16-byte aligned). Element (r, col) of the result is the product's f32
@@ -236,7 +236,9 @@ struct FuseOptions {
   // load (AttentionLayout::Bias); false when a fused-attention library, which reads plain
   // operands, may run the chains (cuda/sdpa.hpp).
   bool fold_attention_bias = true;
-  // GPU: the cuBLASLt epilogues the products may take (Epilogues; none by default).
+  // The epilogues the products may take (Epilogues; none by default): a GPU's are cuBLASLt's; the
+  // CPU takes the bias alone (rt->sgemm_bias: the bias's rows written in place of the BLAS's
+  // zeroing, the product accumulated onto them) and ignores the others.
   Epilogues epilogues;
   // Where the graph's softmax and softmax_grad composites were expanded (passes::lower_composites,
   // whose graph this is): a GPU schedule finds attention chains around them; none without.

@@ -203,10 +203,11 @@ void update_rows(const MatView<const T>& a, int64_t i0, int64_t p0, int64_t kb, 
 // Blocked product: a KB×NB panel of b is packed contiguous (any strides in), then rows of a
 // stream through it four at a time.
 template <typename T>
-void gemm_blocked(MatView<const T> a, MatView<const T> b, MatView<T> c) {
+void gemm_blocked(MatView<const T> a, MatView<const T> b, MatView<T> c, bool accumulate) {
   constexpr int64_t KB = 128, NB = 256;  // a 128 KiB f32 panel stays in L2
   const int64_t m = c.rows, n = c.cols, k = a.cols;
-  for (int64_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.rs, n, T{0});
+  if (!accumulate)
+    for (int64_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.rs, n, T{0});
   std::vector<T> panel(static_cast<size_t>(std::min(KB, k) * std::min(NB, n)));
   for (int64_t cj0 = 0; cj0 < n; cj0 += NB) {
     const int64_t nb = std::min(NB, n - cj0);
@@ -253,23 +254,25 @@ bool fits_int(std::initializer_list<int64_t> xs) {
 
 }  // namespace
 
-void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float> c) { gemm_blocked(a, b, c); }
+void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float> c, bool accumulate) {
+  gemm_blocked(a, b, c, accumulate);
+}
 
-void gemm(MatView<const uint32_t> a, MatView<const uint32_t> b, MatView<uint32_t> c) { gemm_blocked(a, b, c); }
+void gemm(MatView<const uint32_t> a, MatView<const uint32_t> b, MatView<uint32_t> c) { gemm_blocked(a, b, c, false); }
 
-void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c) {
+void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c, bool accumulate) {
   OpenBlas& lib = openblas();
   const int64_t m = c.rows, n = c.cols, k = a.cols;
-  if (m == 0 || n == 0) return;
-  if (!lib.sgemm || k == 0) return gemm_portable(a, b, c);
+  if (m == 0 || n == 0 || (k == 0 && accumulate)) return;
+  if (!lib.sgemm || k == 0) return gemm_portable(a, b, c, accumulate);
   std::vector<float> store_a, store_b;
   BlasOperand pa = blas_operand(a, store_a), pb = blas_operand(b, store_b);
   const int64_t ldc = m == 1 ? n : c.rs;
-  if (!fits_int({m, n, k, pa.ld, pb.ld, ldc})) return gemm_portable(a, b, c);
+  if (!fits_int({m, n, k, pa.ld, pb.ld, ldc})) return gemm_portable(a, b, c, accumulate);
   adapt_threads(lib);
   lib.sgemm(kRowMajor, pa.trans ? kTrans : kNoTrans, pb.trans ? kTrans : kNoTrans, static_cast<int>(m),
             static_cast<int>(n), static_cast<int>(k), 1.0f, pa.data, static_cast<int>(pa.ld), pb.data,
-            static_cast<int>(pb.ld), 0.0f, c.data, static_cast<int>(ldc));
+            static_cast<int>(pb.ld), accumulate ? 1.0f : 0.0f, c.data, static_cast<int>(ldc));
 }
 
 std::string blas_description() { return openblas().description; }

@@ -22,12 +22,14 @@ struct MatView {
   int64_t rs, cs;
 };
 
-// c = a · b with a: m×k, b: k×n, c: m×n (overwritten; c.cs must be 1). Any operand strides.
-void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c);
+// c = a · b with a: m×k, b: k×n, c: m×n (overwritten; c.cs must be 1), or c += a · b when
+// `accumulate` (BLAS's beta = 1: a bias written into c first costs no pass of its own). Any
+// operand strides.
+void gemm(MatView<const float> a, MatView<const float> b, MatView<float> c, bool accumulate = false);
 void gemm(MatView<const uint32_t> a, MatView<const uint32_t> b, MatView<uint32_t> c);
 
 // The portable f32 kernel that stands in for OpenBLAS, exposed for tests.
-void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float> c);
+void gemm_portable(MatView<const float> a, MatView<const float> b, MatView<float> c, bool accumulate = false);
 
 // What f32 products run on: "OpenBLAS 0.3.21 SkylakeX, 1 thread" or "portable kernel".
 std::string blas_description();

@@ -150,6 +150,27 @@ void report_product_shapes(std::ostream& os, const RunProfile& r) {
   }
 }
 
+// The loops run on the loop threads by time, the slowest first, as many as take 90 % of their
+// time and at least kLoopSites: "  s113 f32[32x128x1024] mul·tanh·add·sum  28 calls  67.5ms
+// 62.7 GB/s" (its step's function, space and ops; GB/s: one pass over the step's operands and
+// results in the time, what a loop bound by memory reaches).
+void report_loops(std::ostream& os, const RunProfile& r) {
+  constexpr size_t kLoopSites = 8;
+  constexpr double kShownTime = 0.9;
+  std::vector<std::pair<std::string, LoopTime>> loops(r.by_loop.begin(), r.by_loop.end());
+  std::sort(loops.begin(), loops.end(), [](const auto& x, const auto& y) { return x.second.s > y.second.s; });
+  double total = 0, shown = 0;
+  for (const auto& [name, t] : loops) total += t.s;
+  size_t count = 0;
+  while (count < loops.size() && (count < kLoopSites || shown < kShownTime * total)) shown += loops[count++].second.s;
+  if (count == 0) return;
+  os << fmt::format("  loops on the loop threads: {:.1f}ms; by time ({} of {}):\n", total * 1e3, count, loops.size());
+  for (size_t k = 0; k < count; ++k) {
+    const auto& [name, t] = loops[k];
+    os << fmt::format("    {:<56} {:>6} calls {:>9.1f}ms {:>7.1f} GB/s\n", name, t.calls, t.s * 1e3, t.s > 0 ? t.bytes / t.s / 1e9 : 0.0);
+  }
+}
+
 }  // namespace
 
 void CpuBackend::report(std::ostream& os, double dispatch_s) const {
@@ -168,6 +189,7 @@ void CpuBackend::report(std::ostream& os, double dispatch_s) const {
                       r.product_s > 0 ? r.product_flops / r.product_s / 1e9 : 0.0, loops * 1e3, share(loops), r.host_s * 1e3,
                       share(r.host_s), r.host_steps, std::max(0.0, dispatch_s - r.entry_s) * 1e3);
     report_product_shapes(os, r);
+    report_loops(os, r);
   }
 }
 

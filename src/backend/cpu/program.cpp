@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 
+#include <fmt/format.h>
+
 #include "backend/canonical_dots.hpp"
 #include "backend/cpu/lowering.hpp"
 #include "backend/merge_dots.hpp"
@@ -39,7 +41,7 @@ void add_unit(const ir::Graph& g, Prepared& p) {
   p.units.emplace_back();
   Unit& unit = p.units.back();
   unit.graph = &g;
-  unit.schedule = fusion::fuse(g);
+  unit.schedule = fusion::fuse(g, {.epilogues = {.bias = true}});
   unit.memory = fusion::plan_memory(g, unit.schedule);
   unit.table_base = p.slots;
   unit.slots = unit.memory.slots;
@@ -90,6 +92,23 @@ void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, con
   gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, n, 1});
 }
 
+// Rows [lo, hi) of c (args = {c, bias, n}) set to bias[0..n).
+void fill_rows(void* const* args, int64_t lo, int64_t hi) {
+  auto* c = static_cast<float*>(args[0]);
+  const auto* bias = static_cast<const float*>(args[1]);
+  const int64_t n = *static_cast<const int64_t*>(args[2]);
+  for (int64_t i = lo; i < hi; ++i) std::copy_n(bias, n, c + i * n);
+}
+
+// rt->sgemm_bias: c's rows set to the bias on the loop threads (in place of the BLAS's own
+// zeroing of c), then the product accumulated onto them.
+void sgemm_bias(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+                int64_t b_cs, float* c, const float* bias) {
+  const void* args[] = {c, bias, &n};
+  parallel_for(fill_rows, const_cast<void* const*>(args), m, m * n >= kParallelPoints ? blas_threads() : 1);
+  gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, n, 1}, true);
+}
+
 // rt->parallel: a loop's outermost range in as many parts as the products get threads.
 void run_parallel(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { parallel_for(fn, args, n, blas_threads()); }
 
@@ -131,12 +150,73 @@ void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout
 
 thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run); null on loop threads
 
-void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
-                 int64_t b_cs, float* c) {
+// rt->sgemm and rt->sgemm_bias, timed (the bias's rows count as the product's time).
+void sgemm_bias_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+                      int64_t b_cs, float* c, const float* bias) {
   const int threads = blas_threads();
   const auto t0 = Clock::now();
-  sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
+  if (bias) sgemm_bias(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c, bias);
+  else sgemm(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c);
   profiling->add_product({1, m, k, n, a_cs != 1, b_cs != 1, threads}, seconds_since(t0));
+}
+void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+                 int64_t b_cs, float* c) {
+  sgemm_bias_timed(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c, nullptr);
+}
+
+// The running call's loop sites (Program::loop_sites_) while it is profiled.
+thread_local const std::map<std::pair<const void*, int64_t>, LoopSiteInfo>* profiled_loops = nullptr;
+
+// rt->parallel timed as a whole on the calling thread, by its site.
+void parallel_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
+  const auto t0 = Clock::now();
+  run_parallel(fn, args, n);
+  const double s = seconds_since(t0);
+  static const LoopSiteInfo unknown{"loops of a build without sites", 0};
+  auto it = profiled_loops->find({reinterpret_cast<const void*>(fn), n});
+  const LoopSiteInfo& site = it != profiled_loops->end() ? it->second : unknown;
+  LoopTime& t = profiling->by_loop[site.name];
+  ++t.calls;
+  t.s += s;
+  t.bytes += site.bytes;
+}
+
+// A loop site as the profile names it: "s113 f32[32x128x1024] mul·tanh·add·sum" (its function,
+// iteration space, the distinct ops of its nodes but broadcasts and reshapes, at most kOps), and
+// the bytes of the values it reads from other steps (or parameters; a view at most its buffer's)
+// and writes.
+LoopSiteInfo describe_loop(const Unit& unit, size_t unit_index, const LoopSite& site) {
+  constexpr size_t kOps = 6;
+  const ir::Graph& g = *unit.graph;
+  const fusion::Step& st = unit.schedule.steps[static_cast<size_t>(site.step)];
+  std::vector<std::string_view> ops;
+  std::vector<int32_t> read;
+  for (int32_t i : st.nodes) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(i)];
+    const std::string_view op = n.op == ir::Op::Unary    ? ir::unary_name(n.attrs.unary)
+                                : n.op == ir::Op::Binary ? ir::binary_name(n.attrs.binary)
+                                : n.op == ir::Op::Reduce ? ir::reduce_name(n.attrs.reduce)
+                                                         : ir::op_name(n.op);
+    if (n.op != ir::Op::BroadcastInDim && n.op != ir::Op::Reshape && std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    for (int32_t u : n.in)
+      if (std::find_if(st.nodes.begin(), st.nodes.end(), [&](int32_t j) { return g.nodes[static_cast<size_t>(j)].out == u; }) ==
+              st.nodes.end() &&
+          std::find(read.begin(), read.end(), u) == read.end())
+        read.push_back(u);
+  }
+  auto bytes_of = [&](int32_t v) { return static_cast<double>(shape_numel(g.type(v).shape) * static_cast<int64_t>(dtype_size(g.type(v).dtype))); };
+  double bytes = 0;
+  for (int32_t v : read) {  // a view (a broadcast row, a slice) reads at most its buffer
+    const std::optional<fusion::View>& w = unit.schedule.view[static_cast<size_t>(v)];
+    bytes += w ? std::min(bytes_of(v), bytes_of(w->buffer)) : bytes_of(v);
+  }
+  for (int32_t v : st.outputs) bytes += bytes_of(v);
+  std::string what;
+  for (size_t k = 0; k < ops.size() && k < kOps; ++k) what += (k ? "·" : "") + std::string(ops[k]);
+  if (ops.size() > kOps) what += "…";
+  const std::string function = unit_index == 0 ? fmt::format("s{}", site.step) : fmt::format("u{}_s{}", unit_index, site.step);
+  const DType dt = st.outputs.empty() ? DType::F32 : g.type(st.outputs[0]).dtype;
+  return {fmt::format("{} {} {}", function, ir::type_str(ir::Type{dt, st.space}), what), bytes};
 }
 
 // The batch timed as a whole on the calling thread.
@@ -169,7 +249,7 @@ void RunProfile::add_product(const ProductShape& shape, double seconds) {
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
   keep_freed_memory();
-  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr, sgemm_batch};
+  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr, sgemm_batch, sgemm_bias};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
@@ -183,6 +263,12 @@ Program::Program(Prepared p, Loaded lib)
       for (size_t k = 0; k < l.arena_offset.size(); ++k)
         if (l.arena_offset[k] >= 0) t[l.slot + static_cast<int32_t>(k)] = arena_.get() + l.arena_offset[k];
   }
+  if (lib_.loop_tasks)
+    for (size_t k = 0; k < p_.source.loop_sites.size(); ++k) {
+      const LoopSite& site = p_.source.loop_sites[k];
+      const auto u = static_cast<size_t>(site.unit);
+      loop_sites_.try_emplace({lib_.loop_tasks[k], site.outer}, describe_loop(p_.units[u], u, site));
+    }
   const fusion::Schedule& s = p_.units[0].schedule;
   for (size_t i = 0; i < g_.results.size(); ++i) {
     int32_t r = g_.results[i], st = s.step_of[r];
@@ -263,11 +349,15 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profi
     Runtime timed = rt_;
     timed.sgemm = sgemm_timed;
     timed.sgemm_batch = sgemm_batch_timed;
+    timed.sgemm_bias = sgemm_bias_timed;
+    timed.parallel = parallel_timed;
+    profiled_loops = &loop_sites_;
     const auto t0 = Clock::now();
     lib_.entry(&timed, buffers_.data());
     profile->entry_s += seconds_since(t0);
     ++profile->calls;
     profiling = nullptr;
+    profiled_loops = nullptr;
   } else {
     lib_.entry(&rt_, buffers_.data());
   }

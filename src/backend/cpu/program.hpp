@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/render.hpp"
@@ -43,15 +44,31 @@ struct ProductTime {
   uint64_t calls = 0;
   double s = 0, flops = 0;
 };
+// A loop function's calls on the loop threads, by the step they run (render.hpp: LoopSite):
+// "s113 f32[32x128x1024] mul·tanh·add·sum"; `bytes`: the step's operands and results, as
+// many bytes as one pass over them moves.
+struct LoopTime {
+  uint64_t calls = 0;
+  double s = 0, bytes = 0;
+};
 
 // Where a compiled call's time went (--jit-profile): its products (rt->sgemm and rt->sgemm_batch
-// calls, timed, also by shape; their FLOPs 2·m·n·k), host steps (timed) and the whole generated
-// entry (so the fused loops, copies and inline small products are entry − products − host steps).
+// calls, timed, also by shape; their FLOPs 2·m·n·k), host steps (timed), the loops run on the
+// loop threads (rt->parallel calls, timed by step) and the whole generated entry (so the fused
+// loops, copies and inline small products are entry − products − host steps).
 struct RunProfile {
   uint64_t calls = 0, products = 0, host_steps = 0;
   double entry_s = 0, product_s = 0, product_flops = 0, host_s = 0;
   std::map<ProductShape, ProductTime> by_shape;
+  std::map<std::string, LoopTime> by_loop;
   void add_product(const ProductShape& shape, double seconds);
+};
+
+// What --jit-profile calls a loop site: its function, iteration space and ops, and the bytes of
+// the step's operands and results.
+struct LoopSiteInfo {
+  std::string name;
+  double bytes = 0;
 };
 
 class Program {
@@ -82,6 +99,7 @@ class Program {
   };
   std::vector<Held> held_;  // host step outputs of the running call (a loop's: of its last iteration)
   RecycledBuffers<std::byte> spare_;  // large result buffers of earlier calls
+  std::map<std::pair<const void*, int64_t>, LoopSiteInfo> loop_sites_;  // (task, range) → its site, for the profile
   Tensor result_buffer(size_t position, const ir::Type& t);
   Runtime rt_;
 

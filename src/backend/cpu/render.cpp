@@ -59,6 +59,7 @@ struct sheaf_rt {
   void (*parallel)(void (*)(void* const*, i64, i64), void* const*, i64);
   const bool* stop;
   void (*sgemm_batch)(const float*, const float*, float*, const i64*);
+  void (*sgemm_bias)(const float*, i64, i64, i64, i64, const float*, i64, i64, i64, float*, const float*);
 };
 )";
 
@@ -68,6 +69,7 @@ struct UnitCode {
   std::string prototypes;
   std::vector<std::string> functions;
   std::string entry;
+  std::vector<std::pair<std::string, LoopSite>> sites;  // (task, site) of each rt->parallel call
 };
 
 // Canonical loop-function text (loop_code::canonical) → the name of the function rendered for it,
@@ -88,8 +90,8 @@ class Renderer {
       const Step& st = s_.steps[i];
       switch (st.kind) {
         case StepKind::Loop:
-        case StepKind::Copy: out.entry += place(loop_function(i, st), out); break;
-        case StepKind::Update: out.entry += update_copy(i, st) + place(loop_function(i, st), out); break;
+        case StepKind::Copy: out.entry += place(i, loop_function(i, st), out); break;
+        case StepKind::Update: out.entry += update_copy(i, st) + place(i, loop_function(i, st), out); break;
         case StepKind::Dot: out.entry += dot_call(i, st); break;
         case StepKind::While: out.entry += while_loop(i, st); break;
         case StepKind::Host: {
@@ -142,10 +144,10 @@ class Renderer {
     int64_t outer = 0;      // parallel: the task's range
   };
 
-  // Adds f's function to `out` unless one with the same code is there already, and so its task
-  // (keyed by its call: the tasks of one function over two sizes are two small wrappers around
-  // it); returns the call from the entry.
-  std::string place(const LoopFunction& f, UnitCode& out) {
+  // Adds f's function (step `step`'s) to `out` unless one with the same code is there already,
+  // and so its task (keyed by its call: the tasks of one function over two sizes are two small
+  // wrappers around it); returns the call from the entry.
+  std::string place(size_t step, const LoopFunction& f, UnitCode& out) {
     std::string text = f.prototype + " {\n" + f.body + "}\n";
     auto [it, fresh] = shared_.try_emplace(loop_code::canonical(text, f.name), f.name);
     const std::string& name = it->second;
@@ -160,6 +162,7 @@ class Renderer {
       out.prototypes += prototype + ";\n";
       out.functions.push_back(fmt::format("{} {{ {}({}); }}\n", prototype, name, f.task_args));
     }
+    out.sites.push_back({task->second, {static_cast<int32_t>(index_), static_cast<int32_t>(step), f.outer}});
     return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel({}, a, {}); }}\n", f.args, task->second, f.outer);
   }
   // The bounds of an innermost loop of `size` points in segments between `cuts` (one segment for
@@ -420,10 +423,17 @@ class Renderer {
     const fusion::DotLayout& d = st.dot;
     std::string a = fmt::format("(const float*)b[{}] + {}", m_.slot[l.buffer], l.offset);
     std::string bb = fmt::format("(const float*)b[{}] + {}", m_.slot[r.buffer], r.offset);
-    std::string c = fmt::format("(float*)b[{}]", m_.slot[n.out]);
+    // With a bias (no batch dims then) the step writes the add's value: the product onto rows of the bias.
+    const int32_t out_value = d.bias >= 0 ? g_.nodes[static_cast<size_t>(st.nodes[1])].out : n.out;
+    std::string c = fmt::format("(float*)b[{}]", m_.slot[out_value]);
+    std::string bias;
+    if (d.bias >= 0) {
+      const View& w = at(d.bias, index);
+      bias = fmt::format("(const float*)b[{}] + {}", m_.slot[w.buffer], w.offset);
+    }
     int64_t batch = 1;
     for (int64_t size : d.batch) batch *= size;
-    if (batch >= kPartsMinBatch && d.m * d.n * d.k > kInlineDotMacs && d.m * d.n * d.k <= kPartsMaxMacs)
+    if (bias.empty() && batch >= kPartsMinBatch && d.m * d.n * d.k > kInlineDotMacs && d.m * d.n * d.k <= kPartsMaxMacs)
       return batch_in_parts(d, batch, a, bb, c);
     std::string code = "  {\n";
     int indent = 4;
@@ -445,12 +455,12 @@ class Renderer {
           "{0}      const float x = A[i * {7} + p * {8}];\n"
           "{0}      for (i64 j = 0; j < {5}; ++j) acc[j] += x * B[p * {9} + j * {10}];\n"
           "{0}    }}\n"
-          "{0}    for (i64 j = 0; j < {5}; ++j) C[i * {5} + j] = acc[j];\n"
+          "{0}    for (i64 j = 0; j < {5}; ++j) C[i * {5} + j] = acc[j]{11};\n"
           "{0}  }}\n"
           "{0}}}\n",
-          pad, a, bb, out, d.m, d.n, d.k, d.a_rs, d.a_cs, d.b_rs, d.b_cs);
+          pad, a, bb, out, d.m, d.n, d.k, d.a_rs, d.a_cs, d.b_rs, d.b_cs, bias.empty() ? "" : fmt::format(" + ({})[j]", bias));
     } else {
-      code += fmt::format("{:{}}{}", "", indent, sgemm_call(d, a, bb, out));
+      code += fmt::format("{:{}}{}", "", indent, sgemm_call(d, a, bb, out, bias));
     }
     for (size_t k = 0; k < d.batch.size(); ++k) indent -= 2, code += fmt::format("{:{}}}}\n", "", indent);
     return code + "  }\n";
@@ -463,7 +473,12 @@ class Renderer {
   }
 
   // The call of one product c = a · b of layout d, a line.
-  static std::string sgemm_call(const fusion::DotLayout& d, const std::string& a, const std::string& b, const std::string& c) {
+  // rt->sgemm, or with a bias (its row's pointer) rt->sgemm_bias.
+  static std::string sgemm_call(const fusion::DotLayout& d, const std::string& a, const std::string& b, const std::string& c,
+                                const std::string& bias) {
+    if (!bias.empty())
+      return fmt::format("rt->sgemm_bias({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", a, d.m, d.k, d.a_rs, d.a_cs, b, d.n, d.b_rs, d.b_cs,
+                         c, bias);
     return fmt::format("rt->sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", a, d.m, d.k, d.a_rs, d.a_cs, b, d.n, d.b_rs, d.b_cs, c);
   }
 
@@ -483,8 +498,9 @@ class Renderer {
 // the exported constants (SHEAF_PART 2), so that a large unit can be compiled on two cores, its
 // entries without optimisation. Without SHEAF_PART it is one unit.
 Source render(const std::vector<Unit>& units) {
-  std::string prototypes, entries;
+  std::string prototypes, entries, tasks;
   std::vector<std::string> fns;
+  std::vector<LoopSite> sites;
   Shared shared;
   for (size_t u = 0; u < units.size(); ++u) {
     UnitCode code = Renderer(units, u, shared).run();
@@ -492,7 +508,12 @@ Source render(const std::vector<Unit>& units) {
     prototypes += code.prototypes;
     fns.insert(fns.end(), code.functions.begin(), code.functions.end());
     entries += code.entry;
+    for (const auto& [task, site] : code.sites) {
+      tasks += fmt::format("{}(void*)static_cast<void (*)(void* const*, i64, i64)>({})", tasks.empty() ? "" : ", ", task);
+      sites.push_back(site);
+    }
   }
+  if (!sites.empty()) entries += fmt::format("extern \"C\" void* const sheaf_loop_tasks[] = {{{}}};\n", tasks);
   std::string text = std::string(kHeader) + loop_code::kScalarHelpers + kHostPrelude + prototypes;
   // Each loop function goes to the smaller part so far, so that both hold a mix of the step's
   // forward and backward loops.
@@ -502,6 +523,7 @@ Source render(const std::vector<Unit>& units) {
   text += "#if !defined(SHEAF_PART) || SHEAF_PART == 1\n" + part[1] + "#endif\n";
   text += "#if !defined(SHEAF_PART) || SHEAF_PART == 2\n" + entries;
   Source src;
+  src.loop_sites = std::move(sites);
   src.digest = digest_of(text);
   src.text = text + fmt::format("extern \"C\" const int sheaf_abi = {};\nextern \"C\" const char sheaf_digest[] = \"{}\";\n#endif\n",
                                 kAbiVersion, src.digest);

@@ -3,6 +3,7 @@
 //   extern "C" const int  sheaf_abi;           kAbiVersion
 //   extern "C" const char sheaf_digest[];      16 hex digits: hash of the rest of the source
 //   extern "C" void sheaf_entry(const Runtime* rt, void** b);
+//   extern "C" void* const sheaf_loop_tasks[];  the task of each Source::loop_sites entry
 // `b` is the pointer table of MemoryPlan slots (parameters, constants, arena buffers, results
 // filled by the host before the call; Host steps fill their outputs' slots). Loop and Copy steps
 // become loop nests (adjacent dims merge when every access allows it; reductions over trailing
@@ -32,7 +33,7 @@
 
 namespace sheaf::cpu {
 
-inline constexpr int kAbiVersion = 6;
+inline constexpr int kAbiVersion = 7;
 
 // Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
 struct Runtime {
@@ -47,6 +48,10 @@ struct Runtime {
   // A batch of products c[i] = a[i] · b[i] of one layout (kBatchLayout), in parts on the loop
   // threads, each product on the thread of its part (tensor/blas.hpp: SerialBlas).
   void (*sgemm_batch)(const float* a, const float* b, float* c, const int64_t* layout);
+  // sgemm plus a bias: c's rows are written with bias[0..n) (on the loop threads), then the
+  // product accumulates onto them (fusion.hpp: DotLayout::bias).
+  void (*sgemm_bias)(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n,
+                     int64_t b_rs, int64_t b_cs, float* c, const float* bias);
 };
 
 // rt->sgemm_batch's layout: {count, m, k, a_rs, a_cs, n, b_rs, b_cs, rank, sizes[rank],
@@ -86,9 +91,18 @@ struct Unit {
   const LoopBuffers& loop(int32_t step) const;
 };
 
+// A call of a loop function on rt->parallel: the step of the unit it runs, its range. The
+// source exports the task of each site, in this order, as `sheaf_loop_tasks` (--jit-profile
+// times each: backend/cpu/program.hpp, RunProfile::by_loop).
+struct LoopSite {
+  int32_t unit = 0, step = 0;
+  int64_t outer = 0;
+};
+
 struct Source {
   std::string text;
   std::string digest;  // 16 hex digits, also embedded as sheaf_digest
+  std::vector<LoopSite> loop_sites;
 };
 
 Source render(const std::vector<Unit>& units);

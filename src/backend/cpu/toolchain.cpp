@@ -229,6 +229,7 @@ Loaded load_shared_object(const std::string& path, const std::string& digest) {
     return l;
   }
   l.entry = reinterpret_cast<void (*)(const void*, void**)>(entry);
+  l.loop_tasks = static_cast<void* const*>(dlsym(l.handle, "sheaf_loop_tasks"));
   return l;
 }
 

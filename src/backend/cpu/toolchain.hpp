@@ -51,6 +51,7 @@ void compile_shared_object(const Toolchain& tc, const std::string& source, const
 struct Loaded {
   void* handle = nullptr;
   void (*entry)(const void* rt, void** buffers) = nullptr;
+  void* const* loop_tasks = nullptr;  // sheaf_loop_tasks (render.hpp), when the source has loop sites
   std::string problem;  // non-empty: not usable
 };
 Loaded load_shared_object(const std::string& path, const std::string& digest);
