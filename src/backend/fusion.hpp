@@ -88,7 +88,9 @@ struct DotLayout {
   // product and the add reading it, its output the add's — and `bias` (value id, −1: none) is the
   // add's other operand: a row read through read_view with stride 0 on every dim but the last
   // (stride 1, n elements, 16-byte aligned). Element (r, col) of the result is the product's f32
-  // sum plus bias[col], rounded once to the result's type (the graph rounds the product first).
+  // sum plus bias[col], rounded once to the result's type (the graph rounds the product first);
+  // the CPU's BLAS adds its partial sums onto the bias, so where it splits the contraction into
+  // blocks the f32 result may differ from the graph's in the last bits, as a product's own sum may.
   int32_t bias = -1;
   // GPU (Epilogues::row_sums): the step also sums an operand over the rows it contracts (a
   // bias's gradient: cuBLASLt's bias-gradient epilogue) — its nodes are the product and a

@@ -140,33 +140,33 @@ TEST(DotGeneral, RejectsMismatchedOperands) {
   EXPECT_THROW(dot_general(a, a, {{0}, {0}, {0}, {0}}), SheafError);  // repeated
 }
 
-// The portable kernel (OpenBLAS's stand-in) on strided views, against a naive product.
-// Both kernels, overwriting c and (accumulate) adding onto what c holds.
+// The portable kernel (OpenBLAS's stand-in) and gemm on strided views, against a naive product:
+// overwriting c, and (accumulate) adding onto what c holds.
 TEST(Gemm, PortableKernelMatchesNaiveLoop) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);
   auto start = [](int i, int j) { return 0.5f * static_cast<float>(i) - 0.25f * static_cast<float>(j); };
   for (auto [m, k, n] : {std::tuple{1, 1, 1}, {3, 5, 2}, {4, 128, 64}, {9, 129, 257}, {67, 300, 65}}) {
     for (int mode = 0; mode < 8; ++mode) {
-        const bool ta = mode & 1, tb = mode & 2, accumulate = mode & 4;
-        SCOPED_TRACE(fmt::format("{}x{}x{} ta={} tb={} accumulate={}", m, k, n, ta, tb, accumulate));
-        std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n), 7.0f);
-        for (float& x : a) x = real(rng);
-        for (float& x : b) x = real(rng);
-        if (accumulate)
-          for (int i = 0; i < m; ++i)
-            for (int j = 0; j < n; ++j) c[i * n + j] = start(i, j);
-        MatView<const float> av{a.data(), m, k, ta ? 1 : k, ta ? m : 1}, bv{b.data(), k, n, tb ? 1 : n, tb ? k : 1};
-        std::vector<float> c2 = c;
-        gemm_portable(av, bv, {c.data(), m, n, n, 1}, accumulate);
-        gemm(av, bv, {c2.data(), m, n, n, 1}, accumulate);
+      const bool ta = mode & 1, tb = mode & 2, accumulate = mode & 4;
+      SCOPED_TRACE(fmt::format("{}x{}x{} ta={} tb={} accumulate={}", m, k, n, ta, tb, accumulate));
+      std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n), 7.0f);
+      for (float& x : a) x = real(rng);
+      for (float& x : b) x = real(rng);
+      if (accumulate)
         for (int i = 0; i < m; ++i)
-          for (int j = 0; j < n; ++j) {
-            double want = accumulate ? start(i, j) : 0.0;
-            for (int p = 0; p < k; ++p) want += av.data[i * av.rs + p * av.cs] * bv.data[p * bv.rs + j * bv.cs];
-            ASSERT_NEAR(c[i * n + j], want, 1e-5 * (1 + k));
-            ASSERT_NEAR(c2[i * n + j], want, 1e-5 * (1 + k));
-          }
+          for (int j = 0; j < n; ++j) c[i * n + j] = start(i, j);
+      MatView<const float> av{a.data(), m, k, ta ? 1 : k, ta ? m : 1}, bv{b.data(), k, n, tb ? 1 : n, tb ? k : 1};
+      std::vector<float> c2 = c;
+      gemm_portable(av, bv, {c.data(), m, n, n, 1}, accumulate);
+      gemm(av, bv, {c2.data(), m, n, n, 1}, accumulate);
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double want = accumulate ? start(i, j) : 0.0;
+          for (int p = 0; p < k; ++p) want += av.data[i * av.rs + p * av.cs] * bv.data[p * bv.rs + j * bv.cs];
+          ASSERT_NEAR(c[i * n + j], want, 1e-5 * (1 + k));
+          ASSERT_NEAR(c2[i * n + j], want, 1e-5 * (1 + k));
+        }
     }
   }
 }

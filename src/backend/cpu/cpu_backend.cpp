@@ -151,9 +151,9 @@ void report_product_shapes(std::ostream& os, const RunProfile& r) {
 }
 
 // The loops run on the loop threads by time, the slowest first, as many as take 90 % of their
-// time and at least kLoopSites: "  s113 f32[32x128x1024] mul·tanh·add·sum  28 calls  67.5ms
-// 62.7 GB/s" (its step's function, space and ops; GB/s: one pass over the step's operands and
-// results in the time, what a loop bound by memory reaches).
+// time and at least kLoopSites: "  s20 f32[32x128x1024] add·mul·tanh  28 calls  67.4ms
+// 13.9 GB/s" (its step's function, space and ops; GB/s: one pass over the step's operands and
+// results in the time — near a copy's rate a loop is bound by memory).
 void report_loops(std::ostream& os, const RunProfile& r) {
   constexpr size_t kLoopSites = 8;
   constexpr double kShownTime = 0.9;

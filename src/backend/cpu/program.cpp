@@ -165,23 +165,22 @@ void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_c
 }
 
 // The running call's loop sites (Program::loop_sites_) while it is profiled.
-thread_local const std::map<std::pair<const void*, int64_t>, LoopSiteInfo>* profiled_loops = nullptr;
+thread_local const LoopSites* profiled_loops = nullptr;
 
-// rt->parallel timed as a whole on the calling thread, by its site.
+// rt->parallel timed as a whole on the calling thread, by its site (every call of the generated
+// code has one: render exports the task of each).
 void parallel_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
   const auto t0 = Clock::now();
   run_parallel(fn, args, n);
   const double s = seconds_since(t0);
-  static const LoopSiteInfo unknown{"loops of a build without sites", 0};
-  auto it = profiled_loops->find({reinterpret_cast<const void*>(fn), n});
-  const LoopSiteInfo& site = it != profiled_loops->end() ? it->second : unknown;
+  const LoopSiteInfo& site = profiled_loops->at({reinterpret_cast<const void*>(fn), n});
   LoopTime& t = profiling->by_loop[site.name];
   ++t.calls;
   t.s += s;
   t.bytes += site.bytes;
 }
 
-// A loop site as the profile names it: "s113 f32[32x128x1024] mul·tanh·add·sum" (its function,
+// A loop site as the profile names it: "s20 f32[32x128x1024] add·mul·tanh" (its function,
 // iteration space, the distinct ops of its nodes but broadcasts and reshapes, at most kOps), and
 // the bytes of the values it reads from other steps (or parameters; a view at most its buffer's)
 // and writes.
@@ -263,12 +262,6 @@ Program::Program(Prepared p, Loaded lib)
       for (size_t k = 0; k < l.arena_offset.size(); ++k)
         if (l.arena_offset[k] >= 0) t[l.slot + static_cast<int32_t>(k)] = arena_.get() + l.arena_offset[k];
   }
-  if (lib_.loop_tasks)
-    for (size_t k = 0; k < p_.source.loop_sites.size(); ++k) {
-      const LoopSite& site = p_.source.loop_sites[k];
-      const auto u = static_cast<size_t>(site.unit);
-      loop_sites_.try_emplace({lib_.loop_tasks[k], site.outer}, describe_loop(p_.units[u], u, site));
-    }
   const fusion::Schedule& s = p_.units[0].schedule;
   for (size_t i = 0; i < g_.results.size(); ++i) {
     int32_t r = g_.results[i], st = s.step_of[r];
@@ -322,6 +315,16 @@ void Program::run_host_step(int32_t unit_index, int32_t step, void** buffers) {
   }
 }
 
+const LoopSites& Program::loop_sites() {
+  if (loop_sites_.empty() && lib_.loop_tasks)
+    for (size_t k = 0; k < p_.source.loop_sites.size(); ++k) {
+      const LoopSite& site = p_.source.loop_sites[k];
+      const auto u = static_cast<size_t>(site.unit);
+      loop_sites_.try_emplace({lib_.loop_tasks[k], site.outer}, describe_loop(p_.units[u], u, site));
+    }
+  return loop_sites_;
+}
+
 Tensor Program::result_buffer(size_t position, const ir::Type& t) {
   constexpr size_t kRecycleBytes = 64 * 1024;  // smaller ones come from malloc's fast path
   const auto bytes = static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype);
@@ -351,7 +354,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profi
     timed.sgemm_batch = sgemm_batch_timed;
     timed.sgemm_bias = sgemm_bias_timed;
     timed.parallel = parallel_timed;
-    profiled_loops = &loop_sites_;
+    profiled_loops = &loop_sites();
     const auto t0 = Clock::now();
     lib_.entry(&timed, buffers_.data());
     profile->entry_s += seconds_since(t0);

@@ -45,7 +45,7 @@ struct ProductTime {
   double s = 0, flops = 0;
 };
 // A loop function's calls on the loop threads, by the step they run (render.hpp: LoopSite):
-// "s113 f32[32x128x1024] mul·tanh·add·sum"; `bytes`: the step's operands and results, as
+// "s20 f32[32x128x1024] add·mul·tanh"; `bytes`: the step's operands and results, as
 // many bytes as one pass over them moves.
 struct LoopTime {
   uint64_t calls = 0;
@@ -65,11 +65,12 @@ struct RunProfile {
 };
 
 // What --jit-profile calls a loop site: its function, iteration space and ops, and the bytes of
-// the step's operands and results.
+// the step's operands and results; by (task, range), the arguments of its rt->parallel call.
 struct LoopSiteInfo {
   std::string name;
   double bytes = 0;
 };
+using LoopSites = std::map<std::pair<const void*, int64_t>, LoopSiteInfo>;
 
 class Program {
  public:
@@ -99,7 +100,8 @@ class Program {
   };
   std::vector<Held> held_;  // host step outputs of the running call (a loop's: of its last iteration)
   RecycledBuffers<std::byte> spare_;  // large result buffers of earlier calls
-  std::map<std::pair<const void*, int64_t>, LoopSiteInfo> loop_sites_;  // (task, range) → its site, for the profile
+  LoopSites loop_sites_;  // filled by the first profiled call (loop_sites)
+  const LoopSites& loop_sites();
   Tensor result_buffer(size_t position, const ir::Type& t);
   Runtime rt_;
 

@@ -433,7 +433,7 @@ class Renderer {
     }
     int64_t batch = 1;
     for (int64_t size : d.batch) batch *= size;
-    if (bias.empty() && batch >= kPartsMinBatch && d.m * d.n * d.k > kInlineDotMacs && d.m * d.n * d.k <= kPartsMaxMacs)
+    if (batch >= kPartsMinBatch && d.m * d.n * d.k > kInlineDotMacs && d.m * d.n * d.k <= kPartsMaxMacs)
       return batch_in_parts(d, batch, a, bb, c);
     std::string code = "  {\n";
     int indent = 4;
