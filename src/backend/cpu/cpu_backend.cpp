@@ -124,20 +124,25 @@ std::unique_ptr<CompiledGraph> CpuBackend::without_compiler(const ir::Graph& g, 
 
 namespace {
 
-// The products' time by shape, the slowest first, as many as take 95 % of the products' time
-// and at least the kProductShapes slowest: "  128×(128×64 · (128×64)ᵀ) 2 threads 84 calls
-// 194.7ms 115.8 GFLOP/s" (batch×, then a · b, ᵀ where an operand is read transposed; the threads
-// it ran on).
-void report_product_shapes(std::ostream& os, const RunProfile& r) {
-  constexpr size_t kProductShapes = 8;
-  constexpr double kShownTime = 0.95;
-  std::vector<std::pair<ProductShape, ProductTime>> shapes(r.by_shape.begin(), r.by_shape.end());
-  std::sort(shapes.begin(), shapes.end(), [](const auto& x, const auto& y) { return x.second.s > y.second.s; });
+// The entries of `by` (a map to times with a field `s`), the slowest first, as many as take
+// `share` of their time and at least `at_least`, and how many there were.
+template <typename Map>
+std::vector<std::pair<typename Map::key_type, typename Map::mapped_type>> slowest(const Map& by, double share, size_t at_least) {
+  std::vector<std::pair<typename Map::key_type, typename Map::mapped_type>> all(by.begin(), by.end());
+  std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.second.s > y.second.s; });
   double total = 0, shown = 0;
-  for (const auto& [p, t] : shapes) total += t.s;
+  for (const auto& e : all) total += e.second.s;
   size_t count = 0;
-  while (count < shapes.size() && (count < kProductShapes || shown < kShownTime * total)) shown += shapes[count++].second.s;
-  shapes.resize(count);
+  while (count < all.size() && (count < at_least || shown < share * total)) shown += all[count++].second.s;
+  all.resize(count);
+  return all;
+}
+
+// The products' time by shape, the slowest first, as many as take 95 % of the products' time
+// and at least the 8 slowest: "  128×(128×64 · (128×64)ᵀ) 2 threads 84 calls 194.7ms 115.8
+// GFLOP/s" (batch×, then a · b, ᵀ where an operand is read transposed; the threads it ran on).
+void report_product_shapes(std::ostream& os, const RunProfile& r) {
+  const auto shapes = slowest(r.by_shape, 0.95, 8);
   if (!shapes.empty()) os << fmt::format("  products by shape ({} of {}, by time):\n", shapes.size(), r.by_shape.size());
   for (const auto& [p, t] : shapes) {
     auto operand = [](int64_t rows, int64_t cols, bool transposed) {
@@ -151,26 +156,19 @@ void report_product_shapes(std::ostream& os, const RunProfile& r) {
 }
 
 // The loops run on the loop threads by time, the slowest first, as many as take 90 % of their
-// time and at least kLoopSites: "  s20 f32[32x128x1024] add·mul·tanh  28 calls  67.4ms
+// time and at least 8: "  s20 f32[32x128x1024] add·mul·tanh  28 calls  67.4ms
 // 13.9 GB/s over 33.6 MB" (its step's function, space and ops; GB/s: one pass over the step's
 // operands and results in the time, and those bytes: near the rate of a copy of as many bytes
 // — in cache or not — a loop is bound by memory).
 void report_loops(std::ostream& os, const RunProfile& r) {
-  constexpr size_t kLoopSites = 8;
-  constexpr double kShownTime = 0.9;
-  std::vector<std::pair<std::string, LoopTime>> loops(r.by_loop.begin(), r.by_loop.end());
-  std::sort(loops.begin(), loops.end(), [](const auto& x, const auto& y) { return x.second.s > y.second.s; });
-  double total = 0, shown = 0;
-  for (const auto& [name, t] : loops) total += t.s;
-  size_t count = 0;
-  while (count < loops.size() && (count < kLoopSites || shown < kShownTime * total)) shown += loops[count++].second.s;
-  if (count == 0) return;
-  os << fmt::format("  loops on the loop threads: {:.1f}ms; by time ({} of {}):\n", total * 1e3, count, loops.size());
-  for (size_t k = 0; k < count; ++k) {
-    const auto& [name, t] = loops[k];
+  const auto loops = slowest(r.by_loop, 0.9, 8);
+  if (loops.empty()) return;
+  double total = 0;
+  for (const auto& [name, t] : r.by_loop) total += t.s;
+  os << fmt::format("  loops on the loop threads: {:.1f}ms; by time ({} of {}):\n", total * 1e3, loops.size(), r.by_loop.size());
+  for (const auto& [name, t] : loops)
     os << fmt::format("    {:<56} {:>6} calls {:>9.1f}ms {:>7.1f} GB/s over {:.1f} MB\n", name, t.calls, t.s * 1e3,
                       t.s > 0 ? t.bytes / t.s / 1e9 : 0.0, t.calls > 0 ? t.bytes / static_cast<double>(t.calls) / 1e6 : 0.0);
-  }
 }
 
 }  // namespace

@@ -198,10 +198,7 @@ LoopSiteInfo describe_loop(const Unit& unit, size_t unit_index, const LoopSite& 
                                                          : ir::op_name(n.op);
     if (n.op != ir::Op::BroadcastInDim && n.op != ir::Op::Reshape && std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
     for (int32_t u : n.in)
-      if (std::find_if(st.nodes.begin(), st.nodes.end(), [&](int32_t j) { return g.nodes[static_cast<size_t>(j)].out == u; }) ==
-              st.nodes.end() &&
-          std::find(read.begin(), read.end(), u) == read.end())
-        read.push_back(u);
+      if (!fusion::computes(unit.schedule, u, site.step) && std::find(read.begin(), read.end(), u) == read.end()) read.push_back(u);
   }
   auto bytes_of = [&](int32_t v) { return static_cast<double>(shape_numel(g.type(v).shape) * static_cast<int64_t>(dtype_size(g.type(v).dtype))); };
   double bytes = 0;

@@ -424,8 +424,7 @@ class Renderer {
     std::string a = fmt::format("(const float*)b[{}] + {}", m_.slot[l.buffer], l.offset);
     std::string bb = fmt::format("(const float*)b[{}] + {}", m_.slot[r.buffer], r.offset);
     // With a bias (no batch dims then) the step writes the add's value: the product onto rows of the bias.
-    const int32_t out_value = d.bias >= 0 ? g_.nodes[static_cast<size_t>(st.nodes[1])].out : n.out;
-    std::string c = fmt::format("(float*)b[{}]", m_.slot[out_value]);
+    std::string c = fmt::format("(float*)b[{}]", m_.slot[fusion::dot_result(g_, st)]);
     std::string bias;
     if (d.bias >= 0) {
       const View& w = at(d.bias, index);
