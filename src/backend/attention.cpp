@@ -37,13 +37,18 @@ class Matcher {
     const DType h = g_.type(d2.out).dtype;
     const int32_t pc = d2.in[0], v = d2.in[1];
     const Shape& ps = shape(pc);
-    if (!is_half(h) || g_.type(v).dtype != h || ps.size() < 2 || !product_of_rows(d2, ps.size() - 2)) return std::nullopt;
+    if ((!is_half(h) && h != DType::F32) || g_.type(v).dtype != h || ps.size() < 2 || !product_of_rows(d2, ps.size() - 2))
+      return std::nullopt;
     take(d2);
-    // p = softmax(x) over the last dim, in f32 (its expansion: a site); convert(p) feeds the product
-    const ir::Node& cv = def(pc);
-    if (cv.op != Op::Convert || g_.type(cv.in[0]).dtype != DType::F32) return std::nullopt;
-    take(cv);
-    const SoftmaxSite* sm = softmax_site(cv.in[0], ps.size() - 1);
+    // p = softmax(x) over the last dim, in f32 (its expansion: a site); convert(p) feeds a half product
+    int32_t p = pc;
+    if (h != DType::F32) {
+      const ir::Node& cv = def(pc);
+      if (cv.op != Op::Convert || g_.type(cv.in[0]).dtype != DType::F32) return std::nullopt;
+      take(cv);
+      p = cv.in[0];
+    }
+    const SoftmaxSite* sm = softmax_site(p, ps.size() - 1);
     if (!sm) return std::nullopt;
     for (int32_t n : sm->nodes) taken_.push_back(n);
     const Forward f{.pb = pc, .p = sm->out, .row_max = sm->row_max, .row_sum = sm->row_sum};
@@ -247,11 +252,13 @@ class Matcher {
     const size_t nb = ps.size() - 2, rank = ps.size();
     const DType h = g_.type(f.pb).dtype;
     AttentionGrad a{.row_max = f.row_max, .row_sum = f.row_sum};
-    // dV = convert(p)ᵀ·dO: the reader of convert(p) beside the value product
+    // dV = convert(p)ᵀ·dO: the reader of convert(p) beside the value product (f32: the product
+    // reading p beside it; softmax's VJP reads p too)
     const ir::Node* dv = nullptr;
+    int32_t products = 0;
     for (int32_t r : readers_.nodes[static_cast<size_t>(f.pb)])
-      if (r != m.out) dv = &g_.nodes[static_cast<size_t>(r)];
-    if (!dv || readers_.uses[static_cast<size_t>(f.pb)] != 2) return std::nullopt;
+      if (const ir::Node& n = g_.nodes[static_cast<size_t>(r)]; r != m.out && (h != DType::F32 || n.op == Op::DotGeneral)) dv = &n, ++products;
+    if (!dv || products != 1 || (h != DType::F32 && readers_.uses[static_cast<size_t>(f.pb)] != 2)) return std::nullopt;
     auto gv = grad_product(*dv, f.pb, nb, nb, a.d_out, a.d_out_batch, a.d_out_rows);
     if (!gv || g_.type(a.d_out).dtype != h) return std::nullopt;
     take(*dv);
@@ -271,9 +278,11 @@ class Matcher {
     }
     if (!dpb) return std::nullopt;
     take(*dpb);
-    const ir::Node* dp = sole_reader(dpb->out);
-    if (!dp || dp->op != Op::Convert || g_.type(dp->out).dtype != DType::F32) return std::nullopt;
-    take(*dp);
+    const ir::Node* dp = h == DType::F32 ? dpb : sole_reader(dpb->out);  // dP = convert(dPb), or dPb in f32
+    if (h != DType::F32) {
+      if (!dp || dp->op != Op::Convert || g_.type(dp->out).dtype != DType::F32) return std::nullopt;
+      take(*dp);
+    }
     // softmax's VJP: softmax_grad(p, dP) over the same dim (its expansion: a site)
     const SoftmaxGradSite* sg = nullptr;
     for (const SoftmaxGradSite& site : sites_.softmax_grad)

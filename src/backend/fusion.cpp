@@ -136,7 +136,7 @@ class Fuser {
   }
 
   Schedule run() {
-    if (o_.gpu && o_.attention && o_.composites) find_attention_chains();
+    if (o_.attention && o_.composites) find_attention_chains();
     const bool bias = o_.epilogues.bias;  // the CPU takes bias epilogues only (rt->sgemm_bias)
     if (o_.gpu && bias && o_.epilogues.gelu && o_.composites) find_gelu_epilogues();
     if (bias) find_bias_epilogues();
@@ -851,16 +851,21 @@ class Fuser {
     return true;
   }
 
-  // The attention chains whose shapes an Attention step takes (fusion.hpp): head dims multiples
-  // of 16 (the products' k and n steps) up to kAttentionMaxHead (kAttentionGradMaxHead with a
-  // gradient), nothing empty.
+  // The attention chains whose shapes and types an Attention step takes (fusion.hpp), nothing
+  // empty. GPU: f16/bf16, head dims multiples of 16 (the products' k and n steps) up to
+  // kAttentionMaxHead (kAttentionGradMaxHead with a gradient). CPU: f32, at most
+  // kCpuAttentionMaxBatchDims batch dims and kCpuAttentionMaxScores scores per batch index.
   void find_attention_chains() {
     for (AttentionMatch& m : find_attention(g_, *o_.composites)) {
       const ir::Node &d1 = g_.nodes[static_cast<size_t>(m.scores)], &d2 = g_.nodes[static_cast<size_t>(m.out)];
       const int64_t d = shape(d1.in[0])[static_cast<size_t>(d1.attrs.dot.lhs_contract[0])], dv = shape(d2.out).back();
       const int64_t most = m.grad ? kAttentionGradMaxHead : kAttentionMaxHead;
       auto head = [&](int64_t h) { return h > 0 && h % 16 == 0 && h <= most; };
-      if (!head(d) || !head(dv) || shape_numel(shape(d2.out)) == 0 || shape_numel(shape(d1.out)) == 0) continue;
+      const Shape& scores = shape(d1.out);
+      const bool takes = o_.gpu ? is_half(g_.type(d2.out).dtype) && head(d) && head(dv)
+                                : g_.type(d2.out).dtype == DType::F32 && scores.size() - 2 <= kCpuAttentionMaxBatchDims &&
+                                      scores[scores.size() - 2] * scores.back() <= kCpuAttentionMaxScores;
+      if (!takes || shape_numel(shape(d2.out)) == 0 || shape_numel(scores) == 0) continue;
       if (chain_of_.empty()) chain_of_.assign(g_.nodes.size(), -1);
       if (m.grad && m.grad->concat >= 0 && !concat_views(*m.grad)) m.grad->concat = -1, m.grad->concat_nodes.clear();
       for (int32_t n : m.nodes) chain_of_[static_cast<size_t>(n)] = static_cast<int32_t>(chains_.size());
@@ -872,21 +877,27 @@ class Fuser {
   }
 
   // Whether an attention operand read through `w`, dims (batch.., rows, head), has a contiguous
-  // head dim and 16-byte alignment.
+  // head dim and 16-byte alignment (GPU; fold_bias asks only there).
   bool aligned(const View& w, const std::vector<int64_t>& batch, int64_t rows, int64_t head) const {
     bool ok = (o_.aligned_params || g_.producer(w.buffer).op != Op::Parameter) && w.strides[static_cast<size_t>(head)] == 1 && w.offset % 8 == 0 && w.strides[static_cast<size_t>(rows)] % 8 == 0;
     for (int64_t b : batch) ok = ok && w.strides[static_cast<size_t>(b)] % 8 == 0;
     return ok;
   }
 
-  // Operand u of an Attention step, dims (batch.., rows, head): its batch and row strides, with a
-  // contiguous head dim and 16-byte alignment (else u is copied to a buffer of its own first).
+  // Operand u of an Attention step, dims (batch.., rows, head): its batch, row and head strides,
+  // with a contiguous head dim and 16-byte alignment on the GPU, and on the CPU strides a BLAS
+  // reads as a matrix (the head's or the rows' 1 and the other at least the size of that dim, or
+  // both positive) — else u is copied to a buffer of its own first.
   void attention_operand(int32_t u, const std::vector<int64_t>& batch, int64_t rows, int64_t head,
-                         std::vector<int64_t>& batch_strides, int64_t& row_stride) {
-    if (!aligned(view_of(u), batch, rows, head)) own_buffer(u);
+                         std::vector<int64_t>& batch_strides, int64_t& row_stride, int64_t& head_stride) {
+    const View& at = view_of(u);
+    const int64_t rs = at.strides[static_cast<size_t>(rows)], cs = at.strides[static_cast<size_t>(head)];
+    const int64_t nr = shape(u)[static_cast<size_t>(rows)], nc = shape(u)[static_cast<size_t>(head)];
+    const bool fits = o_.gpu ? aligned(at, batch, rows, head) : (cs == 1 && rs >= nc) || (rs == 1 && cs >= nr) || (rs > 1 && cs > 1);
+    if (!fits) own_buffer(u);
     const View& w = *s_.view[u];
     for (int64_t b : batch) batch_strides.push_back(w.strides[static_cast<size_t>(b)]);
-    row_stride = w.strides[static_cast<size_t>(rows)];
+    row_stride = w.strides[static_cast<size_t>(rows)], head_stride = w.strides[static_cast<size_t>(head)];
   }
 
   // Whether the mask [b.., t, s] of `a`, read through `w`, is a constant by which the scores are
@@ -969,9 +980,9 @@ class Fuser {
         {a.v, m.bias_v, pv.rhs_batch, pv.rhs_contract[0], free_dim(a.v, pv.rhs_batch, pv.rhs_contract[0]), &a.bias_v}};
     if (o_.fold_attention_bias)
       for (const Operand& x : operands) fold_bias(x.under.sum, operands);
-    attention_operand(a.q, operands[0].batch, operands[0].rows, operands[0].head, a.batch_q, a.q_rs);
-    attention_operand(a.k, operands[1].batch, operands[1].rows, operands[1].head, a.batch_k, a.k_rs);
-    attention_operand(a.v, operands[2].batch, operands[2].rows, operands[2].head, a.batch_v, a.v_rs);
+    attention_operand(a.q, operands[0].batch, operands[0].rows, operands[0].head, a.batch_q, a.q_rs, a.q_cs);
+    attention_operand(a.k, operands[1].batch, operands[1].rows, operands[1].head, a.batch_k, a.k_rs, a.k_cs);
+    attention_operand(a.v, operands[2].batch, operands[2].rows, operands[2].head, a.batch_v, a.v_rs, a.v_cs);
     if (a.mask >= 0) {
       const View& w = view_of(a.mask);
       a.batch_mask.assign(w.strides.begin(), w.strides.begin() + static_cast<std::ptrdiff_t>(nb));
@@ -1059,7 +1070,7 @@ class Fuser {
     const AttentionGrad& ag = *m.grad;
     AttentionLayout a = step(s_.step_of[g_.nodes[static_cast<size_t>(m.out)].out]).attention;  // the chain's step
     a.d_out = ag.d_out;
-    attention_operand(a.d_out, ag.d_out_batch, ag.d_out_rows, ag.d_out_head, a.batch_do, a.do_rs);
+    attention_operand(a.d_out, ag.d_out_batch, ag.d_out_rows, ag.d_out_head, a.batch_do, a.do_rs, a.do_cs);
     const int32_t st = push(Step{.kind = StepKind::AttentionGrad, .nodes = ag.nodes, .space = shape(g_.nodes[static_cast<size_t>(m.scores)].out),
                                  .attention = a});
     for (int32_t n : ag.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;

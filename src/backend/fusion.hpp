@@ -155,6 +155,9 @@ struct AttentionLayout {
   std::vector<int64_t> batch, batch_q, batch_k, batch_v, batch_mask;
   int64_t t = 0, s = 0, d = 0, dv = 0;
   int64_t q_rs = 0, k_rs = 0, v_rs = 0, mask_ts = 0, mask_ss = 0;
+  // The operands' head strides: 1 on the GPU; any on the CPU, whose products read either layout
+  // (head columns contiguous or rows contiguous, else packed by the BLAS call).
+  int64_t q_cs = 1, k_cs = 1, v_cs = 1, do_cs = 1;
   int32_t q = -1, k = -1, v = -1, mask = -1;
   std::vector<ScoreOp> prologue;
   bool causal = false;
@@ -248,6 +251,11 @@ struct FuseOptions {
 };
 
 inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;
+// A CPU Attention step keeps one batch index's scores (and with a gradient their cotangents) in a
+// scratch tile per thread: at most this many ([t, s]: 16 MiB of f32), and its layout's batch
+// strides in arrays of this many.
+inline constexpr int64_t kCpuAttentionMaxScores = int64_t{1} << 22;
+inline constexpr size_t kCpuAttentionMaxBatchDims = 6;
 
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.

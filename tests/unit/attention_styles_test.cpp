@@ -15,15 +15,18 @@
 //            weights used transposed, heads by reshape and transpose, a 0/1 mask filled with -inf
 // The kernel multiplies bf16 (f16) operands and computes the softmax in f32, so a style meets it
 // in the mixed precision of gpt2_gpu.shf: bf16 products, the scores cast to f32 for the softmax
-// and the probabilities back to bf16 — the casts are the only change to each function. (In f32,
-// as the benchmarks and examples/gpt run, or with a bf16 softmax, there is no chain.) A change to
-// softmax, its VJP, the prologue or the pass that loses a style fails here.
+// and the probabilities back to bf16 — the casts are the only change to each function. (With a
+// bf16 softmax there is no chain.) In f32, as the benchmarks and examples/gpt run (`bf` the
+// identity), each style reaches the CPU's attention steps likewise (backend/cpu/attention_code.hpp),
+// through the CPU backend's own lowering (cpu::prepare) and no GPU step. A change to softmax, its
+// VJP, the prologue or the pass that loses a style fails here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <sstream>
 
 #include "eval/interp.hpp"
+#include "backend/cpu/program.hpp"
 #include "backend/fusion.hpp"
 #include "passes/pipeline.hpp"
 #include "trace/tracer.hpp"
@@ -124,29 +127,47 @@ struct Style {
   size_t trained;  // the chains of its training step (each an Attention and an AttentionGrad step)
 };
 
+// The numbers of Attention and AttentionGrad steps of `steps`.
+std::pair<size_t, size_t> count(const std::vector<fusion::Step>& steps) {
+  std::pair<size_t, size_t> n{0, 0};
+  for (const fusion::Step& st : steps) {
+    n.first += st.kind == fusion::StepKind::Attention;
+    n.second += st.kind == fusion::StepKind::AttentionGrad;
+  }
+  return n;
+}
+
 class AttentionStyles : public ::testing::TestWithParam<Style> {
  protected:
-  void SetUp() override { in.run_text(kProgram, "<attention styles>"); }
-
-  // The GPU schedule of `fn` applied to the style's x and parameters: how many steps of each kind.
-  std::pair<size_t, size_t> attention_steps(const std::string& fn) {
-    const Style& s = GetParam();
-    std::vector<Value> args;
-    for (const char* a : {s.x, s.params}) args.push_back(in.global(symbols::intern(a))->value);
-    trace::Traced t = trace::trace_call(in, in.global(symbols::intern(fn))->value, args, SrcLoc{}, false);
-    passes::optimize(t.graph);
-    const passes::Lowered l = passes::lower_composites(t.graph, false);
-    const fusion::Schedule sched = fusion::fuse(l.graph, {.gpu = true, .attention = true, .composites = &l.sites});
-    std::pair<size_t, size_t> n{0, 0};
-    for (const fusion::Step& st : sched.steps) {
-      n.first += st.kind == fusion::StepKind::Attention;
-      n.second += st.kind == fusion::StepKind::AttentionGrad;
-    }
-    return n;
+  void SetUp() override {
+    in.run_text(kProgram, "<attention styles>");
+    std::string f32 = kProgram;
+    const std::string bf = "(defn bf [x] (cast x :bf16))";
+    f32.replace(f32.find(bf), bf.size(), "(defn bf [x] x)");
+    in32.run_text(f32, "<attention styles in f32>");
   }
 
+  // The optimised graph of `fn` applied to the style's x and parameters.
+  ir::Graph traced(Interp& i, const std::string& fn) {
+    const Style& s = GetParam();
+    std::vector<Value> args;
+    for (const char* a : {s.x, s.params}) args.push_back(i.global(symbols::intern(a))->value);
+    trace::Traced t = trace::trace_call(i, i.global(symbols::intern(fn))->value, args, SrcLoc{}, false);
+    passes::optimize(t.graph);
+    return std::move(t.graph);
+  }
+
+  // The GPU schedule of `fn` (mixed precision): how many steps of each kind.
+  std::pair<size_t, size_t> attention_steps(const std::string& fn) {
+    const passes::Lowered l = passes::lower_composites(traced(in, fn), false);
+    return count(fusion::fuse(l.graph, {.gpu = true, .attention = true, .composites = &l.sites}).steps);
+  }
+
+  // The CPU backend's schedule of `fn` in f32.
+  std::pair<size_t, size_t> cpu_attention_steps(const std::string& fn) { return count(cpu::prepare(traced(in32, fn)).units[0].schedule.steps); }
+
   std::ostringstream out;
-  Interp in{out};
+  Interp in{out}, in32{out};
 };
 
 TEST_P(AttentionStyles, ForwardIsOneAttentionStepPerChain) {
@@ -159,6 +180,11 @@ TEST_P(AttentionStyles, TrainingStepHasAnAttentionGradStepPerChain) {
   const auto [forward, backward] = attention_steps(std::string(GetParam().prefix) + "-train");
   EXPECT_EQ(forward, GetParam().trained);
   EXPECT_EQ(backward, GetParam().trained);
+}
+
+TEST_P(AttentionStyles, F32IsOneAttentionStepPerChainOnTheCpu) {
+  EXPECT_EQ(cpu_attention_steps(GetParam().name), std::make_pair(GetParam().chains, size_t{0}));
+  EXPECT_EQ(cpu_attention_steps(std::string(GetParam().prefix) + "-train"), std::make_pair(GetParam().trained, GetParam().trained));
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, AttentionStyles,

@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
 #include "backend/cpu/cpu_backend.hpp"
@@ -70,6 +71,10 @@ TEST_P(CpuBackend, MatchesReferenceExecutor) {
   EXPECT_GE(s.built + s.loaded, 1u) << "no native code was built";
   EXPECT_EQ(s.ref_runs, 0u) << "some function ran on the reference executor";
   EXPECT_EQ(testing_support::compiled_cleanly(native), "");
+  // ";; expect: N attention steps": the programs built have that many Attention and AttentionGrad steps
+  if (std::smatch m; std::regex_search(c.body, m, std::regex(R"(\n;; expect: (\d+) attention steps\n)"))) {
+    EXPECT_EQ(s.attention_steps, std::stoull(m[1].str())) << "attention steps";
+  }
   EXPECT_EQ(difference(got.value, want.value, "", kNativeTolerance), "");
   EXPECT_EQ(out_cpu.str(), out_ref.str());
 }

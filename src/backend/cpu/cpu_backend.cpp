@@ -58,6 +58,10 @@ std::unique_ptr<CompiledGraph> CpuBackend::compile(const ir::Graph& g, const Com
   auto t0 = Clock::now();
   Prepared p = prepare(g);
   stats_.prepare_s += seconds_since(t0);
+  for (const Unit& u : p.units)
+    stats_.attention_steps += static_cast<uint64_t>(std::count_if(u.schedule.steps.begin(), u.schedule.steps.end(), [](const fusion::Step& st) {
+      return st.kind == fusion::StepKind::Attention || st.kind == fusion::StepKind::AttentionGrad;
+    }));
   if (const char* dump = std::getenv("SHEAF_DUMP_CPP"))
     write_file_atomic(fmt::format("{}/{}.cpp", dump, file_safe_name(c.name)), p.source.text);
   ArtifactId id{file_safe_name(c.name), digest_of(c.cache_key("cpu|" + isa_fingerprint())), "cpu", "so", c.content_hash(),
@@ -181,12 +185,14 @@ void CpuBackend::report(std::ostream& os, double dispatch_s) const {
   const auto& tc = toolchain();
   os << fmt::format("  generated code: {} {}\n", tc ? tc->identity : "no compiler", compile_flags());
   if (const RunProfile& r = s.run; r.calls) {
-    const double loops = std::max(0.0, r.entry_s - r.product_s - r.host_s);
+    const double loops = std::max(0.0, r.entry_s - r.product_s - r.attention_s - r.host_s);
     auto share = [&](double x) { return r.entry_s > 0 ? 100.0 * x / r.entry_s : 0.0; };
-    os << fmt::format("  cpu time in {} compiled calls: {:.1f}ms = products {:.1f}ms ({:.0f}%; {} sgemm, {:.2f} GFLOP, {:.1f} GFLOP/s)"
+    const std::string attention =
+        r.attention_steps ? fmt::format(" + attention {:.1f}ms ({:.0f}%; {})", r.attention_s * 1e3, share(r.attention_s), r.attention_steps) : "";
+    os << fmt::format("  cpu time in {} compiled calls: {:.1f}ms = products {:.1f}ms ({:.0f}%; {} sgemm, {:.2f} GFLOP, {:.1f} GFLOP/s){}"
                       " + loops and copies {:.1f}ms ({:.0f}%) + host steps {:.1f}ms ({:.0f}%; {}); dispatch around them {:.1f}ms\n",
                       r.calls, r.entry_s * 1e3, r.product_s * 1e3, share(r.product_s), r.products, r.product_flops / 1e9,
-                      r.product_s > 0 ? r.product_flops / r.product_s / 1e9 : 0.0, loops * 1e3, share(loops), r.host_s * 1e3,
+                      r.product_s > 0 ? r.product_flops / r.product_s / 1e9 : 0.0, attention, loops * 1e3, share(loops), r.host_s * 1e3,
                       share(r.host_s), r.host_steps, std::max(0.0, dispatch_s - r.entry_s) * 1e3);
     report_product_shapes(os, r);
     report_loops(os, r);

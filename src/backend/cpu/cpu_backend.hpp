@@ -18,6 +18,7 @@ namespace sheaf::cpu {
 struct CpuStats {
   uint64_t built = 0, loaded = 0, ref_runs = 0;     // compiled now, from __sheaf__/, on the reference executor instead
   double prepare_s = 0, compile_s = 0, load_s = 0;  // fusion + rendering, the C++ compiler, cache checks + dlopen
+  uint64_t attention_steps = 0;                     // Attention and AttentionGrad steps of the programs prepared
   RunProfile run;                                   // where the compiled calls' time went (with --jit-profile)
 };
 

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <new>
 
@@ -36,12 +37,13 @@ namespace {
 int64_t aligned(int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 63) / 64 * 64; }
 
 // Appends the unit of `g`, then (depth-first) the units of the regions of its While steps.
-void add_unit(const ir::Graph& g, Prepared& p) {
+// `sites`: where g's composites were expanded (the function's own graph; its regions have none).
+void add_unit(const ir::Graph& g, Prepared& p, const passes::CompositeSites* sites) {
   const size_t u = p.units.size();
   p.units.emplace_back();
   Unit& unit = p.units.back();
   unit.graph = &g;
-  unit.schedule = fusion::fuse(g, {.epilogues = {.bias = true}});
+  unit.schedule = fusion::fuse(g, {.epilogues = {.bias = true}, .composites = sites});
   unit.memory = fusion::plan_memory(g, unit.schedule);
   unit.table_base = p.slots;
   unit.slots = unit.memory.slots;
@@ -67,9 +69,9 @@ void add_unit(const ir::Graph& g, Prepared& p) {
     const fusion::Step& st = p.units[u].schedule.steps[static_cast<size_t>(p.units[u].loops[j].first)];
     const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[0])];
     p.units[u].loops[j].second.cond_unit = static_cast<int32_t>(p.units.size());
-    add_unit(*n.attrs.regions[0], p);
+    add_unit(*n.attrs.regions[0], p, nullptr);
     p.units[u].loops[j].second.body_unit = static_cast<int32_t>(p.units.size());
-    add_unit(*n.attrs.regions[1], p);
+    add_unit(*n.attrs.regions[1], p, nullptr);
   }
 }
 
@@ -77,8 +79,13 @@ void add_unit(const ir::Graph& g, Prepared& p) {
 
 Prepared prepare(const ir::Graph& g) {
   Prepared p;
-  p.graph = std::make_shared<const ir::Graph>(fusion::canonical_dots(fusion::merge_dots(widen_halves(passes::lower_composites(g, true).graph))));
-  add_unit(*p.graph, p);
+  // Composites expand last, so that their sites name the compiled graph's values (attention
+  // chains are found around them) — but for a graph whose expansions reduce in f16/bf16, which
+  // are widened after them, and whose attention therefore runs unfused.
+  passes::Lowered lowered = passes::lower_composites(fusion::canonical_dots(fusion::merge_dots(widen_halves(g))), true);
+  const bool halves = reduces_halves(lowered.graph);
+  p.graph = std::make_shared<const ir::Graph>(halves ? widen_halves(lowered.graph) : std::move(lowered.graph));
+  add_unit(*p.graph, p, halves ? nullptr : &lowered.sites);
   p.source = render(p.units);
   return p;
 }
@@ -87,9 +94,16 @@ namespace {
 
 
 
+// rt->gemm.
+void gemm_rows(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+               int64_t b_cs, float* c, int64_t c_rs) {
+  gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, c_rs, 1});
+}
+
+// rt->sgemm.
 void sgemm(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
            int64_t b_cs, float* c) {
-  gemm(MatView<const float>{a, m, k, a_rs, a_cs}, MatView<const float>{b, k, n, b_rs, b_cs}, MatView<float>{c, m, n, n, 1});
+  gemm_rows(a, m, k, a_rs, a_cs, b, n, b_rs, b_cs, c, n);
 }
 
 // Rows [lo, hi) of c (args = {c, bias, n}) set to bias[0..n).
@@ -135,18 +149,42 @@ void batch_part(void* const* args, int64_t lo, int64_t hi) {
   }
 }
 
-// The batch in as many parts as the products get threads, each product on its part's thread
-// (SerialBlas); returns that count.
-int run_batch(const float* a, const float* b, float* c, const int64_t* layout) {
-  const void* args[] = {a, b, c, layout};
+// fn over [0, n) in as many parts as the products get threads, the products it asks for on its
+// part's thread (SerialBlas); returns that count.
+int run_products(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
   const int threads = blas_threads();  // before SerialBlas, which makes it 1
   SerialBlas serial;
-  parallel_for(batch_part, const_cast<void* const*>(args), layout[kBatchCount], threads);
+  parallel_for(fn, args, n, threads);
   return threads;
+}
+
+// rt->parallel_products.
+void parallel_products(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { run_products(fn, args, n); }
+
+// The batch in parts, each product on its part's thread; returns their count.
+int run_batch(const float* a, const float* b, float* c, const int64_t* layout) {
+  const void* args[] = {a, b, c, layout};
+  return run_products(batch_part, const_cast<void* const*>(args), layout[kBatchCount]);
 }
 
 // rt->sgemm_batch.
 void sgemm_batch(const float* a, const float* b, float* c, const int64_t* layout) { run_batch(a, b, c, layout); }
+
+// rt->scratch: the thread's tile, 64-byte aligned, grown to a power of two of floats.
+float* scratch(int64_t floats) {
+  struct Tile {
+    float* data = nullptr;
+    int64_t size = 0;
+    ~Tile() { ::operator delete(data, std::align_val_t{64}); }
+  };
+  thread_local Tile tile;
+  if (tile.size < floats) {
+    ::operator delete(tile.data, std::align_val_t{64});
+    tile.size = std::bit_ceil(static_cast<uint64_t>(floats));
+    tile.data = static_cast<float*>(::operator new(static_cast<size_t>(tile.size) * sizeof(float), std::align_val_t{64}));
+  }
+  return tile.data;
+}
 
 thread_local RunProfile* profiling = nullptr;  // the running call's profile (Program::run); null on loop threads
 
@@ -167,17 +205,24 @@ void sgemm_timed(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_c
 // The running call's loop sites (Program::loop_sites_) while it is profiled.
 thread_local const LoopSites* profiled_loops = nullptr;
 
-// rt->parallel timed as a whole on the calling thread, by its site (every call of the generated
-// code has one: render exports the task of each).
-void parallel_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
+// A loop site's call by `run`, timed as a whole on the calling thread, by its site (every call of
+// the generated code has one: render exports the task of each).
+double time_site(void (*run)(void (*)(void* const*, int64_t, int64_t), void* const*, int64_t), void (*fn)(void* const*, int64_t, int64_t),
+                 void* const* args, int64_t n) {
   const auto t0 = Clock::now();
-  run_parallel(fn, args, n);
+  run(fn, args, n);
   const double s = seconds_since(t0);
   const LoopSiteInfo& site = profiled_loops->at({reinterpret_cast<const void*>(fn), n});
   LoopTime& t = profiling->by_loop[site.name];
   ++t.calls;
   t.s += s;
   t.bytes += site.bytes;
+  return s;
+}
+void parallel_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { time_site(run_parallel, fn, args, n); }
+void parallel_products_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
+  profiling->attention_s += time_site(parallel_products, fn, args, n);
+  ++profiling->attention_steps;
 }
 
 // A loop site as the profile names it: "s20 f32[32x128x1024] add·mul·tanh" (its function,
@@ -188,9 +233,14 @@ LoopSiteInfo describe_loop(const Unit& unit, size_t unit_index, const LoopSite& 
   constexpr size_t kOps = 6;
   const ir::Graph& g = *unit.graph;
   const fusion::Step& st = unit.schedule.steps[static_cast<size_t>(site.step)];
+  const bool attention = st.kind == fusion::StepKind::Attention || st.kind == fusion::StepKind::AttentionGrad;
   std::vector<std::string_view> ops;
   std::vector<int32_t> read;
-  for (int32_t i : st.nodes) {
+  if (attention) {
+    ops.push_back(st.kind == fusion::StepKind::Attention ? "attention" : "attention gradient");
+    read = fusion::attention_reads(st.attention, st.kind == fusion::StepKind::AttentionGrad);
+  }
+  for (int32_t i : attention ? std::vector<int32_t>{} : st.nodes) {
     const ir::Node& n = g.nodes[static_cast<size_t>(i)];
     const std::string_view op = n.op == ir::Op::Unary    ? ir::unary_name(n.attrs.unary)
                                 : n.op == ir::Op::Binary ? ir::binary_name(n.attrs.binary)
@@ -245,7 +295,7 @@ void RunProfile::add_product(const ProductShape& shape, double seconds) {
 Program::Program(Prepared p, Loaded lib)
     : p_(std::move(p)), g_(*p_.graph), lib_(lib), arena_(allocate_arena(p_.arena_bytes), free_arena), spare_(g_.results.size(), 3) {
   keep_freed_memory();
-  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr, sgemm_batch, sgemm_bias};
+  rt_ = Runtime{sgemm, host_step, this, run_parallel, nullptr, sgemm_batch, sgemm_bias, parallel_products, gemm_rows, scratch};
   table_.assign(static_cast<size_t>(p_.slots), nullptr);
   for (const Unit& u : p_.units) {
     void** t = table_.data() + u.table_base;
@@ -351,6 +401,7 @@ std::vector<Tensor> Program::run(std::span<const Tensor> args, RunProfile* profi
     timed.sgemm_batch = sgemm_batch_timed;
     timed.sgemm_bias = sgemm_bias_timed;
     timed.parallel = parallel_timed;
+    timed.parallel_products = parallel_products_timed;
     profiled_loops = &loop_sites();
     const auto t0 = Clock::now();
     lib_.entry(&timed, buffers_.data());

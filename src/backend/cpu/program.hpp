@@ -53,12 +53,14 @@ struct LoopTime {
 };
 
 // Where a compiled call's time went (--jit-profile): its products (rt->sgemm and rt->sgemm_batch
-// calls, timed, also by shape; their FLOPs 2·m·n·k), host steps (timed), the loops run on the
-// loop threads (rt->parallel calls, timed by step) and the whole generated entry (so the fused
-// loops, copies and inline small products are entry − products − host steps).
+// calls, timed, also by shape; their FLOPs 2·m·n·k), host steps (timed), attention steps
+// (rt->parallel_products calls, timed: their products and softmax), the loops run on the loop
+// threads (rt->parallel calls and the attention steps, timed by step) and the whole generated
+// entry (so the fused loops, copies and inline small products are entry − products − attention
+// − host steps).
 struct RunProfile {
-  uint64_t calls = 0, products = 0, host_steps = 0;
-  double entry_s = 0, product_s = 0, product_flops = 0, host_s = 0;
+  uint64_t calls = 0, products = 0, host_steps = 0, attention_steps = 0;
+  double entry_s = 0, product_s = 0, product_flops = 0, host_s = 0, attention_s = 0;
   std::map<ProductShape, ProductTime> by_shape;
   std::map<std::string, LoopTime> by_loop;
   void add_product(const ProductShape& shape, double seconds);

@@ -14,7 +14,8 @@
 // value numbers and their outermost range (a model's repeated layers, an optimizer's update of
 // each parameter; loop_code::canonical) call one function; Dot steps call rt->sgemm per
 // batch (a batch of small products rt->sgemm_batch with its layout: kPartsMinBatch), Host steps
-// call rt->host with their unit and step index. A While step runs its regions'
+// call rt->host with their unit and step index, Attention and AttentionGrad steps a task per
+// batch index on rt->parallel_products (attention_code.hpp). A While step runs its regions'
 // entries (u<k>_entry, over the region's range of the table) in a C++ loop: the carried values
 // alternate between the node's result buffers and a second set (the unit's loop-buffer slots),
 // reading the operands themselves in the first iteration; loop invariants are passed through
@@ -33,7 +34,7 @@
 
 namespace sheaf::cpu {
 
-inline constexpr int kAbiVersion = 7;
+inline constexpr int kAbiVersion = 8;
 
 // Host functions handed to the generated code (same layout as `sheaf_rt` in the prelude).
 struct Runtime {
@@ -52,6 +53,15 @@ struct Runtime {
   // product accumulates onto them (fusion.hpp: DotLayout::bias).
   void (*sgemm_bias)(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n,
                      int64_t b_rs, int64_t b_cs, float* c, const float* bias);
+  // fn(args, lo, hi) over parts of [0, n) on the loop threads, as `parallel`, with the products
+  // it asks for by `gemm` on its own thread (tensor/blas.hpp: SerialBlas): an attention step.
+  void (*parallel_products)(void (*fn)(void* const* args, int64_t lo, int64_t hi), void* const* args, int64_t n);
+  // As sgemm, c's rows c_rs apart.
+  void (*gemm)(const float* a, int64_t m, int64_t k, int64_t a_rs, int64_t a_cs, const float* b, int64_t n, int64_t b_rs,
+               int64_t b_cs, float* c, int64_t c_rs);
+  // At least `floats` floats of scratch of the calling thread's own, 64-byte aligned; the same
+  // memory at each call (grown when too small) until the thread ends.
+  float* (*scratch)(int64_t floats);
 };
 
 // rt->sgemm_batch's layout: {count, m, k, a_rs, a_cs, n, b_rs, b_cs, rank, sizes[rank],

@@ -22,6 +22,15 @@ using ir::Op;
 using passes::Rewriter;
 using passes::rewrite_with_regions;
 
+bool reduces_halves(const ir::Graph& g) {
+  for (const Node& n : g.nodes) {
+    if ((n.op == Op::DotGeneral && is_half(g.type(n.in[0]).dtype)) || (n.op == Op::Reduce && is_half(g.type(n.out).dtype))) return true;
+    for (const auto& r : n.attrs.regions)
+      if (reduces_halves(*r)) return true;
+  }
+  return false;
+}
+
 ir::Graph widen_halves(const ir::Graph& g) {
   std::map<const ir::Graph*, std::map<int32_t, int32_t>> wide;  // per graph: new half value → its f32 conversion
   return rewrite_with_regions(g, [&](Rewriter& r, const Node& n) {
