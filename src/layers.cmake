@@ -70,7 +70,11 @@ sheaf_layer(io OPTIMIZE Os DEPS base tensor value EXCLUDE "/tensorboard_plugin\\
 sheaf_layer(backend/ref DEPS base dist ir tensor)
 sheaf_layer(passes OPTIMIZE O2 DEPS backend/ref base ir tensor)
 sheaf_layer(backend OPTIMIZE O2 DEPS backend/ref base ir passes tensor)
-sheaf_layer(backend/cpu DEPS backend backend/ref base io ir passes tensor)
+sheaf_layer(backend/cpu OPTIMIZE Os DEPS backend backend/ref base io ir passes tensor)
+if(SHEAF_SIZE_TUNED)  # but what runs per compiled call (its dispatch, the loop threads) keeps -O3
+  set_source_files_properties(${CMAKE_SOURCE_DIR}/src/backend/cpu/program.cpp ${CMAKE_SOURCE_DIR}/src/backend/cpu/parallel.cpp
+                              PROPERTIES COMPILE_OPTIONS -O3)
+endif()
 sheaf_layer(backend/cuda OPTIMIZE Os DEPS backend backend/ref base dist io passes tensor EXCLUDE "/cudnn_plugin\\.cpp$")
 sheaf_layer(emit OPTIMIZE Os DEPS base dist ir tensor)
 sheaf_layer(plot OPTIMIZE Os DEPS base io EXCLUDE "${SHEAF_PLOT_EXCLUDE}")

@@ -285,16 +285,18 @@ AttentionCode attention_code(const ir::Graph& g, const fusion::Schedule& s, cons
   code.count = shape_numel(a.batch);
   code.args = fmt::format("{}", fmt::join(args, ", "));
   code.functions = prologue_functions(a, mask_type, name);
+  // sh_attn's fields from t to dv_cs
+  std::vector<int64_t> fields{a.t, a.s, a.d, a.dv, a.q_rs, a.q_cs, a.k_rs, a.k_cs, a.v_rs, a.v_cs, a.out.rs, a.out.cs};
+  for (const AttentionLayout::Out* o : {&a.grad_q, &a.grad_k, &a.grad_v}) {
+    if (o == &a.grad_q) fields.insert(fields.end(), {grad ? a.do_rs : 0, grad ? a.do_cs : 0});
+    fields.insert(fields.end(), {grad ? o->rs : 0, grad ? o->cs : 0});
+  }
   code.functions += fmt::format(
       "__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{\n"
-      "  static const sh_attn L = {{{1}, {{{2}}}, {{{3}}},\n"
-      "    {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23},\n"
-      "    {24}, {25}, {0}_scores, {0}_grads}};\n"
-      "  {26}(&L, a, lo, hi);\n"
+      "  static const sh_attn L = {{{1}, {{{2}}}, {{{3}}},\n    {4},\n    {5}, {6}, {0}_scores, {0}_grads}};\n"
+      "  {7}(&L, a, lo, hi);\n"
       "}}\n",
-      name, rank, fmt::join(sizes, ", "), stride_rows, a.t, a.s, a.d, a.dv, a.q_rs, a.q_cs, a.k_rs, a.k_cs, a.v_rs, a.v_cs, a.out.rs,
-      a.out.cs, grad ? a.do_rs : 0, grad ? a.do_cs : 0, grad ? a.grad_q.rs : 0, grad ? a.grad_q.cs : 0, grad ? a.grad_k.rs : 0,
-      grad ? a.grad_k.cs : 0, grad ? a.grad_v.rs : 0, grad ? a.grad_v.cs : 0, a.causal ? kCausalBlock : 0,
+      name, rank, fmt::join(sizes, ", "), stride_rows, fmt::join(fields, ", "), a.causal ? kCausalBlock : 0,
       a.causal ? masked_score(a) : "0.0f", grad ? "sh_attention_grad" : "sh_attention");
   return code;
 }
