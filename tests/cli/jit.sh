@@ -76,6 +76,20 @@ status_is 0 '--jit-profile with loops'
 stderr_has 'loops on the loop threads: ' '--jit-profile times the loops on the loop threads'
 grep -qE '^    s[0-9]+ f32\[1024x1024\] mul·tanh +3 calls +[0-9.]+ms +[0-9.]+ GB/s over 8\.4 MB$' "$TMP/err" ||
   fail 'a loop: its function, space, ops, calls, GB/s and the bytes of one pass (8.4 MB)'
+# attention and its gradient are steps of their own (backend/cpu/attention_code.hpp), timed apart
+# from the products and named in the loop table
+cat >"$TMP/attention.shf" <<'SHF'
+(def p {:q (random-normal 1 [4 64 16]) :k (random-normal 2 [4 64 16]) :v (random-normal 3 [4 64 16])})
+(def w (random-normal 4 [4 64 16]))
+(def mask (== (tril (ones [64 64])) 1.0))
+(defn loss [p]
+  (sum (* (@ (softmax (where mask (* (@ (get p :q) (transpose (get p :k) [0 2 1])) 0.25) -1e9) :axis -1) (get p :v)) w)))
+(repeat [i 2] [g nil] ((value-and-grad loss) p))
+SHF
+SHEAF_NUM_THREADS=2 run attention.shf --jit-profile
+status_is 0 '--jit-profile with attention'
+grep -qE ' \+ attention [0-9.]+ms \([0-9]+%; 4\) \+ loops and copies ' "$TMP/err" || fail 'the attention steps'"'"' time and count'
+grep -qE '^    s[0-9]+ f32\[4x64x64\] attention gradient +2 calls ' "$TMP/err" || fail 'an attention gradient step in the loop table'
 # the generated code uses the host's vector ISA, spelled out (toolchain.hpp: isa_flags)
 if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
   stderr_has '-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512cd -mprefer-vector-width=512' 'AVX-512 hosts: 512-bit vectors'
