@@ -137,14 +137,16 @@ def measure(name, args, pythons, table, paired=None):
 
 
 def step_gflop(sheaf):
-    """GFLOP of the GPT step's products, from --jit-profile (products of its 7 train-step calls)."""
+    """GFLOP of the GPT step's products, from --jit-profile (products and attention steps of its 7 train-step calls)."""
     found = {}
     with tempfile.TemporaryDirectory() as work:
         shutil.copy(os.path.join(HERE, BENCHES["gpt"][0]), work)
         out = subprocess.run([sheaf, BENCHES["gpt"][0], "--jit-profile"], cwd=work, capture_output=True, text=True, timeout=TIMEOUT)
     for line in out.stderr.splitlines():
-        if "sgemm," in line and "GFLOP" in line:  # "... products Xms (N%; K sgemm, G GFLOP, R GFLOP/s) ..."
+        if "sgemm," in line and "GFLOP" in line:  # "... products Xms (N%; K sgemm, G GFLOP, R GFLOP/s) + attention Yms (M%; S steps, A GFLOP) ..."
             found["gflop"] = float(line.split("sgemm,")[1].split("GFLOP")[0])
+            if " steps, " in line:
+                found["gflop"] += float(line.split(" steps, ")[1].split("GFLOP")[0])
     return found["gflop"] / 7 if "gflop" in found else None
 
 

@@ -88,7 +88,7 @@ cat >"$TMP/attention.shf" <<'SHF'
 SHF
 SHEAF_NUM_THREADS=2 run attention.shf --jit-profile
 status_is 0 '--jit-profile with attention'
-grep -qE ' \+ attention [0-9.]+ms \([0-9]+%; 4\) \+ loops and copies ' "$TMP/err" || fail 'the attention steps'"'"' time and count'
+grep -qE ' \+ attention [0-9.]+ms \([0-9]+%; 4 steps, 0\.01 GFLOP\) \+ loops and copies ' "$TMP/err" || fail 'the attention steps'"'"' time, count and GFLOP'
 grep -qE '^    s[0-9]+ f32\[4x64x64\] attention gradient +2 calls ' "$TMP/err" || fail 'an attention gradient step in the loop table'
 # the generated code uses the host's vector ISA, spelled out (toolchain.hpp: isa_flags)
 if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then

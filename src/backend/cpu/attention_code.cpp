@@ -3,8 +3,6 @@
 // (the scores' ops, with the mask's condition), the prologue's VJP and its layout as constants.
 #include "backend/cpu/attention_code.hpp"
 
-#include <array>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,7 +14,9 @@ namespace sheaf::cpu {
 using fusion::AttentionLayout;
 using fusion::ScoreOp;
 
-// sh_attn: a step's layout. a[] of a step's task: rt, q, k, v, mask (or 0), out, row max, row sum
+static_assert(fusion::kCpuAttentionMaxBatchDims == 6, "sh_attn's arrays");
+
+// sh_attn: a step's layout (its arrays: fusion::kCpuAttentionMaxBatchDims). a[] of a step's task: rt, q, k, v, mask (or 0), out, row max, row sum
 // (0 without a gradient), then for the gradient dO, dQ, dK, dV — each at its view's offset; the
 // batch strides of operand j (SH_Q..) are strides[j].
 const char* const kAttentionDeclarations = R"(enum { SH_Q, SH_K, SH_V, SH_MASK, SH_OUT, SH_DO, SH_DQ, SH_DK, SH_DV, SH_OPERANDS };

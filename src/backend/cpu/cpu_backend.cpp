@@ -188,7 +188,9 @@ void CpuBackend::report(std::ostream& os, double dispatch_s) const {
     const double loops = std::max(0.0, r.entry_s - r.product_s - r.attention_s - r.host_s);
     auto share = [&](double x) { return r.entry_s > 0 ? 100.0 * x / r.entry_s : 0.0; };
     const std::string attention =
-        r.attention_steps ? fmt::format(" + attention {:.1f}ms ({:.0f}%; {})", r.attention_s * 1e3, share(r.attention_s), r.attention_steps) : "";
+        r.attention_steps ? fmt::format(" + attention {:.1f}ms ({:.0f}%; {} steps, {:.2f} GFLOP)", r.attention_s * 1e3, share(r.attention_s),
+                                        r.attention_steps, r.attention_flops / 1e9)
+                          : "";
     os << fmt::format("  cpu time in {} compiled calls: {:.1f}ms = products {:.1f}ms ({:.0f}%; {} sgemm, {:.2f} GFLOP, {:.1f} GFLOP/s){}"
                       " + loops and copies {:.1f}ms ({:.0f}%) + host steps {:.1f}ms ({:.0f}%; {}); dispatch around them {:.1f}ms\n",
                       r.calls, r.entry_s * 1e3, r.product_s * 1e3, share(r.product_s), r.products, r.product_flops / 1e9,

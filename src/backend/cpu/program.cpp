@@ -207,8 +207,8 @@ thread_local const LoopSites* profiled_loops = nullptr;
 
 // A loop site's call by `run`, timed as a whole on the calling thread, by its site (every call of
 // the generated code has one: render exports the task of each).
-double time_site(void (*run)(void (*)(void* const*, int64_t, int64_t), void* const*, int64_t), void (*fn)(void* const*, int64_t, int64_t),
-                 void* const* args, int64_t n) {
+const LoopSiteInfo& time_site(void (*run)(void (*)(void* const*, int64_t, int64_t), void* const*, int64_t),
+                              void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
   const auto t0 = Clock::now();
   run(fn, args, n);
   const double s = seconds_since(t0);
@@ -217,11 +217,13 @@ double time_site(void (*run)(void (*)(void* const*, int64_t, int64_t), void* con
   ++t.calls;
   t.s += s;
   t.bytes += site.bytes;
-  return s;
+  return site;
 }
 void parallel_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { time_site(run_parallel, fn, args, n); }
 void parallel_products_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
-  profiling->attention_s += time_site(parallel_products, fn, args, n);
+  const auto t0 = Clock::now();
+  profiling->attention_flops += time_site(parallel_products, fn, args, n).flops;
+  profiling->attention_s += seconds_since(t0);
   ++profiling->attention_steps;
 }
 
@@ -262,7 +264,13 @@ LoopSiteInfo describe_loop(const Unit& unit, size_t unit_index, const LoopSite& 
   if (ops.size() > kOps) what += "…";
   const std::string function = unit_index == 0 ? fmt::format("s{}", site.step) : fmt::format("u{}_s{}", unit_index, site.step);
   const DType dt = st.outputs.empty() ? DType::F32 : g.type(st.outputs[0]).dtype;
-  return {fmt::format("{} {} {}", function, ir::type_str(ir::Type{dt, st.space}), what), bytes};
+  double flops = 0;
+  if (attention) {  // the forward's Q·Kᵀ and P·V; the gradient's dO·Vᵀ, Pᵀ·dO, dS·K and dSᵀ·Q
+    const fusion::AttentionLayout& a = st.attention;
+    const double pairs = static_cast<double>(shape_numel(a.batch) * a.t * a.s);
+    flops = 2 * pairs * static_cast<double>(a.d + a.dv) * (st.kind == fusion::StepKind::Attention ? 1 : 2);
+  }
+  return {fmt::format("{} {} {}", function, ir::type_str(ir::Type{dt, st.space}), what), bytes, flops};
 }
 
 // The batch timed as a whole on the calling thread.

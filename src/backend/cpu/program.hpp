@@ -60,7 +60,7 @@ struct LoopTime {
 // − host steps).
 struct RunProfile {
   uint64_t calls = 0, products = 0, host_steps = 0, attention_steps = 0;
-  double entry_s = 0, product_s = 0, product_flops = 0, host_s = 0, attention_s = 0;
+  double entry_s = 0, product_s = 0, product_flops = 0, host_s = 0, attention_s = 0, attention_flops = 0;
   std::map<ProductShape, ProductTime> by_shape;
   std::map<std::string, LoopTime> by_loop;
   void add_product(const ProductShape& shape, double seconds);
@@ -71,6 +71,7 @@ struct RunProfile {
 struct LoopSiteInfo {
   std::string name;
   double bytes = 0;
+  double flops = 0;  // an attention step: its products' multiply-adds ×2 as the graph writes them (none skipped)
 };
 using LoopSites = std::map<std::pair<const void*, int64_t>, LoopSiteInfo>;
 
