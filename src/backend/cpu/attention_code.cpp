@@ -184,9 +184,9 @@ std::string kept(const AttentionLayout& a, const ScoreOp& op, DType mask_type) {
   return fmt::format("(({} != 0) == {})", at, op.keep_if ? 1 : 0);
 }
 
-// The prologue over one row, and its VJP (the ops last first; the first op, the product's
-// rounding, has none), as the bodies of `name`_scores and `name`_grads.
-std::string prologue_functions(const AttentionLayout& a, DType mask_type, const std::string& name) {
+// The prologue over one row's score v, and its VJP (the ops last first; the first op, the
+// product's rounding, has none): the statements of a prologue function's loop.
+std::pair<std::string, std::string> prologue_bodies(const AttentionLayout& a, DType mask_type) {
   std::string fwd, bwd;
   for (const ScoreOp& op : a.prologue) {
     switch (op.kind) {
@@ -216,19 +216,7 @@ std::string prologue_functions(const AttentionLayout& a, DType mask_type, const 
         break;
     }
   }
-  auto function = [&](const char* what, const std::string& body) {
-    return fmt::format(
-        "static void {}_{}(float* __restrict__ x, i64 t, i64 n, const void* mask, i64 mo) {{\n"
-        "  (void)t, (void)mask, (void)mo;\n"
-        "#pragma omp simd\n"
-        "  for (i64 s = 0; s < n; ++s) {{\n"
-        "    float v = x[s];\n{}"
-        "    x[s] = v;\n"
-        "  }}\n"
-        "}}\n",
-        name, what, body);
-  };
-  return function("scores", fwd) + function("grads", bwd);
+  return {fwd, bwd};
 }
 
 // A masked score after the prologue: the fill through the ops after the mask.
@@ -245,8 +233,25 @@ std::string masked_score(const AttentionLayout& a) {
 
 }  // namespace
 
+std::string prologue_prototype(const std::string& name) {
+  return fmt::format("__attribute__((visibility(\"hidden\"))) void {}(float* __restrict__ x, i64 t, i64 n, const void* mask, i64 mo)", name);
+}
+
+std::string prologue_function(const std::string& name, const std::string& body) {
+  return fmt::format(
+      "{} {{\n"
+      "  (void)t, (void)mask, (void)mo;\n"
+      "#pragma omp simd\n"
+      "  for (i64 s = 0; s < n; ++s) {{\n"
+      "    float v = x[s];\n{}"
+      "    x[s] = v;\n"
+      "  }}\n"
+      "}}\n",
+      prologue_prototype(name), body);
+}
+
 AttentionCode attention_code(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, size_t index,
-                             const fusion::Step& st, const std::string& name) {
+                             const fusion::Step& st, const std::string& name, const PrologueNamer& prologue) {
   const AttentionLayout& a = st.attention;
   const bool grad = st.kind == fusion::StepKind::AttentionGrad;
   for (const AttentionLayout::Bias& b : {a.bias_q, a.bias_k, a.bias_v})
@@ -284,20 +289,20 @@ AttentionCode attention_code(const ir::Graph& g, const fusion::Schedule& s, cons
   AttentionCode code;
   code.count = shape_numel(a.batch);
   code.args = fmt::format("{}", fmt::join(args, ", "));
-  code.functions = prologue_functions(a, mask_type, name);
+  const auto [scores, grads] = prologue_bodies(a, mask_type);
   // sh_attn's fields from t to dv_cs
   std::vector<int64_t> fields{a.t, a.s, a.d, a.dv, a.q_rs, a.q_cs, a.k_rs, a.k_cs, a.v_rs, a.v_cs, a.out.rs, a.out.cs};
   for (const AttentionLayout::Out* o : {&a.grad_q, &a.grad_k, &a.grad_v}) {
     if (o == &a.grad_q) fields.insert(fields.end(), {grad ? a.do_rs : 0, grad ? a.do_cs : 0});
     fields.insert(fields.end(), {grad ? o->rs : 0, grad ? o->cs : 0});
   }
-  code.functions += fmt::format(
+  code.task = fmt::format(
       "__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{\n"
-      "  static const sh_attn L = {{{1}, {{{2}}}, {{{3}}},\n    {4},\n    {5}, {6}, {0}_scores, {0}_grads}};\n"
-      "  {7}(&L, a, lo, hi);\n"
+      "  static const sh_attn L = {{{1}, {{{2}}}, {{{3}}},\n    {4},\n    {5}, {6}, {7}, {8}}};\n"
+      "  {9}(&L, a, lo, hi);\n"
       "}}\n",
       name, rank, fmt::join(sizes, ", "), stride_rows, fmt::join(fields, ", "), a.causal ? kCausalBlock : 0,
-      a.causal ? masked_score(a) : "0.0f", grad ? "sh_attention_grad" : "sh_attention");
+      a.causal ? masked_score(a) : "0.0f", prologue(scores, "scores"), prologue(grads, "grads"), grad ? "sh_attention_grad" : "sh_attention");
   return code;
 }
 

@@ -16,6 +16,7 @@
 // so that the products skip only terms 0·x — which the graph computes as 0 where x is finite — and
 // the gradients' masked scores are 0 by the select's VJP.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "backend/fusion.hpp"
@@ -33,15 +34,23 @@ inline constexpr int64_t kCausalBlock = 32;
 extern const char* const kAttentionDeclarations;
 extern const char* const kAttentionKernels;
 
-// Step `index` (`st`, of graph g and schedule s, slots of m) as C++: `functions` gets its prologue
-// functions and layout, named with `name` (the step's function name: its task is `name`); returns
-// the arguments of its task, the pointer table a[] of rt->parallel_products, and sets `count`, its
-// range (the batch indices).
+// A prologue function (sh_attn::scores or grads) named `name` whose loop over a row's n scores
+// runs `body` on each (v: the score, s: its key, t: its row), and its prototype.
+std::string prologue_function(const std::string& name, const std::string& body);
+std::string prologue_prototype(const std::string& name);
+
+// The name of the prologue function with loop statements `body` (`what`: "scores" or "grads"),
+// which the caller defines once for all the steps that share it (a model's layers and heads).
+using PrologueNamer = std::function<std::string(const std::string& body, const char* what)>;
+
+// Step `index` (`st`, of graph g and schedule s, slots of m) as C++: its task `name` (the step's
+// layout as constants, calling its kernel), the task's arguments (the pointer table a[] of
+// rt->parallel_products) and range (the batch indices).
 struct AttentionCode {
-  std::string functions, args;
+  std::string task, args;
   int64_t count = 0;
 };
 AttentionCode attention_code(const ir::Graph& g, const fusion::Schedule& s, const fusion::MemoryPlan& m, size_t index,
-                             const fusion::Step& st, const std::string& name);
+                             const fusion::Step& st, const std::string& name, const PrologueNamer& prologue);
 
 }  // namespace sheaf::cpu

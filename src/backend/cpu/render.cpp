@@ -421,12 +421,21 @@ class Renderer {
   // every size; a library call would cost more than the arithmetic); larger ones call rt->sgemm.
   static constexpr int64_t kInlineDotMacs = 32 * 32 * 32;
 
-  // An attention step: its task s<i> over the batch indices on rt->parallel_products.
+  // An attention step: its task s<i> over the batch indices on rt->parallel_products; its
+  // prologue functions are those of an earlier step with the same ones (Shared).
   std::string attention_call(size_t index, const Step& st, UnitCode& out) {
     const std::string name = fmt::format("{}s{}", prefix_, index);
-    AttentionCode code = attention_code(g_, s_, m_, index, st, name);
+    auto prologue = [&](const std::string& body, const char* what) {
+      auto [it, fresh] = shared_.try_emplace(fmt::format("attention {}\n{}", what, body), fmt::format("{}_{}", name, what));
+      if (fresh) {
+        out.prototypes += prologue_prototype(it->second) + ";\n";
+        out.functions.push_back(prologue_function(it->second, body));
+      }
+      return it->second;
+    };
+    AttentionCode code = attention_code(g_, s_, m_, index, st, name, prologue);
     out.prototypes += fmt::format("__attribute__((visibility(\"hidden\"))) void {}(void* const* a, i64 lo, i64 hi);\n", name);
-    out.functions.push_back(std::move(code.functions));
+    out.functions.push_back(std::move(code.task));
     out.sites.push_back({name, {static_cast<int32_t>(index_), static_cast<int32_t>(index), code.count}});
     out.attention = true;
     return fmt::format("  {{ void* const a[] = {{{}}}; rt->parallel_products({}, a, {}); }}\n", code.args, name, code.count);
