@@ -251,7 +251,7 @@ class Matcher {
     const Shape& ps = shape(f.pb);
     const size_t nb = ps.size() - 2, rank = ps.size();
     const DType h = g_.type(f.pb).dtype;
-    AttentionGrad a{.row_max = f.row_max, .row_sum = f.row_sum};
+    AttentionGrad a{.row_max = f.row_max, .row_sum = f.row_sum, .probs = f.p};
     // dV = convert(p)ᵀ·dO: the reader of convert(p) beside the value product (f32: the product
     // reading p beside it; softmax's VJP reads p too)
     const ir::Node* dv = nullptr;

@@ -71,6 +71,7 @@ struct AttentionGrad {
   std::vector<int64_t> d_out_batch;       // dO's dims: its batch dims (in b's order), rows T, head DV
   int64_t d_out_rows = -1, d_out_head = -1;
   int32_t row_max = -1, row_sum = -1;     // forward nodes: softmax's reduce_max and reduce_sum [b.., T]
+  int32_t probs = -1;                     // value id of the forward's p, softmax's result [b.., T, S] (f32)
   GradProduct dq, dk, dv;
   // The gradients' concatenation (a training step's d(qkv), the gradient of slicing q, k and v out
   // of one tensor): dQ, dK and dV each reach, through transposes and reshapes read only on that

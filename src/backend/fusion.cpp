@@ -993,12 +993,14 @@ class Fuser {
     if (m.grad) {
       a.row_max = g_.nodes[static_cast<size_t>(m.grad->row_max)].out;
       a.row_sum = g_.nodes[static_cast<size_t>(m.grad->row_sum)].out;
+      if (!o_.gpu && shape_numel(shape(m.grad->probs)) * 4 <= kCpuAttentionStoredProbs) a.probs = m.grad->probs;
     }
     const int32_t st = push(Step{.kind = StepKind::Attention, .nodes = m.nodes, .space = shape(d1.out), .attention = std::move(a)});
     for (int32_t n : m.nodes) s_.step_of[g_.nodes[static_cast<size_t>(n)].out] = st;
     AttentionLayout& placed = step(st).attention;
     placed.out = attention_output(d2.out, st, nb, nb, nb + 1);
     if (m.grad) give_buffer(placed.row_max, st), give_buffer(placed.row_sum, st);
+    if (placed.probs >= 0) give_buffer(placed.probs, st);
   }
 
   // Output v (dims: batch.. in the chain's order, then the rows at `rows`, the head columns at
@@ -1198,6 +1200,7 @@ std::vector<int32_t> attention_reads(const AttentionLayout& a, bool grad) {
     if (b.value >= 0) r.push_back(b.value);
   if (a.mask >= 0) r.push_back(a.mask);
   if (grad) r.insert(r.end(), {a.d_out, a.out.value, a.row_max, a.row_sum});
+  if (grad && a.probs >= 0) r.push_back(a.probs);
   return r;
 }
 

@@ -163,6 +163,12 @@ struct AttentionLayout {
   bool causal = false;
   Out out;
   int32_t row_max = -1, row_sum = -1, d_out = -1;
+  // CPU: softmax's probabilities [b.., t, s] (f32, contiguous; value id, -1: none), which the
+  // Attention step writes as its products read them (where a causal step's block skips keys, it
+  // writes their probability, 0 but for a block that takes every key) and its AttentionGrad step
+  // reads instead of computing them again: when they take at most
+  // kCpuAttentionStoredProbs bytes (a chain's: a model's layers keep theirs until their gradient).
+  int32_t probs = -1;
   std::vector<int64_t> batch_do;
   int64_t do_rs = 0;
   Out grad_q, grad_k, grad_v;
@@ -256,6 +262,7 @@ inline constexpr int64_t kAttentionMaxHead = 96, kAttentionGradMaxHead = 64;
 // strides in arrays of this many.
 inline constexpr int64_t kCpuAttentionMaxScores = int64_t{1} << 22;
 inline constexpr size_t kCpuAttentionMaxBatchDims = 6;
+inline constexpr int64_t kCpuAttentionStoredProbs = int64_t{1} << 24;
 
 // The steps of `g` (verified, optimised). Every graph result has a contiguous buffer of its own
 // or is a parameter/constant.

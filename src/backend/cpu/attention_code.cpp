@@ -17,8 +17,8 @@ using fusion::ScoreOp;
 static_assert(fusion::kCpuAttentionMaxBatchDims == 6, "sh_attn's arrays");
 
 // sh_attn: a step's layout (its arrays: fusion::kCpuAttentionMaxBatchDims). a[] of a step's task: rt, q, k, v, mask (or 0), out, row max, row sum
-// (0 without a gradient), then for the gradient dO, dQ, dK, dV — each at its view's offset; the
-// batch strides of operand j (SH_Q..) are strides[j].
+// (0 without a gradient), the probabilities (0 when not stored), then for the gradient dO, dQ,
+// dK, dV — each at its view's offset; the batch strides of operand j (SH_Q..) are strides[j].
 const char* const kAttentionDeclarations = R"(enum { SH_Q, SH_K, SH_V, SH_MASK, SH_OUT, SH_DO, SH_DQ, SH_DK, SH_DV, SH_OPERANDS };
 struct sh_attn {
   i64 rank, sizes[6], strides[SH_OPERANDS][6];
@@ -98,6 +98,13 @@ static i64 sh_attn_probs(const sh_attn* L, float* P, i64 r0, i64 r1, i64 w, cons
   }
   return keys;
 }
+// The keys the products of rows [r0, r1) need (as sh_attn_probs returned for them), from their
+// max and sum.
+static i64 sh_attn_keys(const sh_attn* L, i64 r0, i64 r1, i64 w, const float* mx, const float* l) {
+  for (i64 r = r0; r < r1 && w < L->s; ++r)
+    if (sh_exp(L->masked - mx[r]) / l[r] != 0) return L->s;
+  return w;
+}
 // kt (n×s, contiguous) = the transpose of x (s×n, element (r, c) at r·rs + c·cs), in 16×16 blocks
 // (3.2 µs for 128×64 rows apart where a row at a time took 6): the BLAS's small-matrix kernels
 // are fast with an untransposed right operand only.
@@ -112,14 +119,15 @@ static void sh_transpose(const float* __restrict__ x, i64 s, i64 n, i64 rs, i64 
 void sh_attention(const sh_attn* L, void* const* a, i64 lo, i64 hi) {
   const sheaf_rt* rt = (const sheaf_rt*)a[0];
   const i64 T = L->t, S = L->s, blk = L->block ? L->block : T;
-  float* P = rt->scratch(T * S + T * L->dv + L->d * S);
-  float *tile = P + T * S, *KT = tile + T * L->dv;
+  float* tile = rt->scratch(T * S + T * L->dv + L->d * S);
+  float *KT = tile + T * L->dv, *P = KT + L->d * S;
   for (i64 b = lo; b < hi; ++b) {
     i64 o[SH_OPERANDS];
     sh_attn_at(L, b, o);
     const float *Q = (const float*)a[1] + o[SH_Q], *K = (const float*)a[2] + o[SH_K], *V = (const float*)a[3] + o[SH_V];
     float* O = (float*)a[5] + o[SH_OUT];
     float *mx = a[6] ? (float*)a[6] + b * T : 0, *l = a[7] ? (float*)a[7] + b * T : 0;
+    if (a[8]) P = (float*)a[8] + b * T * S;  // stored for the gradient
     sh_transpose(K, S, L->d, L->k_rs, L->k_cs, KT);
     for (i64 r0 = 0; r0 < T; r0 += blk) {
       const i64 r1 = sh_lesser(T, r0 + blk), w = L->block ? sh_lesser(S, r1) : S;
@@ -139,19 +147,26 @@ void sh_attention_grad(const sh_attn* L, void* const* a, i64 lo, i64 hi) {
     sh_attn_at(L, b, o);
     const float *Q = (const float*)a[1] + o[SH_Q], *K = (const float*)a[2] + o[SH_K], *V = (const float*)a[3] + o[SH_V];
     float *mx = (float*)a[6] + b * T, *l = (float*)a[7] + b * T;
-    const float* dO = (const float*)a[8] + o[SH_DO];
-    float *dq = (float*)a[9] + o[SH_DQ], *dk = (float*)a[10] + o[SH_DK], *dv = (float*)a[11] + o[SH_DV];
+    const float* stored = a[8] ? (const float*)a[8] + b * T * S : 0;
+    const float* dO = (const float*)a[9] + o[SH_DO];
+    float *dq = (float*)a[10] + o[SH_DQ], *dk = (float*)a[11] + o[SH_DK], *dv = (float*)a[12] + o[SH_DV];
+    const float* Pr = stored ? stored : P;  // the probabilities: stored, or computed again in P
     int wide = 0;  // a block took every key
-    sh_transpose(K, S, D, L->k_rs, L->k_cs, KT);
+    if (!stored) sh_transpose(K, S, D, L->k_rs, L->k_cs, KT);
     sh_transpose(V, S, DV, L->v_rs, L->v_cs, VT);
     for (i64 r0 = 0; r0 < T; r0 += blk) {
       const i64 r1 = sh_lesser(T, r0 + blk), w = L->block ? sh_lesser(S, r1) : S;
-      rt->gemm(Q + r0 * L->q_rs, r1 - r0, D, L->q_rs, L->q_cs, KT, w, S, 1, P + r0 * S, S);
-      const i64 keys = sh_attn_probs(L, P, r0, r1, w, a[4], o[SH_MASK], mx, l, 1);
+      i64 keys;
+      if (stored) {
+        keys = sh_attn_keys(L, r0, r1, w, mx, l);
+      } else {
+        rt->gemm(Q + r0 * L->q_rs, r1 - r0, D, L->q_rs, L->q_cs, KT, w, S, 1, P + r0 * S, S);
+        keys = sh_attn_probs(L, P, r0, r1, w, a[4], o[SH_MASK], mx, l, 1);
+      }
       wide |= keys > w;
       rt->gemm(dO + r0 * L->do_rs, r1 - r0, DV, L->do_rs, L->do_cs, VT, keys, S, 1, G + r0 * S, S);  // dP
       for (i64 r = r0; r < r1; ++r) {
-        const float* __restrict__ p = P + r * S;
+        const float* __restrict__ p = Pr + r * S;
         float* __restrict__ g = G + r * S;
         float dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -166,7 +181,7 @@ void sh_attention_grad(const sh_attn* L, void* const* a, i64 lo, i64 hi) {
     // keys [c0, c1): the rows from c0 on (the others masked: their dS is 0, and so is P unless `wide`)
     for (i64 c0 = 0; c0 < S; c0 += cblk) {
       const i64 c1 = sh_lesser(S, c0 + cblk), rk = L->block ? sh_lesser(c0, T) : 0, rv = wide ? 0 : rk;
-      sh_mm(rt, P + rv * S + c0, c1 - c0, T - rv, 1, S, dO + rv * L->do_rs, DV, L->do_rs, L->do_cs, dv + c0 * L->dv_rs, L->dv_rs, L->dv_cs,
+      sh_mm(rt, Pr + rv * S + c0, c1 - c0, T - rv, 1, S, dO + rv * L->do_rs, DV, L->do_rs, L->do_cs, dv + c0 * L->dv_rs, L->dv_rs, L->dv_cs,
             tile);
       sh_mm(rt, G + rk * S + c0, c1 - c0, T - rk, 1, S, Q + rk * L->q_rs, D, L->q_rs, L->q_cs, dk + c0 * L->dk_rs, L->dk_rs, L->dk_cs, tile);
     }
@@ -269,7 +284,8 @@ AttentionCode attention_code(const ir::Graph& g, const fusion::Schedule& s, cons
   };
   auto own = [&](int32_t v) { return fmt::format("b[{}]", m.slot[v]); };
   std::vector<std::string> args{"(void*)rt", at(a.q), at(a.k), at(a.v), a.mask >= 0 && !a.causal ? at(a.mask) : "0", out_at(a.out),
-                                a.row_max >= 0 ? own(a.row_max) : "0", a.row_sum >= 0 ? own(a.row_sum) : "0"};
+                                a.row_max >= 0 ? own(a.row_max) : "0", a.row_sum >= 0 ? own(a.row_sum) : "0",
+                                a.probs >= 0 ? own(a.probs) : "0"};
   if (grad) args.insert(args.end(), {at(a.d_out), out_at(a.grad_q), out_at(a.grad_k), out_at(a.grad_v)});
 
   // the batch strides of each operand (sh_attn's SH_Q..SH_DV), 0 for one a step does not have

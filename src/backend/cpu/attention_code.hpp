@@ -5,9 +5,10 @@
 // the core's cache, instead of products over the whole batch with the scores and probabilities
 // written to memory between loops over them.
 //   Attention      S = Q·Kᵀ (the rows of one block), x = prologue(S), p = softmax(x) (row max m
-//                  and sum l kept for the gradient), O = P·V
-//   AttentionGrad  P again from Q, K, m and l; dP = dO·Vᵀ; dx = p·(dP − Σ p·dP) (softmax's VJP);
-//                  dS = the prologue's VJPs; dQ = dS·K; dK = dSᵀ·Q; dV = Pᵀ·dO
+//                  and sum l kept for the gradient, and P itself where fusion stores it:
+//                  AttentionLayout::probs), O = P·V
+//   AttentionGrad  P as stored, or again from Q, K, m and l; dP = dO·Vᵀ; dx = p·(dP − Σ p·dP)
+//                  (softmax's VJP); dS = the prologue's VJPs; dQ = dS·K; dK = dSᵀ·Q; dV = Pᵀ·dO
 // Each element is computed by the graph's ops in f32 (the prologue's products and quotients,
 // exp(x − m) / l), the sums in another order than the fused loops'. A causal mask (`causal`) is
 // computed, not read, and the rows go in blocks of kCausalBlock: a block's scores and products skip
