@@ -199,6 +199,11 @@ std::string kept(const AttentionLayout& a, const ScoreOp& op, DType mask_type) {
   return fmt::format("(({} != 0) == {})", at, op.keep_if ? 1 : 0);
 }
 
+// Mul or Div op `op` applied to x, rounded to its type (the VJPs of both are themselves).
+std::string scaled(const ScoreOp& op, const std::string& x) {
+  return loop_code::rounded(op.dtype, fmt::format("{} {} {}", x, op.kind == ScoreOp::Kind::Mul ? '*' : '/', loop_code::literal(DType::F32, op.c)));
+}
+
 // The prologue over one row's score v, and its VJP (the ops last first; the first op, the
 // product's rounding, has none): the statements of a prologue function's loop.
 std::pair<std::string, std::string> prologue_bodies(const AttentionLayout& a, DType mask_type) {
@@ -208,8 +213,8 @@ std::pair<std::string, std::string> prologue_bodies(const AttentionLayout& a, DT
       case ScoreOp::Kind::Round:
         if (is_half(op.dtype)) fwd += fmt::format("    v = {};\n", loop_code::rounded(op.dtype, "v"));
         break;
-      case ScoreOp::Kind::Mul: fwd += fmt::format("    v = {};\n", loop_code::rounded(op.dtype, "v * " + loop_code::literal(DType::F32, op.c))); break;
-      case ScoreOp::Kind::Div: fwd += fmt::format("    v = {};\n", loop_code::rounded(op.dtype, "v / " + loop_code::literal(DType::F32, op.c))); break;
+      case ScoreOp::Kind::Mul:
+      case ScoreOp::Kind::Div: fwd += fmt::format("    v = {};\n", scaled(op, "v")); break;
       case ScoreOp::Kind::Mask:
         if (op.additive && !a.causal)
           fwd += fmt::format("    v = v + ((const float*)mask)[mo + t * {} + s * {}];\n", a.mask_ts, a.mask_ss);
@@ -224,8 +229,8 @@ std::pair<std::string, std::string> prologue_bodies(const AttentionLayout& a, DT
       case ScoreOp::Kind::Round:
         if (is_half(a.prologue[i - 1].dtype)) bwd += fmt::format("    v = {};\n", loop_code::rounded(a.prologue[i - 1].dtype, "v"));
         break;
-      case ScoreOp::Kind::Mul: bwd += fmt::format("    v = {};\n", loop_code::rounded(op.dtype, "v * " + loop_code::literal(DType::F32, op.c))); break;
-      case ScoreOp::Kind::Div: bwd += fmt::format("    v = {};\n", loop_code::rounded(op.dtype, "v / " + loop_code::literal(DType::F32, op.c))); break;
+      case ScoreOp::Kind::Mul:
+      case ScoreOp::Kind::Div: bwd += fmt::format("    v = {};\n", scaled(op, "v")); break;
       case ScoreOp::Kind::Mask:
         if (!op.additive) bwd += fmt::format("    v = {} ? v : 0.0f;\n", kept(a, op, mask_type));
         break;
@@ -241,7 +246,7 @@ std::string masked_score(const AttentionLayout& a) {
     if (op.kind == ScoreOp::Kind::Mask) v = loop_code::literal(DType::F32, op.c);
     else if (v.empty()) continue;
     else if (op.kind == ScoreOp::Kind::Round) v = loop_code::rounded(op.dtype, v);
-    else v = loop_code::rounded(op.dtype, fmt::format("{} {} {}", v, op.kind == ScoreOp::Kind::Mul ? '*' : '/', loop_code::literal(DType::F32, op.c)));
+    else v = scaled(op, v);
   }
   return v.empty() ? "0.0f" : v;
 }
