@@ -3,6 +3,8 @@
 // (the scores' ops, with the mask's condition), the prologue's VJP and its layout as constants.
 #include "backend/cpu/attention_code.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -51,6 +53,8 @@ static void sh_mm(const sheaf_rt* rt, const float* a, i64 m, i64 k, i64 ars, i64
   for (i64 r = 0; r < m; ++r)
     for (i64 j = 0; j < n; ++j) c[r * rs + j * cs] = tile[r * n + j];
 }
+// The probability of a key the causal mask fills (L->masked) in a row of max m and sum l.
+static inline float sh_attn_masked_p(const sh_attn* L, float m, float l) { return sh_exp(L->masked - m) / l; }
 // Rows [r0, r1) of P (row stride s) hold their scores [0, w); they become probabilities over all
 // s keys, those past w masked (L->masked): p = exp(x − m) / l with the row's max m and sum l —
 // computed and, when mx is not 0, stored (`given` 0), or read from mx and l (`given` 1). The keys
@@ -91,7 +95,7 @@ static i64 sh_attn_probs(const sh_attn* L, float* P, i64 r0, i64 r1, i64 w, cons
       if (mx) mx[r] = m, l[r] = sum;
     }
     if (w < S) {
-      const float p = sh_exp(L->masked - m) / sum;
+      const float p = sh_attn_masked_p(L, m, sum);
       for (i64 c = w; c < S; ++c) x[c] = p;
       if (p != 0) keys = S;
     }
@@ -102,7 +106,7 @@ static i64 sh_attn_probs(const sh_attn* L, float* P, i64 r0, i64 r1, i64 w, cons
 // max and sum.
 static i64 sh_attn_keys(const sh_attn* L, i64 r0, i64 r1, i64 w, const float* mx, const float* l) {
   for (i64 r = r0; r < r1 && w < L->s; ++r)
-    if (sh_exp(L->masked - mx[r]) / l[r] != 0) return L->s;
+    if (sh_attn_masked_p(L, mx[r], l[r]) != 0) return L->s;
   return w;
 }
 // kt (n×s, contiguous) = the transpose of x (s×n, element (r, c) at r·rs + c·cs), in 16×16 blocks
@@ -311,12 +315,11 @@ AttentionCode attention_code(const ir::Graph& g, const fusion::Schedule& s, cons
   code.count = shape_numel(a.batch);
   code.args = fmt::format("{}", fmt::join(args, ", "));
   const auto [scores, grads] = prologue_bodies(a, mask_type);
-  // sh_attn's fields from t to dv_cs
+  // sh_attn's fields from t to dv_cs (the gradient's 0 in a forward step)
   std::vector<int64_t> fields{a.t, a.s, a.d, a.dv, a.q_rs, a.q_cs, a.k_rs, a.k_cs, a.v_rs, a.v_cs, a.out.rs, a.out.cs};
-  for (const AttentionLayout::Out* o : {&a.grad_q, &a.grad_k, &a.grad_v}) {
-    if (o == &a.grad_q) fields.insert(fields.end(), {grad ? a.do_rs : 0, grad ? a.do_cs : 0});
-    fields.insert(fields.end(), {grad ? o->rs : 0, grad ? o->cs : 0});
-  }
+  const std::vector<int64_t> gradient{a.do_rs, a.do_cs, a.grad_q.rs, a.grad_q.cs, a.grad_k.rs, a.grad_k.cs, a.grad_v.rs, a.grad_v.cs};
+  fields.insert(fields.end(), gradient.begin(), gradient.end());
+  if (!grad) std::fill(fields.end() - static_cast<std::ptrdiff_t>(gradient.size()), fields.end(), 0);
   code.task = fmt::format(
       "__attribute__((visibility(\"hidden\"))) void {0}(void* const* a, i64 lo, i64 hi) {{\n"
       "  static const sh_attn L = {{{1}, {{{2}}}, {{{3}}},\n    {4},\n    {5}, {6}, {7}, {8}}};\n"

@@ -129,7 +129,7 @@ std::unique_ptr<CompiledGraph> CpuBackend::without_compiler(const ir::Graph& g, 
 namespace {
 
 // The entries of `by` (a map to times with a field `s`), the slowest first, as many as take
-// `share` of their time and at least `at_least`, and how many there were.
+// `share` of their time and at least `at_least`.
 template <typename Map>
 std::vector<std::pair<typename Map::key_type, typename Map::mapped_type>> slowest(const Map& by, double share, size_t at_least) {
   std::vector<std::pair<typename Map::key_type, typename Map::mapped_type>> all(by.begin(), by.end());

@@ -207,8 +207,9 @@ thread_local const LoopSites* profiled_loops = nullptr;
 
 // A loop site's call by `run`, timed as a whole on the calling thread, by its site (every call of
 // the generated code has one: render exports the task of each).
-const LoopSiteInfo& time_site(void (*run)(void (*)(void* const*, int64_t, int64_t), void* const*, int64_t),
-                              void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
+// Returns the site and the call's seconds.
+std::pair<const LoopSiteInfo&, double> time_site(void (*run)(void (*)(void* const*, int64_t, int64_t), void* const*, int64_t),
+                                                 void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
   const auto t0 = Clock::now();
   run(fn, args, n);
   const double s = seconds_since(t0);
@@ -217,13 +218,13 @@ const LoopSiteInfo& time_site(void (*run)(void (*)(void* const*, int64_t, int64_
   ++t.calls;
   t.s += s;
   t.bytes += site.bytes;
-  return site;
+  return {site, s};
 }
 void parallel_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) { time_site(run_parallel, fn, args, n); }
 void parallel_products_timed(void (*fn)(void* const*, int64_t, int64_t), void* const* args, int64_t n) {
-  const auto t0 = Clock::now();
-  profiling->attention_flops += time_site(parallel_products, fn, args, n).flops;
-  profiling->attention_s += seconds_since(t0);
+  const auto [site, s] = time_site(parallel_products, fn, args, n);
+  profiling->attention_flops += site.flops;
+  profiling->attention_s += s;
   ++profiling->attention_steps;
 }
 
@@ -238,12 +239,12 @@ LoopSiteInfo describe_loop(const Unit& unit, size_t unit_index, const LoopSite& 
   const bool attention = st.kind == fusion::StepKind::Attention || st.kind == fusion::StepKind::AttentionGrad;
   std::vector<std::string_view> ops;
   std::vector<int32_t> read;
-  if (attention) {
+  if (attention) {  // its products and softmax, not its nodes; what it reads from other steps
     ops.push_back(st.kind == fusion::StepKind::Attention ? "attention" : "attention gradient");
     read = fusion::attention_reads(st.attention, st.kind == fusion::StepKind::AttentionGrad);
   }
-  for (int32_t i : attention ? std::vector<int32_t>{} : st.nodes) {
-    const ir::Node& n = g.nodes[static_cast<size_t>(i)];
+  for (size_t k = 0; !attention && k < st.nodes.size(); ++k) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(st.nodes[k])];
     const std::string_view op = n.op == ir::Op::Unary    ? ir::unary_name(n.attrs.unary)
                                 : n.op == ir::Op::Binary ? ir::binary_name(n.attrs.binary)
                                 : n.op == ir::Op::Reduce ? ir::reduce_name(n.attrs.reduce)
