@@ -182,7 +182,7 @@ std::string unary_expr(Unary u, DType d, const std::string& x) {
       case Unary::Sin: return "sinf(" + x + ")";
       case Unary::Cos: return "cosf(" + x + ")";
       case Unary::Tan: return "__builtin_tanf(" + x + ")";
-      case Unary::Tanh: return "tanhf(" + x + ")";
+      case Unary::Tanh: return "sh_tanh(" + x + ")";
       case Unary::Floor: return "__builtin_floorf(" + x + ")";
       case Unary::Ceil: return "__builtin_ceilf(" + x + ")";
       case Unary::Round: return "__builtin_roundf(" + x + ")";

@@ -41,7 +41,6 @@ float expf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float logf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float sinf(float) __attribute__((simd("notinbranch"), nothrow, const));
 float cosf(float) __attribute__((simd("notinbranch"), nothrow, const));
-float tanhf(float) __attribute__((simd("notinbranch"), nothrow, const));
 }
 // expf, with the arguments whose result is certainly +0 (below ln of half the least subnormal,
 // -103.97; masked scores such as -1e9 or -inf) replaced by +0 before the call and their result
@@ -52,6 +51,29 @@ static inline float sh_exp(float x) {
   const u32 keep = 0u - (u32)!(x < -104.0f);
   const float e = expf(__builtin_bit_cast(float, __builtin_bit_cast(u32, x) & keep));
   return __builtin_bit_cast(float, __builtin_bit_cast(u32, e) & keep);
+}
+// tanh within 2 ulp in straight-line code that vectorizes with its loop (libmvec's tanhf is a call
+// per vector and costs twice as much; a GELU's loops are bound by it). With a = |x|: a < 0.625:
+// Cephes' odd polynomial a + a·z·P(z), z = a²; else 1 − 2/(e + 1), e = exp(2a) = 2^n·q(r) with
+// 2a = n·ln 2 + r, |r| ≤ ln 2 / 2 (Cody–Waite), 2a at most 20, where tanh rounds to 1; then x's
+// sign. NaN takes the first branch (the compare is false) and stays NaN; ±0 stays ±0. SH_FMA:
+// one rounding where the ISA has FMA (toolchain's flags), a product and a sum where not.
+#ifdef __FMA__
+#define SH_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#else
+#define SH_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+static inline float sh_tanh(float x) {
+  const float a = __builtin_fabsf(x), z = a * a;
+  const float p = SH_FMA(SH_FMA(SH_FMA(SH_FMA(-5.70498872745e-3f, z, 2.06390887954e-2f), z, -5.37397155531e-2f), z, 1.33314422036e-1f), z, -3.33332819422e-1f);
+  const float small = SH_FMA(a * z, p, a);
+  const float y = a < 10.0f ? a + a : 20.0f;
+  const float t = SH_FMA(y, 1.44269504088896341f, 12582912.0f);  // 1.5·2^23 + n: n in t's low bits
+  const float n = t - 12582912.0f;
+  const float r = SH_FMA(n, 2.12194440e-4f, SH_FMA(n, -0.693359375f, y));
+  const float q = SH_FMA(SH_FMA(SH_FMA(SH_FMA(SH_FMA(SH_FMA(1.9875691500e-4f, r, 1.3981999507e-3f), r, 8.3334519073e-3f), r, 4.1665795894e-2f), r, 1.6666665459e-1f), r, 5.0000001201e-1f), r * r, r) + 1.0f;
+  const float e = __builtin_bit_cast(float, __builtin_bit_cast(u32, q) + ((__builtin_bit_cast(u32, t) - 0x4b400000u) << 23));
+  return __builtin_copysignf(a >= 0.625f ? 1.0f - 2.0f / (e + 1.0f) : small, x);
 }
 struct sheaf_rt {
   void (*sgemm)(const float*, i64, i64, i64, i64, const float*, i64, i64, i64, float*);

@@ -25,7 +25,7 @@ const std::string& compile_flags();
 // back to a generic or older model): AVX-512 F/BW/DQ/VL/CD with 512-bit vectors preferred, else
 // AVX2 with FMA and F16C, else nothing.
 std::string isa_flags();
-inline constexpr const char* kLinkFlags = "-lmvec";  // glibc's vector math (expf, tanhf, ... on 16 lanes)
+inline constexpr const char* kLinkFlags = "-lmvec";  // glibc's vector math (expf, logf, sinf, cosf on 8 or 16 lanes)
 
 struct Toolchain {
   std::string compiler;  // resolved path
