@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backend/backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/toolchain.hpp"
 #include "eval/interp.hpp"
 #include "passes/pipeline.hpp"
@@ -36,6 +37,10 @@ std::vector<float> run_on_cpu(const char* fn, const std::vector<float>& xs) {
   CompileContext context{"f", "key", "", [] { return std::string(32, '0'); }, [] { return std::string(32, '0'); }};
   const std::vector<Tensor> inputs = {x};
   std::vector<Tensor> got = jit.backend->compile(t.graph, context)->run(inputs, false);
+  // native code, not the reference executor's std::tanh
+  const cpu::CpuStats& stats = static_cast<const cpu::CpuBackend&>(*jit.backend).stats();
+  EXPECT_EQ(stats.built + stats.loaded, 1u);
+  EXPECT_EQ(stats.ref_runs, 0u);
   std::vector<float> ys(xs.size());
   std::memcpy(ys.data(), got.at(0).bytes(), ys.size() * sizeof(float));
   return ys;
